@@ -1,0 +1,1 @@
+"""Attention Lab core: attention math, data, models and training, with no Streamlit import."""

@@ -1,0 +1,151 @@
+"""Per-process budgets: torch threads, caps on training runs, and a limit on concurrent training.
+
+One Streamlit server holds every session of a class in one process. These limits keep it fair:
+torch gets a fixed small thread count (more threads do not speed up tiny models and would let one
+session starve the others), training runs are capped in size and length when hosted, and only a
+few sessions may run a training slice at the same moment; the others wait their turn and are told
+their place in the queue.
+
+Settings (environment variables, read once at import):
+- ATTENTION_LAB_TORCH_THREADS     threads per torch op (default 2, or 1 when hosted)
+- ATTENTION_LAB_MAX_CONCURRENT    training slices running at once (default 2)
+- ATTENTION_LAB_HOSTED            "1" applies the hosted caps below (default off)
+- ATTENTION_LAB_MAX_STEPS         cap on steps of one run (default 20000, hosted 3000)
+- ATTENTION_LAB_MAX_PARAMS        cap on model parameters (default 5_000_000, hosted 400_000)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps applied to every training run in this process."""
+
+    hosted: bool          # running for a class on shared hardware
+    torch_threads: int    # threads per torch op
+    max_concurrent: int   # training slices that may run at the same moment
+    max_steps: int        # longest run, in optimisation steps
+    max_params: int       # largest model, in parameters
+
+
+def load_limits() -> Limits:
+    hosted = os.environ.get("ATTENTION_LAB_HOSTED", "0") == "1"
+    return Limits(
+        hosted=hosted,
+        torch_threads=_env_int("ATTENTION_LAB_TORCH_THREADS", 1 if hosted else 2),
+        max_concurrent=_env_int("ATTENTION_LAB_MAX_CONCURRENT", 2),
+        max_steps=_env_int("ATTENTION_LAB_MAX_STEPS", 3000 if hosted else 20000),
+        max_params=_env_int("ATTENTION_LAB_MAX_PARAMS", 400_000 if hosted else 5_000_000),
+    )
+
+
+LIMITS = load_limits()
+
+
+def configure_torch_threads(limits: Limits = LIMITS) -> None:
+    """Fix torch's intra-op threads once per process (safe to call on every rerun)."""
+    import torch
+
+    if torch.get_num_threads() != limits.torch_threads:
+        torch.set_num_threads(limits.torch_threads)
+
+
+def check_run_size(n_params: int, max_steps: int, limits: Limits = LIMITS) -> list[str]:
+    """Reasons a run is too large for this server (empty when it fits)."""
+    problems = []
+    if n_params > limits.max_params:
+        problems.append(f"the model has {n_params:,} parameters; this server allows "
+                        f"{limits.max_params:,}. Use fewer layers or a smaller d_embed.")
+    if max_steps > limits.max_steps:
+        problems.append(f"{max_steps:,} steps asked; this server allows {limits.max_steps:,}.")
+    return problems
+
+
+class TrainingSlots:
+    """A fair, bounded set of training slots with a visible queue.
+
+    `slot(owner)` is a context manager: it enters only when a slot is free and `owner` is first
+    in line, waiting at most `timeout` seconds; otherwise it yields False so the caller can show
+    "busy, your place in the queue is N" and try again on the next tick. Slots are held only for
+    one short training slice, so nobody waits for a whole run.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._lock = threading.Condition()
+        self._running: set[str] = set()
+        self._queue: list[str] = []
+        self._last_seen: dict[str, float] = {}
+
+    def position(self, owner: str) -> int:
+        """0 when running or next to run; otherwise how many are ahead."""
+        with self._lock:
+            self._drop_stale()
+            if owner in self._running or owner not in self._queue:
+                return 0
+            return self._queue.index(owner)
+
+    def _drop_stale(self, max_age: float = 20.0) -> None:
+        # a session that closed its tab stops asking; forget it so it does not block the line
+        now = time.monotonic()
+        self._queue = [o for o in self._queue if now - self._last_seen.get(o, now) < max_age]
+
+    @contextlib.contextmanager
+    def slot(self, owner: str, timeout: float = 0.5) -> Iterator[bool]:
+        got = False
+        with self._lock:
+            self._last_seen[owner] = time.monotonic()
+            if owner not in self._queue:
+                self._queue.append(owner)
+            deadline = time.monotonic() + timeout
+            while True:
+                self._drop_stale()
+                if owner not in self._queue:
+                    self._queue.append(owner)
+                free = len(self._running) < self.capacity
+                ahead = self._queue.index(owner)
+                if free and ahead < self.capacity - len(self._running):
+                    self._queue.remove(owner)
+                    self._running.add(owner)
+                    got = True
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._lock.wait(remaining)
+        try:
+            yield got
+        finally:
+            if got:
+                with self._lock:
+                    self._running.discard(owner)
+                    self._lock.notify_all()
+
+    def leave(self, owner: str) -> None:
+        """Remove `owner` from the queue (paused or stopped runs do not hold a place)."""
+        with self._lock:
+            if owner in self._queue:
+                self._queue.remove(owner)
+            self._lock.notify_all()
+
+    @property
+    def running(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+
+SLOTS = TrainingSlots(LIMITS.max_concurrent)

@@ -1,0 +1,459 @@
+"""Training engine for the names GPT: configuration, a resumable `Trainer`, and tuned presets.
+
+The app trains in short slices: a Streamlit fragment calls `trainer.train(time_budget_s=0.5)` on every
+tick and redraws the loss curve from `trainer.history`. So a `Trainer` keeps everything a run needs
+(model, optimizer, step counter, its own random generators, history) and can stop and resume at any
+step with identical results.
+
+Reproducibility without the global RNG (several sessions train in one process, in threads):
+* the model's initial weights come from a generator seeded with `seed` (see core.models);
+* batches are drawn with the trainer's own CPU `torch.Generator`;
+* dropout masks come from another generator owned by the trainer and handed to the model.
+Same config, data and device -> identical losses, whatever else runs in the process.
+
+Losses are mean cross-entropy per non-padding target character, in nats (ln 27 = 3.30 is a uniform guess).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Callable, ContextManager
+
+import torch
+import torch.nn.functional as F
+
+from core.data import IGNORE_INDEX, NamesData, name_windows, random_batch
+from core.device import REQUEST_NAMES, resolve_device
+from core.models import GPT, GPTConfig
+
+OPTIMIZERS = ("adamw", "sgd")
+SCHEDULES = ("constant", "cosine")
+
+
+class TrainingError(ValueError):
+    """Training cannot go on (e.g. the loss became NaN); the message is fit to show a student."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a training run of the names GPT (besides the data)."""
+
+    model: GPTConfig = field(default_factory=GPTConfig)  # architecture (vocab_size is taken from the data)
+    optimizer: str = "adamw"  # "adamw" or "sgd"; the lecture used SGD, which converges slowly
+    lr: float = 3e-3  # peak learning rate (the lecture: 0.01 with SGD)
+    weight_decay: float = 0.01  # decay of weight matrices and embeddings (never biases or LayerNorm)
+    batch_size: int = 32  # name windows per optimisation step
+    max_steps: int = 1000  # length of the run in optimisation steps
+    val_interval: int = 100  # evaluate on the validation split every this many steps (and at the end)
+    val_batches: int | None = None  # batches of eval_batch_size per validation; None = the full split
+    eval_batch_size: int = 1024  # windows per forward pass in evaluate(); speed only, same result
+    seed: int = 101  # seeds the initial weights, the batch order and the dropout masks
+    device: str = "auto"  # "auto", "cpu", "cuda" or "mps"; an absent device falls back to the CPU
+    grad_clip: float | None = None  # clip the global gradient norm to this value; None = no clipping
+    schedule: str = "constant"  # learning rate after warm-up: "constant" or "cosine" decay to the end
+    warmup_steps: int = 0  # linear warm-up from ~0 to lr over this many steps
+    min_lr_ratio: float = 0.1  # the cosine schedule ends at lr * min_lr_ratio
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError with a readable message for any setting that cannot run."""
+        if not isinstance(self.model, GPTConfig):
+            raise ValueError("model must be a GPTConfig")
+        self.model.validate()
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        _check_number("lr", self.lr, positive=True)
+        _check_number("weight_decay", self.weight_decay)
+        _check_number("min_lr_ratio", self.min_lr_ratio)
+        if self.min_lr_ratio > 1:
+            raise ValueError(f"min_lr_ratio must be between 0 and 1, got {self.min_lr_ratio}")
+        for name in ("batch_size", "max_steps", "val_interval", "eval_batch_size"):
+            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("warmup_steps", self.warmup_steps, minimum=0)
+        _check_int("seed", self.seed, minimum=0)
+        if self.val_batches is not None:
+            _check_int("val_batches", self.val_batches, minimum=1)
+        if self.grad_clip is not None:
+            _check_number("grad_clip", self.grad_clip, positive=True)
+        base = str(self.device).lower().partition(":")[0]
+        if base not in REQUEST_NAMES:
+            raise ValueError(f"device must be one of {', '.join(REQUEST_NAMES)}, got {self.device!r}")
+
+    def to_dict(self) -> dict:
+        """Plain values only (nested dict for the model), for checkpoints and URLs."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        """Inverse of to_dict; unknown keys are an error."""
+        if not isinstance(values, dict):
+            raise ValueError(f"training config must be a mapping, got {type(values).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown training config fields: {', '.join(map(str, unknown))}")
+        values = dict(values)
+        if "model" in values and not isinstance(values["model"], GPTConfig):
+            values["model"] = GPTConfig.from_dict(values["model"])
+        return cls(**values)
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _check_number(name: str, value, positive: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be above 0, got {value}")
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+
+
+def learning_rate(config: TrainConfig, step: int) -> float:
+    """Learning rate for optimisation step `step` (0-based): linear warm-up, then constant or cosine."""
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return config.lr
+    decay_steps = max(1, config.max_steps - config.warmup_steps)
+    progress = min(1.0, (step - config.warmup_steps) / decay_steps)  # 0 -> 1 over the decay
+    min_lr = config.lr * config.min_lr_ratio
+    return min_lr + 0.5 * (config.lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass
+class SliceResult:
+    """What one call of `Trainer.train` did."""
+
+    steps: int  # optimisation steps done in this slice
+    train_losses: list[float]  # training loss of each of those steps
+    val_points: list[tuple[int, float]]  # (step, validation loss) measured during the slice
+    steps_per_s: float  # steps per second of training time (validation passes excluded)
+    tokens_per_s: float  # non-padding target tokens per second of training time
+    elapsed_s: float = 0.0  # wall-clock seconds of the slice, validation included
+    ran: bool = True  # False when the slot was not granted: nothing was done, try again later
+
+
+def _new_history() -> dict[str, list]:
+    return {
+        "steps": [],  # step number after each optimisation step (1, 2, ...)
+        "train_loss": [],  # training loss of that step's batch
+        "val_steps": [],  # steps at which the validation loss was measured
+        "val_loss": [],  # validation loss at those steps
+        "elapsed": [],  # cumulative training seconds after each step (validation excluded)
+        "tokens": [],  # cumulative non-padding target tokens seen after each step
+        "lr": [],  # learning rate used at each step
+    }
+
+
+def _make_generator(device: torch.device, seed: int) -> torch.Generator:
+    """A generator on `device` if torch supports one there, else on the CPU (masks then get copied)."""
+    try:
+        return torch.Generator(device=device).manual_seed(seed)
+    except (RuntimeError, TypeError):
+        return torch.Generator().manual_seed(seed)
+
+
+def _make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW or SGD; weight decay on matrices and embeddings only (not on biases or LayerNorm gains)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=config.lr)
+    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.99))
+
+
+class Trainer:
+    """Trains a GPT on the names in resumable slices; see the module docstring."""
+
+    def __init__(self, config: TrainConfig, data: NamesData):
+        config.validate()
+        model_config = config.model
+        if model_config.vocab_size != data.tokenizer.vocab_size:
+            model_config = replace(model_config, vocab_size=data.tokenizer.vocab_size)
+        # A private copy: the caller's config object may be edited by the UI while we train.
+        self.config = replace(config, model=replace(model_config))
+        self.data = data
+        self.tokenizer = data.tokenizer
+        self.device, self.device_message = resolve_device(config.device)
+
+        # Windows matching the model's context (rebuilt when the data was made for another size).
+        context_size = model_config.context_size
+        if data.context_size == context_size:
+            train_x, train_y, val_x, val_y = data.train_x, data.train_y, data.val_x, data.val_y
+        else:
+            train_x, train_y = name_windows(data.train_names, data.tokenizer, context_size)
+            val_x, val_y = name_windows(data.val_names, data.tokenizer, context_size)
+        if len(train_x) == 0 or len(val_x) == 0:
+            raise ValueError("the training and validation splits both need at least one name")
+        self._splits = {
+            "train": (train_x.to(self.device), train_y.to(self.device)),
+            "val": (val_x.to(self.device), val_y.to(self.device)),
+        }
+
+        self.model = GPT(self.config.model, seed=config.seed).to(self.device)
+        self._batch_generator = torch.Generator().manual_seed(config.seed)  # CPU: batch row indices
+        self._dropout_generator = _make_generator(self.device, config.seed + 1)
+        self.model.set_dropout_generator(self._dropout_generator)
+        self.optimizer = _make_optimizer(self.model, self.config)
+
+        self.step = 0  # optimisation steps done so far
+        self.history = _new_history()
+        self.error: str | None = None  # set when training had to stop (e.g. NaN loss)
+        self._elapsed = 0.0  # cumulative training seconds
+        self._tokens = 0  # cumulative non-padding target tokens
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """True once max_steps are done (or training stopped on an error)."""
+        return self.step >= self.config.max_steps or self.error is not None
+
+    @property
+    def last_val_loss(self) -> float | None:
+        return self.history["val_loss"][-1] if self.history["val_loss"] else None
+
+    def set_max_steps(self, max_steps: int) -> None:
+        """Lengthen or shorten the run (not below the steps already done); the schedule follows."""
+        _check_int("max_steps", max_steps, minimum=max(1, self.step))
+        self.config = replace(self.config, max_steps=max_steps)
+
+    # -- training ----------------------------------------------------------------------------
+
+    def _train_step(self) -> tuple[float, int, float]:
+        """One optimisation step; returns (loss, non-padding target tokens, learning rate)."""
+        lr = learning_rate(self.config, self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        train_x, train_y = self._splits["train"]
+        inputs, targets = random_batch(train_x, train_y, self.config.batch_size, self._batch_generator)  # (B, T)
+        _, loss = self.model(inputs, targets)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            self.error = (
+                f"training stopped at step {self.step + 1}: the loss became {loss_value} "
+                f"(diverged). Try a smaller learning rate (now {self.config.lr:g})."
+            )
+            raise TrainingError(self.error)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        n_tokens = int((targets != IGNORE_INDEX).sum())
+        return loss_value, n_tokens, lr
+
+    def train(
+        self,
+        n_steps: int | None = None,
+        time_budget_s: float | None = None,
+        slot: ContextManager | None = None,
+    ) -> SliceResult:
+        """Train until `n_steps` more steps, `time_budget_s` seconds, or max_steps, whichever comes first.
+
+        Both limits None: run to max_steps. The validation loss is measured every `val_interval` steps
+        and after the last step. `slot` is an optional context manager held during the slice (the app's
+        limit on concurrent training); if it yields False the slot was not granted and nothing is done.
+        """
+        if n_steps is not None:
+            _check_int("n_steps", n_steps, minimum=0)
+        if time_budget_s is not None:
+            _check_number("time_budget_s", time_budget_s)
+        slot = contextlib.nullcontext() if slot is None else slot
+
+        losses: list[float] = []
+        val_points: list[tuple[int, float]] = []
+        train_time = 0.0
+        tokens = 0
+        with slot as granted:
+            if granted is False:
+                return SliceResult(0, [], [], 0.0, 0.0, 0.0, ran=False)
+            start = time.perf_counter()
+            self.model.train()
+            while not self.done:
+                if n_steps is not None and len(losses) >= n_steps:
+                    break
+                if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
+                    break
+                step_start = time.perf_counter()
+                loss_value, n_tokens, lr = self._train_step()
+                step_time = time.perf_counter() - step_start
+
+                self.step += 1
+                train_time += step_time
+                tokens += n_tokens
+                self._elapsed += step_time
+                self._tokens += n_tokens
+                losses.append(loss_value)
+                self.history["steps"].append(self.step)
+                self.history["train_loss"].append(loss_value)
+                self.history["elapsed"].append(self._elapsed)
+                self.history["tokens"].append(self._tokens)
+                self.history["lr"].append(lr)
+
+                if self.step % self.config.val_interval == 0 or self.step == self.config.max_steps:
+                    val_loss = self.evaluate("val", self.config.val_batches)
+                    self.model.train()
+                    val_points.append((self.step, val_loss))
+                    self.history["val_steps"].append(self.step)
+                    self.history["val_loss"].append(val_loss)
+            elapsed = time.perf_counter() - start
+
+        return SliceResult(
+            steps=len(losses),
+            train_losses=losses,
+            val_points=val_points,
+            steps_per_s=len(losses) / train_time if train_time > 0 else 0.0,
+            tokens_per_s=tokens / train_time if train_time > 0 else 0.0,
+            elapsed_s=elapsed,
+        )
+
+    @torch.no_grad()
+    def evaluate(self, split: str = "val", max_batches: int | None = None) -> float:
+        """Mean loss per non-padding target over `split` ("train" or "val"), in eval mode.
+
+        A full pass over the split unless `max_batches` (of eval_batch_size windows) is given.
+        """
+        if split not in self._splits:
+            raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        if max_batches is not None:
+            _check_int("max_batches", max_batches, minimum=1)
+        inputs, targets = self._splits[split]
+        was_training = self.model.training
+        self.model.eval()
+        total_loss = torch.zeros((), dtype=torch.float64, device=self.device)
+        total_tokens = 0
+        batch = self.config.eval_batch_size
+        try:
+            for index, start in enumerate(range(0, len(inputs), batch)):
+                if max_batches is not None and index >= max_batches:
+                    break
+                x = inputs[start : start + batch]  # (b, T)
+                y = targets[start : start + batch]  # (b, T)
+                logits, _ = self.model(x)  # (b, T, V)
+                loss_sum = F.cross_entropy(
+                    logits.reshape(-1, logits.size(-1)), y.reshape(-1), ignore_index=IGNORE_INDEX, reduction="sum"
+                )
+                total_loss += loss_sum.double()
+                total_tokens += int((y != IGNORE_INDEX).sum())
+        finally:
+            self.model.train(was_training)
+        return float(total_loss) / max(1, total_tokens)
+
+    # -- save / restore ----------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume this run exactly: tensors and plain values only
+        (so it can go through torch.save and back with torch.load(weights_only=True))."""
+        return {
+            "config": self.config.to_dict(),
+            "step": self.step,
+            "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "history": {k: list(v) for k, v in self.history.items()},
+            "elapsed": self._elapsed,
+            "tokens": self._tokens,
+            "error": self.error,
+            "batch_generator": self._batch_generator.get_state(),
+            "dropout_generator": self._dropout_generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from `state_dict()` output; the run's config must match this trainer's."""
+        saved = TrainConfig.from_dict(state["config"])
+        if replace(saved, max_steps=self.config.max_steps) != self.config:
+            raise ValueError("this saved run was made with different settings; build the Trainer from its config")
+        self.config = saved
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step = int(state["step"])
+        self.history = {k: list(v) for k, v in state["history"].items()}
+        self._elapsed = float(state["elapsed"])
+        self._tokens = int(state["tokens"])
+        self.error = state["error"]
+        self._batch_generator.set_state(state["batch_generator"])
+        self._dropout_generator.set_state(state["dropout_generator"])
+
+    @classmethod
+    def from_state_dict(cls, state: dict, data: NamesData) -> "Trainer":
+        """A Trainer rebuilt from `state_dict()` output, ready to continue training."""
+        trainer = cls(TrainConfig.from_dict(state["config"]), data)
+        trainer.load_state_dict(state)
+        return trainer
+
+
+# ---------------------------------------------------------------------------------------------
+# Presets (measured with benchmarks/presets.py; see its output for the numbers on 2 CPU cores)
+# ---------------------------------------------------------------------------------------------
+
+
+def lecture_config() -> TrainConfig:
+    """Lecture 7 as written: its GPTConfig, SGD at lr 0.01, batch 32, 1000 steps (about 2.4 nats/char)."""
+    return TrainConfig(
+        model=GPTConfig(),
+        optimizer="sgd",
+        lr=0.01,
+        weight_decay=0.0,
+        batch_size=32,
+        max_steps=1000,
+        val_interval=100,
+        seed=101,
+    )
+
+
+def quick_demo_config() -> TrainConfig:
+    """Goal: validation loss <= 2.10 within 30 s on 2 CPU cores."""
+    return TrainConfig(
+        model=GPTConfig(context_size=12, n_layer=3, n_head=4, d_embed=64, d_ff=256, dropout=0.0),
+        optimizer="adamw",
+        lr=1e-2,
+        weight_decay=0.01,
+        batch_size=64,
+        max_steps=1500,
+        val_interval=100,
+        seed=101,
+        grad_clip=1.0,
+        schedule="cosine",
+        warmup_steps=100,
+    )
+
+
+def best_config() -> TrainConfig:
+    """Goal: validation loss <= 1.92 within 5 minutes on 2 CPU cores."""
+    return TrainConfig(
+        model=GPTConfig(context_size=16, n_layer=4, n_head=4, d_embed=128, d_ff=512, dropout=0.1),
+        optimizer="adamw",
+        lr=3e-3,
+        weight_decay=0.1,
+        batch_size=128,
+        max_steps=6000,
+        val_interval=500,
+        seed=101,
+        grad_clip=1.0,
+        schedule="cosine",
+        warmup_steps=200,
+    )
+
+
+PRESETS: dict[str, Callable[[], TrainConfig]] = {
+    "lecture": lecture_config,
+    "quick_demo": quick_demo_config,
+    "best": best_config,
+}

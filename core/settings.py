@@ -1,0 +1,236 @@
+"""Page settings as small dataclasses, and their round trips to URL query params and lesson JSON.
+
+Every lesson page keeps its controls in one dataclass. This module turns any such dataclass into
+URL query parameters and back, and into a lesson file (JSON) and back, validating every value on
+the way in: a tampered or malformed value never reaches the math, it falls back to the default and
+the caller gets a plain-language notice to show. Written once here, so shareable links, lesson
+presets and locked controls work the same on every page.
+
+Field rules come from `dataclasses.field(metadata=...)` built with `spec(...)`:
+`min`/`max` for numbers, `choices` for strings, `max_len` for lists and strings.
+A dataclass may also define `problems(self) -> list[str]` for rules that span fields
+(e.g. "the query token must exist"); when it returns problems the whole object falls back to
+its defaults, because half-applied settings would show the student something nobody chose.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import zlib
+from typing import Any, Mapping, get_args, get_origin, get_type_hints
+
+LESSON_FORMAT = "attention-lab-lesson"
+LESSON_VERSION = 1
+MAX_PARAM_CHARS = 60_000        # one URL value; browsers cap whole URLs near 64k-2M chars
+MAX_LESSON_BYTES = 200_000      # a lesson file holds settings, never data sets or models
+COMPRESS_OVER = 600             # longer JSON values are zlib+base64url packed in the URL
+
+
+def spec(default: Any = dataclasses.MISSING, *, factory: Any = None, **rules: Any) -> Any:
+    """A dataclass field with validation rules (min, max, choices, max_len, doc)."""
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=rules)
+    return dataclasses.field(default=default, metadata=rules)
+
+
+class SettingsError(ValueError):
+    """A value that cannot be used; the message is fit to show to a student."""
+
+
+# ---------------------------------------------------------------- values <-> text
+def _pack(text: str) -> str:
+    """Compress long JSON so big embedding tables still fit in a link."""
+    raw = zlib.compress(text.encode("utf-8"), 9)
+    return "z" + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _unpack(text: str) -> str:
+    if not text.startswith("z"):
+        return text
+    body = text[1:] + "=" * (-len(text[1:]) % 4)
+    try:
+        raw = base64.urlsafe_b64decode(body.encode("ascii"))
+        # cap the inflated size: a tiny "zip bomb" value must not eat the server's memory
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(raw, MAX_PARAM_CHARS * 20)
+        if inflater.unconsumed_tail:
+            raise SettingsError("the packed value is too large")
+        return out.decode("utf-8")
+    except (ValueError, zlib.error, UnicodeDecodeError) as exc:
+        raise SettingsError("the packed value is damaged") from exc
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    text = json.dumps(value, separators=(",", ":"))
+    return _pack(text) if len(text) > COMPRESS_OVER else text
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"expected true/false, got {str(value)[:40]!r}")
+
+
+def _parse_number(value: Any, kind: type) -> int | float:
+    if isinstance(value, bool):
+        raise SettingsError("expected a number, got true/false")
+    try:
+        number = kind(value) if kind is float else int(str(value).strip())
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"expected {'a number' if kind is float else 'a whole number'}, "
+                            f"got {str(value)[:40]!r}") from exc
+    if kind is float and not math.isfinite(number):
+        raise SettingsError("expected a finite number")
+    return number
+
+
+def _check_rules(name: str, value: Any, rules: Mapping[str, Any]) -> None:
+    if "min" in rules and value < rules["min"]:
+        raise SettingsError(f"{name} must be at least {rules['min']}, got {value}")
+    if "max" in rules and value > rules["max"]:
+        raise SettingsError(f"{name} must be at most {rules['max']}, got {value}")
+    if "choices" in rules and value not in rules["choices"]:
+        raise SettingsError(f"{name} must be one of {', '.join(map(str, rules['choices']))}")
+    if "max_len" in rules and hasattr(value, "__len__") and len(value) > rules["max_len"]:
+        raise SettingsError(f"{name} is too long ({len(value)} > {rules['max_len']})")
+
+
+def _coerce(value: Any, hint: Any, name: str) -> Any:
+    """Turn a URL string or a JSON value into the field's type, or raise SettingsError."""
+    origin = get_origin(hint)
+    if origin is list:
+        if isinstance(value, str):
+            try:
+                value = json.loads(_unpack(value))
+            except json.JSONDecodeError as exc:
+                raise SettingsError(f"{name} is not valid JSON") from exc
+        if not isinstance(value, list):
+            raise SettingsError(f"{name} must be a list")
+        (item_hint,) = get_args(hint) or (Any,)
+        return [_coerce(item, item_hint, name) for item in value]
+    if hint is bool:
+        return _parse_bool(value)
+    if hint in (int, float):
+        return _parse_number(value, hint)
+    if hint is str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise SettingsError(f"{name} must be text")
+        return str(value)
+    return value
+
+
+def _fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    hints = get_type_hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls)]
+
+
+def _finish(cls: type, values: dict[str, Any], errors: list[str]):
+    obj = cls(**values)
+    problems = obj.problems() if hasattr(obj, "problems") else []
+    if problems:
+        errors.extend(problems)
+        errors.append("the settings were reset to the defaults")
+        obj = cls()
+    return obj
+
+
+def _apply(cls: type, source: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for field, hint in _fields(cls):
+        if field.name not in source:
+            continue
+        raw = source[field.name]
+        if isinstance(raw, str) and len(raw) > MAX_PARAM_CHARS:
+            errors.append(f"{field.name}: the value is too long and was ignored")
+            continue
+        try:
+            value = _coerce(raw, hint, field.name)
+            _check_rules(field.name, value, field.metadata)
+            values[field.name] = value
+        except SettingsError as exc:
+            errors.append(f"{field.name}: {exc}; the default was used")
+    return values
+
+
+# ---------------------------------------------------------------- URL query params
+def to_params(obj: Any) -> dict[str, str]:
+    """Query parameters for every field that differs from its default (clean, short links)."""
+    default = type(obj)()
+    params = {}
+    for field, _ in _fields(type(obj)):
+        value = getattr(obj, field.name)
+        if value != getattr(default, field.name):
+            params[field.name] = _to_text(value)
+    return params
+
+
+def from_params(cls: type, params: Mapping[str, str]) -> tuple[Any, list[str]]:
+    """Settings from query parameters; unknown keys are ignored, bad values reported."""
+    errors: list[str] = []
+    values = _apply(cls, params, errors)
+    return _finish(cls, values, errors), errors
+
+
+# ---------------------------------------------------------------- lesson files
+def to_lesson(obj: Any, *, name: str, page: str, locked: set[str] | list[str] = ()) -> str:
+    """A lesson file: the page's settings, a name, and the controls students cannot change."""
+    known = {f.name for f in dataclasses.fields(obj)}
+    lesson = {
+        "format": LESSON_FORMAT,
+        "version": LESSON_VERSION,
+        "name": name,
+        "page": page,
+        "settings": dataclasses.asdict(obj),
+        "locked": sorted(set(locked) & known),
+    }
+    return json.dumps(lesson, indent=1)
+
+
+@dataclasses.dataclass
+class Lesson:
+    """A loaded lesson: settings object, its name and the locked field names."""
+
+    settings: Any
+    name: str
+    locked: set[str]
+
+
+def from_lesson(cls: type, data: bytes | str, *, page: str) -> tuple[Lesson, list[str]]:
+    """Parse and validate a lesson file; raise SettingsError when nothing usable is in it."""
+    if len(data) > MAX_LESSON_BYTES:
+        raise SettingsError(f"the lesson file is too large ({len(data):,} bytes; "
+                            f"the limit is {MAX_LESSON_BYTES:,})")
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        lesson = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise SettingsError("this is not a lesson file (it is not valid UTF-8 JSON)") from exc
+    if not isinstance(lesson, dict) or lesson.get("format") != LESSON_FORMAT:
+        raise SettingsError("this is not an Attention Lab lesson file")
+    if lesson.get("version") != LESSON_VERSION:
+        raise SettingsError(f"unsupported lesson version {lesson.get('version')!r}")
+    if lesson.get("page") != page:
+        raise SettingsError(f"this lesson is for the page {str(lesson.get('page'))[:40]!r}, "
+                            f"not this one ({page!r})")
+    settings = lesson.get("settings")
+    if not isinstance(settings, dict):
+        raise SettingsError("the lesson file has no settings")
+    errors: list[str] = []
+    obj = _finish(cls, _apply(cls, settings, errors), errors)
+    known = {f.name for f in dataclasses.fields(cls)}
+    locked_raw = lesson.get("locked", [])
+    locked = {x for x in locked_raw if isinstance(x, str) and x in known} \
+        if isinstance(locked_raw, list) else set()
+    name = lesson.get("name") if isinstance(lesson.get("name"), str) else "lesson"
+    return Lesson(obj, name[:80], locked), errors

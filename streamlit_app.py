@@ -1,0 +1,34 @@
+"""Attention Lab: the entry point. Page config, navigation over pages/, the global sidebar."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import budget
+from ui import nav
+from ui.layout import apply_lecture_style
+
+st.set_page_config(page_title="Attention Lab", page_icon=":material/neurology:", layout="wide")
+budget.configure_torch_threads()
+
+home = st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True)
+sections: dict[str, list] = {"Start": [home]}
+for lesson in nav.available_lessons():
+    sections.setdefault(lesson.section, []).append(
+        st.Page(lesson.file, title=lesson.title, icon=lesson.icon, url_path=lesson.url))
+
+page = st.navigation(sections)
+
+# Lecture mode is global: read once from the link, then kept by the sidebar toggle's key.
+if "lecture_mode" not in st.session_state:
+    st.session_state["lecture_mode"] = st.query_params.get("lecture") == "1"
+st.sidebar.toggle("Lecture mode", key="lecture_mode",
+                  help="Larger text, projector-friendly colour-blind-safe palette, less chrome.")
+if st.session_state["lecture_mode"]:
+    if st.query_params.get("lecture") != "1":
+        st.query_params["lecture"] = "1"
+elif "lecture" in st.query_params:
+    del st.query_params["lecture"]
+apply_lecture_style()
+
+page.run()

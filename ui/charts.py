@@ -1,0 +1,43 @@
+"""Show a chart with its caption and one-click PNG (2x) and SVG downloads.
+
+The figure files are made only when a download is clicked (Streamlit calls the data callable
+then), so a page with many charts stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+
+import altair as alt
+import streamlit as st
+
+from core import charts
+from ui.state import lecture_mode
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "figure"
+
+
+def show_chart(chart: alt.TopLevelMixin, *, name: str, caption: str, title: str = "",
+               key: str | None = None, downloads: bool = True) -> None:
+    """Render `chart` (themed for the current mode), its caption and the figure downloads."""
+    lecture = lecture_mode()
+    st.altair_chart(charts.themed(chart, lecture), use_container_width=False)
+    st.caption(caption)
+    if not downloads:
+        return
+    figure = charts.themed(charts.with_caption(chart, title or name, caption), lecture)
+    slug = _slug(name)
+    key = key or slug
+    left, right, _ = st.columns([1, 1, 4])
+    with left:
+        st.download_button("PNG", data=lambda: charts.to_png(figure, scale=2.0),
+                           file_name=f"{slug}.png", mime="image/png", key=f"png.{key}",
+                           on_click="ignore", icon=":material/download:",
+                           help="2x PNG with the caption, for slides")
+    with right:
+        st.download_button("SVG", data=lambda: charts.to_svg(figure).encode("utf-8"),
+                           file_name=f"{slug}.svg", mime="image/svg+xml", key=f"svg.{key}",
+                           on_click="ignore", icon=":material/download:",
+                           help="Vector SVG with the caption, for slides")

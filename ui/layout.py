@@ -1,0 +1,86 @@
+"""Page chrome shared by every lesson: lecture-mode styling, safe error display, lesson presets."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Iterator
+
+import streamlit as st
+
+from core import settings as core_settings
+from ui import state
+
+log = logging.getLogger("attention_lab")
+
+LECTURE_CSS = """
+<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.15rem; }
+[data-testid="stCaptionContainer"] { font-size: 1rem; color: #111; }
+h1 { font-size: 2.4rem !important; } h2 { font-size: 1.9rem !important; }
+[data-testid="stHeader"], [data-testid="stToolbar"], footer { display: none; }
+.katex { font-size: 1.35em !important; }
+</style>
+"""
+
+
+def apply_lecture_style() -> None:
+    """Bigger text and less chrome when lecture mode is on."""
+    if state.lecture_mode():
+        st.markdown(LECTURE_CSS, unsafe_allow_html=True)
+
+
+@contextlib.contextmanager
+def friendly_errors(what: str = "this step") -> Iterator[None]:
+    """Show a user's bad input as a clear message instead of a traceback.
+
+    ValueError (and its subclasses) carry messages written for students; anything else is a bug
+    in Attention Lab, reported as such and logged for the developers, never shown as a traceback.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        st.error(f"Could not compute {what}: {exc}", icon="🚫")
+    except Exception:  # noqa: BLE001 - the last line of defence for the page
+        log.exception("unexpected error in %s", what)
+        st.error(f"Something went wrong in {what}. Your settings are kept; "
+                 "try another value or reset this page.", icon="🐞")
+
+
+def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> None:
+    """Sidebar panel: save settings as a lesson file (with locks), load one."""
+    with st.sidebar.expander("Lesson presets", icon=":material/school:"):
+        name = st.text_input("Lesson name", value="my lesson", key=f"{prefix}.lesson_name",
+                             max_chars=80)
+        fields = [f for f in core_settings.dataclasses.fields(cls)]
+        lock = st.multiselect("Lock these controls for students",
+                              [f.name for f in fields], key=f"{prefix}.lesson_lock")
+        st.download_button("Save lesson (JSON)",
+                           data=core_settings.to_lesson(obj, name=name, page=page, locked=lock),
+                           file_name=f"{name.strip().replace(' ', '_') or 'lesson'}.json",
+                           mime="application/json", key=f"{prefix}.lesson_save",
+                           on_click="ignore")
+        upload = st.file_uploader("Load a lesson", type=["json"], key=f"{prefix}.lesson_file")
+        if upload is not None and st.session_state.get(f"{prefix}.lesson_loaded") != upload.file_id:
+            st.session_state[f"{prefix}.lesson_loaded"] = upload.file_id
+            load_lesson_bytes(prefix, cls, page, upload.getvalue())
+        if state.locked_fields(prefix):
+            st.caption("🔒 Locked: " + ", ".join(sorted(state.locked_fields(prefix))))
+            if st.button("Unlock all", key=f"{prefix}.unlock"):
+                st.session_state[f"{prefix}.__locked"] = set()
+                st.rerun()
+
+
+def load_lesson_bytes(prefix: str, cls: type, page: str, data: bytes) -> bool:
+    """Apply a lesson file; on any problem keep the current settings and say why."""
+    try:
+        lesson, errors = core_settings.from_lesson(cls, data, page=page)
+    except core_settings.SettingsError as exc:
+        st.error(f"Lesson not loaded: {exc}. Your current settings are unchanged.", icon="🚫")
+        return False
+    state.replace_settings(prefix, lesson.settings, lesson.locked)
+    if errors:
+        st.warning("Lesson loaded with defaults for: " + "; ".join(errors[:6]), icon="⚠️")
+    st.success(f"Lesson “{lesson.name}” loaded.", icon="✅")
+    return True

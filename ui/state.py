@@ -1,0 +1,111 @@
+"""Settings <-> session state <-> URL: the one place pages keep their controls.
+
+A page calls `settings = page_settings("walkthrough", WalkthroughSettings)` once, builds its
+widgets with `bound(st.slider, "Query token", settings, "query", ...)`, and calls
+`sync_url(settings)` at the end. The dataclass in `st.session_state` is the source of truth:
+widget keys are seeded from it whenever Streamlit has dropped them (page switch), so values
+survive navigation; a generation counter in the widget keys lets a lesson load or a reset
+replace every widget value at once. The first visit reads the URL, so a shared link
+reproduces what the lecturer showed; bad parameters fall back to defaults with a notice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import streamlit as st
+
+from core import settings as core_settings
+
+GLOBAL_PARAMS = ("lecture",)  # kept in the URL on every page
+
+
+def _gen_key(prefix: str) -> str:
+    return f"{prefix}.__gen"
+
+
+def _locked_key(prefix: str) -> str:
+    return f"{prefix}.__locked"
+
+
+def page_settings(prefix: str, cls: type) -> Any:
+    """The session's settings object for `prefix`, loaded from the URL on first use."""
+    ss = st.session_state
+    if prefix not in ss:
+        params = {k: v for k, v in st.query_params.to_dict().items() if k not in GLOBAL_PARAMS}
+        obj, errors = core_settings.from_params(cls, params)
+        ss[prefix] = obj
+        ss[_gen_key(prefix)] = 0
+        ss[_locked_key(prefix)] = set()
+        if errors:
+            ss[f"{prefix}.__notice"] = errors
+    notice = ss.pop(f"{prefix}.__notice", None)
+    if notice:
+        st.warning("Some settings in the link could not be used and were set to their defaults: "
+                   + "; ".join(notice[:6]), icon="⚠️")
+    return ss[prefix]
+
+
+def replace_settings(prefix: str, obj: Any, locked: set[str] | None = None) -> None:
+    """Swap in a whole new settings object (reset, lesson load); widgets follow."""
+    ss = st.session_state
+    ss[prefix] = obj
+    ss[_gen_key(prefix)] = ss.get(_gen_key(prefix), 0) + 1
+    if locked is not None:
+        ss[_locked_key(prefix)] = set(locked)
+
+
+def locked_fields(prefix: str) -> set[str]:
+    return st.session_state.get(_locked_key(prefix), set())
+
+
+def widget_key(prefix: str, field: str) -> str:
+    return f"{prefix}.{st.session_state.get(_gen_key(prefix), 0)}.{field}"
+
+
+def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefix: str,
+          to_widget: Callable[[Any], Any] = lambda v: v,
+          from_widget: Callable[[Any], Any] = lambda v: v, **kwargs: Any) -> Any:
+    """Create `widget` showing `obj.field`; write the widget's value back into `obj`."""
+    key = widget_key(prefix, field)
+    if key not in st.session_state:
+        st.session_state[key] = to_widget(getattr(obj, field))
+    is_locked = field in locked_fields(prefix)
+    if is_locked:
+        kwargs["help"] = (kwargs.get("help", "") + " 🔒 Locked by the lesson.").strip()
+        st.session_state[key] = to_widget(getattr(obj, field))  # a locked value cannot drift
+    value = widget(label, key=key, disabled=is_locked or kwargs.pop("disabled", False), **kwargs)
+    if not is_locked:
+        setattr(obj, field, from_widget(value))
+    return getattr(obj, field)
+
+
+def set_field(prefix: str, field: str, value: Any) -> None:
+    """Change one field from code (e.g. a button); its widget is reseeded on the next run."""
+    obj = st.session_state[prefix]
+    if field in locked_fields(prefix):
+        return
+    setattr(obj, field, value)
+    st.session_state.pop(widget_key(prefix, field), None)
+
+
+def sync_url(obj: Any) -> None:
+    """Mirror the settings into the address bar, keeping global params (lecture mode)."""
+    wanted = core_settings.to_params(obj)
+    current = st.query_params.to_dict()
+    for key in GLOBAL_PARAMS:
+        if key in current:
+            wanted[key] = current[key]
+    if wanted != current:
+        st.query_params.clear()
+        st.query_params.update(wanted)
+
+
+def lecture_mode() -> bool:
+    """True when the global lecture-mode switch is on."""
+    return bool(st.session_state.get("lecture_mode", False))
+
+
+def defaults_of(cls: type) -> dict[str, Any]:
+    return dataclasses.asdict(cls())
