@@ -17,7 +17,7 @@ Shape letters: b = batch size, T = number of tokens, H = num_heads.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
@@ -62,7 +62,7 @@ def attn_scores_matmul(inputs, query_idx):
 
 
 def attn_weights_plain(attn_scores):
-    """Weights α by dividing by the sum: they add up to 1, but a negative score gives a negative weight."""
+    """Weights α by dividing by the sum: they add up to 1, but a negative score stays negative."""
     attn_weights = attn_scores / attn_scores.sum()  # (T,)
     return attn_weights
 
@@ -264,7 +264,8 @@ class MultiHeadAttention(nn.Module):
 
     def _split_heads(self, t, b, num_tokens):
         # (b, T, d_out) -> (b, T, H, head_dim) -> heads before tokens, so @ works per head
-        return t.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)  # (b, H, T, head_dim)
+        t = t.view(b, num_tokens, self.num_heads, self.head_dim)  # (b, T, num_heads, head_dim)
+        return t.transpose(1, 2)  # (b, num_heads, T, head_dim)
 
     def forward(self, x):
         b, num_tokens, d_in = _check_batch(x, self.W_query.in_features, self.mask.shape[0])
@@ -335,7 +336,8 @@ class AttentionSteps:
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """The tensor fields by name, in the order they were computed (handy for tabs and charts)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: v for name, v in values.items() if isinstance(v, torch.Tensor)}
 
 
 _TOO_LARGE = (
@@ -364,7 +366,9 @@ def _validate_projection(x, W_query, W_key, W_value, biases) -> None:
     for name, W in (("W_query", W_query), ("W_key", W_key), ("W_value", W_value)):
         _require_tensor(name, W, 2)
         if W.shape != W_query.shape:
-            raise ValueError(f"{name} has shape {tuple(W.shape)} but W_query has {tuple(W_query.shape)}.")
+            raise ValueError(
+                f"{name} has shape {tuple(W.shape)} but W_query has {tuple(W_query.shape)}."
+            )
     if W_query.shape[0] != x.shape[1]:
         raise ValueError(
             f"x has {x.shape[1]} features per token but W_query expects d_in={W_query.shape[0]}."
@@ -373,7 +377,9 @@ def _validate_projection(x, W_query, W_key, W_value, biases) -> None:
         if bias is not None:
             _require_tensor(name, bias, 1)
             if bias.shape[0] != W_query.shape[1]:
-                raise ValueError(f"{name} must have d_out={W_query.shape[1]} entries, got {bias.shape[0]}.")
+                raise ValueError(
+                    f"{name} must have d_out={W_query.shape[1]} entries, got {bias.shape[0]}."
+                )
 
 
 def _validate_heads_and_dropout(d_out: int, num_heads, dropout_p) -> None:
@@ -405,7 +411,8 @@ def _validate_out_proj(d_out: int, out_proj_weight, out_proj_bias) -> None:
         _require_tensor("out_proj_bias", out_proj_bias, 1)
         if out_proj_bias.shape[0] != out_proj_weight.shape[1]:
             raise ValueError(
-                f"out_proj_bias must have {out_proj_weight.shape[1]} entries, got {out_proj_bias.shape[0]}."
+                f"out_proj_bias must have {out_proj_weight.shape[1]} entries, "
+                f"got {out_proj_bias.shape[0]}."
             )
 
 
@@ -421,6 +428,13 @@ def _split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(T, d_out) -> (H, T, head_dim): head h owns columns h*head_dim ... (h+1)*head_dim - 1."""
     num_tokens, d_out = t.shape
     return t.view(num_tokens, num_heads, d_out // num_heads).transpose(0, 1)  # (H, T, head_dim)
+
+
+def _mask_for(num_tokens: int, causal: bool) -> torch.Tensor:
+    """The causal mask, or a mask that hides nothing when every token may see every other."""
+    if causal:
+        return causal_mask(num_tokens)  # (T, T)
+    return torch.zeros(num_tokens, num_tokens, dtype=torch.bool)  # (T, T)
 
 
 def _masked_scores(scaled_scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -522,7 +536,7 @@ def attention_intermediates(
             raise ValueError(_TOO_LARGE)
         scaled_scores = attn_scores / math.sqrt(head_dim)  # (H, T, T)
         num_tokens = x.shape[0]
-        mask = causal_mask(num_tokens) if causal else torch.zeros(num_tokens, num_tokens, dtype=torch.bool)  # (T, T)
+        mask = _mask_for(num_tokens, causal)  # (T, T)
         masked_scores = _masked_scores(scaled_scores, mask)  # (H, T, T)
         attn_weights = torch.softmax(masked_scores, dim=-1)  # (H, T, T), over the keys
 
@@ -535,32 +549,38 @@ def attention_intermediates(
             output = _project(context_vec, out_proj_weight, out_proj_bias)  # (T, d_proj)
         _require_finite_result(context_vec, output)
 
-    def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(x.dtype)
-
-    return AttentionSteps(
-        queries=cast(queries),
-        keys=cast(keys),
-        values=cast(values),
-        queries_h=cast(queries_h),
-        keys_h=cast(keys_h),
-        values_h=cast(values_h),
-        attn_scores=cast(attn_scores),
-        scaled_scores=cast(scaled_scores),
+    steps = AttentionSteps(
+        queries=queries,
+        keys=keys,
+        values=values,
+        queries_h=queries_h,
+        keys_h=keys_h,
+        values_h=values_h,
+        attn_scores=attn_scores,
+        scaled_scores=scaled_scores,
         mask=mask,
-        masked_scores=cast(masked_scores),
-        attn_weights=cast(attn_weights),
+        masked_scores=masked_scores,
+        attn_weights=attn_weights,
         dropout_keep=dropout_keep,
-        attn_weights_dropped=cast(attn_weights_dropped),
-        context_per_head=cast(context_per_head),
-        context_vec=cast(context_vec),
-        output=cast(output),
+        attn_weights_dropped=attn_weights_dropped,
+        context_per_head=context_per_head,
+        context_vec=context_vec,
+        output=output,
         num_heads=num_heads,
         head_dim=head_dim,
         causal=bool(causal),
         dropout_p=float(dropout_p),
         training=bool(training),
     )
+    return _cast_steps(steps, x.dtype)
+
+
+def _cast_steps(steps: AttentionSteps, dtype: torch.dtype) -> AttentionSteps:
+    """The float64 working tensors back in the caller's dtype; the bool masks stay bool."""
+    cast = {
+        name: t.to(dtype) for name, t in steps.tensors().items() if t.is_floating_point()
+    }
+    return replace(steps, **cast)
 
 
 def _linear_weights(q: nn.Linear, k: nn.Linear, v: nn.Linear) -> dict:

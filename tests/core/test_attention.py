@@ -368,14 +368,16 @@ def test_multihead_attention_matches_sdpa(name):
 def test_multihead_attention_matches_nn_multiheadattention(causal, qkv_bias):
     d_model, num_heads, num_tokens = 8, 2, 5
     torch.manual_seed(0)
-    ours = MultiHeadAttention(d_model, d_model, num_tokens, 0.0, num_heads, qkv_bias, causal=causal).eval()
+    ours = MultiHeadAttention(d_model, d_model, num_tokens, 0.0, num_heads, qkv_bias, causal=causal)
+    ours.eval()
     theirs = nn.MultiheadAttention(d_model, num_heads, bias=True, batch_first=True).eval()
     with torch.no_grad():
         theirs.in_proj_weight.copy_(
             torch.cat([ours.W_query.weight, ours.W_key.weight, ours.W_value.weight], dim=0)
         )
         if qkv_bias:
-            theirs.in_proj_bias.copy_(torch.cat([ours.W_query.bias, ours.W_key.bias, ours.W_value.bias]))
+            biases = [ours.W_query.bias, ours.W_key.bias, ours.W_value.bias]
+            theirs.in_proj_bias.copy_(torch.cat(biases))
         else:
             theirs.in_proj_bias.zero_()
         theirs.out_proj.weight.copy_(ours.out_proj.weight)
@@ -446,7 +448,10 @@ def test_intermediates_agree_with_module_forward(name):
 
 @pytest.mark.parametrize(
     "name, causal",
-    [("v1", False), ("v2", False), ("causal", True), ("wrapper", True), ("mha", True), ("mha_not_causal", False)],
+    [
+        ("v1", False), ("v2", False), ("causal", True),
+        ("wrapper", True), ("mha", True), ("mha_not_causal", False),
+    ],
 )
 def test_intermediates_read_causality_from_the_module(name, causal):
     steps = intermediates_from_module(build(name), randn(6, 3, seed=10))
@@ -513,7 +518,8 @@ def test_attention_steps_shapes_and_fields():
 
 
 def test_output_equals_context_vec_without_out_proj():
-    steps = attention_intermediates(randn(4, 3, seed=19), *(randn(3, 4, seed=s) for s in (1, 2, 3)), num_heads=2)
+    weights = [randn(3, 4, seed=s) for s in (1, 2, 3)]
+    steps = attention_intermediates(randn(4, 3, seed=19), *weights, num_heads=2)
     assert torch.equal(steps.output, steps.context_vec)
 
 
@@ -750,7 +756,8 @@ def test_overflow_even_in_float64_raises_value_error():
 @pytest.mark.parametrize("causal", [True, False])
 def test_single_token(causal):
     x = randn(1, 3, seed=28)
-    steps = attention_intermediates(x, *(randn(3, 4, seed=s) for s in (25, 26, 27)), num_heads=2, causal=causal)
+    weights = [randn(3, 4, seed=s) for s in (25, 26, 27)]
+    steps = attention_intermediates(x, *weights, num_heads=2, causal=causal)
     assert torch.equal(steps.attn_weights, torch.ones(2, 1, 1))
     assert_close(steps.context_vec, steps.values)  # one token can only attend to itself
     for name in ["causal", "wrapper", "mha", "v2"]:
@@ -769,6 +776,7 @@ def test_64_tokens_by_64_dims():
     with torch.no_grad():
         expected = module(x.unsqueeze(0))[0]
         assert_close(steps.output, expected)
-        context = sdpa_from_linears(x.unsqueeze(0), module.W_query, module.W_key, module.W_value, 8, True)
+        linears = (module.W_query, module.W_key, module.W_value)
+        context = sdpa_from_linears(x.unsqueeze(0), *linears, num_heads=8, causal=True)
         assert_close(steps.context_vec, context[0])
     assert_close(steps.attn_weights.sum(dim=-1), torch.ones(8, 64))

@@ -1,0 +1,122 @@
+"""core/settings.py: URL and lesson round trips, validation, hostile values."""
+
+import base64
+import json
+import zlib
+from dataclasses import dataclass
+
+import pytest
+
+from core import settings as cs
+
+
+@dataclass
+class Demo:
+    query: int = cs.spec(1, min=0, max=63)
+    causal: bool = True
+    dropout_p: float = cs.spec(0.0, min=0.0, max=0.9)
+    variant: str = cs.spec("v2", choices=("v1", "v2"))
+    tokens: list[str] = cs.spec(factory=lambda: ["a", "b", "c"], max_len=64)
+    table: list[list[float]] = cs.spec(factory=lambda: [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]])
+
+    def problems(self):
+        out = []
+        if self.query >= len(self.tokens):
+            out.append("the query token does not exist")
+        if len(self.table) != len(self.tokens):
+            out.append("one embedding row per token is needed")
+        return out
+
+
+def test_defaults_give_empty_params():
+    assert cs.to_params(Demo()) == {}
+
+
+def test_url_round_trip_keeps_every_field():
+    obj = Demo(query=2, causal=False, dropout_p=0.25, variant="v1",
+               tokens=["x", "y", "z"], table=[[1.5, -2.0], [0.0, 3.25], [1e-3, 7.0]])
+    params = cs.to_params(obj)
+    assert all(isinstance(v, str) for v in params.values())
+    back, errors = cs.from_params(Demo, params)
+    assert errors == []
+    assert back == obj
+
+
+def test_large_values_are_packed_and_unpacked():
+    tokens = [f"t{i}" for i in range(64)]
+    table = [[i * 0.01 + j for j in range(64)] for i in range(64)]
+    obj = Demo(query=5, tokens=tokens, table=table)
+    params = cs.to_params(obj)
+    assert params["table"].startswith("z")
+    back, errors = cs.from_params(Demo, params)
+    assert errors == [] and back.table == table
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"query": "abc"}, "query"),
+    ({"query": "99"}, "query"),
+    ({"causal": "maybe"}, "causal"),
+    ({"dropout_p": "nan"}, "dropout_p"),
+    ({"dropout_p": "inf"}, "dropout_p"),
+    ({"variant": "v3"}, "variant"),
+    ({"tokens": "[1, 2"}, "tokens"),
+    ({"tokens": "zzzz"}, "tokens"),
+    ({"table": json.dumps([["a", 1]] * 3)}, "table"),
+])
+def test_bad_values_fall_back_to_default_with_a_notice(params, field):
+    obj, errors = cs.from_params(Demo, params)
+    assert getattr(obj, field) == getattr(Demo(), field)
+    assert errors and field in errors[0]
+
+
+def test_cross_field_problem_resets_everything():
+    obj, errors = cs.from_params(Demo, {"query": "2", "tokens": '["a","b"]'})
+    assert obj == Demo()
+    assert any("query token" in e for e in errors)
+
+
+def test_oversized_and_zip_bomb_values_are_refused():
+    obj, errors = cs.from_params(Demo, {"tokens": "[" + "1," * 40_000 + "1]"})
+    assert obj == Demo() and "too long" in errors[0]
+    bomb = "z" + base64.urlsafe_b64encode(zlib.compress(b"[" + b"0," * 5_000_000 + b"0]")).decode()
+    assert len(bomb) < cs.MAX_PARAM_CHARS
+    obj, errors = cs.from_params(Demo, {"table": bomb})
+    assert obj == Demo() and errors
+
+
+def test_unknown_params_are_ignored():
+    obj, errors = cs.from_params(Demo, {"evil": "<script>", "query": "0"})
+    assert obj.query == 0 and errors == []
+
+
+def test_lesson_round_trip_with_locks():
+    obj = Demo(query=0, causal=False)
+    text = cs.to_lesson(obj, name="Masking", page="causal", locked={"causal", "not_a_field"})
+    lesson, errors = cs.from_lesson(Demo, text.encode(), page="causal")
+    assert errors == [] and lesson.settings == obj
+    assert lesson.locked == {"causal"} and lesson.name == "Masking"
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\xff\xfe\x00garbage", "not a lesson file"),
+    (b"[1, 2, 3]", "not an Attention Lab lesson"),
+    (json.dumps({"format": "attention-lab-lesson", "version": 99}).encode(), "version"),
+    (json.dumps({"format": "attention-lab-lesson", "version": 1, "page": "other",
+                 "settings": {}}).encode(), "for the page"),
+    (json.dumps({"format": "attention-lab-lesson", "version": 1, "page": "p",
+                 "settings": 5}).encode(), "no settings"),
+    (b"{" * 100_000, "not a lesson file"),
+    (b" " * (cs.MAX_LESSON_BYTES + 1), "too large"),
+])
+def test_bad_lesson_files_are_refused(data, message):
+    with pytest.raises(cs.SettingsError, match=message):
+        cs.from_lesson(Demo, data, page="p")
+
+
+def test_lesson_with_bad_values_loads_defaults_for_them():
+    text = json.dumps({"format": "attention-lab-lesson", "version": 1, "page": "p",
+                       "settings": {"query": 1, "dropout_p": 5.0, "variant": ["x"]},
+                       "locked": "causal"})
+    lesson, errors = cs.from_lesson(Demo, text, page="p")
+    assert lesson.settings.dropout_p == 0.0 and lesson.settings.variant == "v2"
+    assert len(errors) == 2 and lesson.locked == set()
