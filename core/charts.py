@@ -9,6 +9,7 @@ colour alone cannot be checked against the book.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Sequence
 
 import altair as alt
@@ -175,7 +176,7 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str, group: str | None =
 # ---------------------------------------------------------------- export for slides
 def with_caption(chart: alt.TopLevelMixin, title: str, caption: str) -> alt.TopLevelMixin:
     """Put the caption (what it shows, settings, seed) under the title of an exported figure."""
-    lines = [caption[i:i + 100] for i in range(0, len(caption), 100)] if caption else []
+    lines = textwrap.wrap(caption, 95) if caption else []
     return chart.properties(title=alt.TitleParams(text=title or " ", subtitle=lines, anchor="start"))
 
 

@@ -303,6 +303,17 @@ class GPTConfig:
     def head_dim(self) -> int:
         return self.d_embed // self.n_head
 
+    def num_params(self) -> int:
+        """Parameters of GPT(self), counted without building it (for size limits and the UI)."""
+        d, f, V, b = self.d_embed, self.d_ff, self.vocab_size, int(self.bias)
+        layer_norm = d + b * d
+        attention = 4 * (d * d + b * d)  # query, key, value, out
+        feed_forward = (d * f + b * f) + (f * d + b * d)
+        per_layer = 2 * layer_norm + attention + feed_forward
+        embeddings = V * d + self.context_size * d
+        head = layer_norm + d * V + b * V  # final LayerNorm + linear to the vocabulary
+        return embeddings + self.n_layer * per_layer + head
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -462,7 +473,7 @@ def build_model(kind: str, vocab_size: int, **kwargs) -> LanguageModel:
     raise ValueError(f"unknown model kind {kind!r}: choose one of {', '.join(MODEL_KINDS)}")
 
 
-def _check_sampling(temperature: float, top_k: int | None) -> None:
+def check_sampling_args(temperature: float, top_k: int | None) -> None:
     if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature <= 0:
         raise ValueError(f"temperature must be a number above 0, got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
@@ -488,7 +499,7 @@ def generate(
     works for a GPU model). With `stop_token`, generation ends early once every row has produced it.
     The model is put in eval mode for the duration and restored afterwards.
     """
-    _check_sampling(temperature, top_k)
+    check_sampling_args(temperature, top_k)
     if block_size is None:
         block_size = getattr(model, "block_size", None)
     was_training = model.training
