@@ -247,7 +247,6 @@ class Run:
     tokens_per_s: float = 0.0  # non-padding target characters per second of training
     wall_steps_per_s: float = 0.0  # steps per wall-clock second, validation included (for ETA)
     message: str = ""  # last problem (a diverged loss), shown on the page
-    can_train: bool = True  # False for an uploaded model whose vocabulary differs from the data
     _frame_key: tuple = ()  # cache key of `_frame`
     _frame: pd.DataFrame | None = None  # per-step + smoothed + validation rows for the chart
 
@@ -377,9 +376,6 @@ def split_sets(run: Run) -> tuple[frozenset[str], frozenset[str]]:
 
 def start(run: Run) -> None:
     """Let the run train (idle or paused -> running)."""
-    if not run.can_train:
-        raise ValueError("This uploaded model uses another alphabet than the names data, so it can "
-                         "only be sampled, not trained further.")
     if run.trainer.done:
         raise ValueError(f"This run already did its {run.max_steps:,} steps; add steps to continue.")
     if run.status in ("idle", "paused", "stopped", "done"):
@@ -649,27 +645,27 @@ def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
         config = dataclasses.replace(checkpoint.config, device="auto")
     else:  # only the architecture was saved: train on with the quick demo's loop settings
         config = dataclasses.replace(_QUICK, model=model_config, device="auto")
-    data_for_model = names_data(model_config.context_size)
-    can_train = checkpoint.tokenizer == data_for_model.tokenizer
-    if not can_train:
-        # the alphabet differs from the names data: a stand-in split keeps the Trainer happy;
-        # this run can be sampled and inspected, never trained
-        data_for_model = _alphabet_data(checkpoint.tokenizer, model_config.context_size)
-    trainer = Trainer(config, data_for_model)
+    data = names_data(model_config.context_size)
+    if checkpoint.tokenizer != data.tokenizer:
+        raise CheckpointError(
+            "this model was trained on another alphabet ("
+            + "".join(checkpoint.tokenizer.vocab)[:40] + ") than the names here ("
+            + "".join(data.tokenizer.vocab) + "), so its character ids mean something else")
+    trainer = Trainer(config, data)
     state = trainer.state_dict()
     history = _clean_history(checkpoint.history, trainer.history)
     state["model"] = {k: v.clone() for k, v in checkpoint.model.state_dict().items()}
     state["history"] = history
     state["step"] = int(history["steps"][-1]) if history["steps"] else 0
-    if state["step"] > config.max_steps:
-        state["config"]["max_steps"] = state["step"]
-        trainer.set_max_steps(state["step"])
+    state["elapsed"] = float(history["elapsed"][-1]) if history["elapsed"] else 0.0
+    state["tokens"] = int(history["tokens"][-1]) if history["tokens"] else 0
+    state["config"]["max_steps"] = max(config.max_steps, state["step"], 1)
     trainer.load_state_dict(state)
     run = Run(run_id=0, settings=settings_from_config(trainer.config), trainer=trainer,
-              status="paused", origin=str(file_name)[:80] or "checkpoint.pt", can_train=can_train)
+              status="paused", origin=str(file_name)[:80] or "checkpoint.pt")
     if trainer.done:
         run.status = "done"
-    refresh_samples(run) if can_train else _refresh_foreign_samples(run)
+    refresh_samples(run)
     return run
 
 
@@ -695,19 +691,6 @@ def _clean_history(saved: dict, template: dict) -> dict:
     return out
 
 
-def _alphabet_data(tokenizer: CharTokenizer, context_size: int) -> NamesData:
-    """A two-name split written in the model's own alphabet (only so a Trainer can be built)."""
-    letters = [c for c in tokenizer.vocab if c != BOUNDARY_TOKEN] or ["a"]
-    names = ["".join(letters[:3]), "".join(letters[-3:][::-1]) + letters[0]]
-    return build_names_data(context_size=context_size, val_size=0.5, seed=SPLIT_SEED, names=names)
-
-
-def _refresh_foreign_samples(run: Run) -> None:
-    run.samples = sample_names(run.model, run.tokenizer, N_LIVE_SAMPLES, seed=run.settings.seed,
-                               max_len=30)
-    run.samples_step = run.step
-
-
 # =============================================================================================
 # Sample page
 # =============================================================================================
@@ -718,7 +701,7 @@ LABEL_TITLES = {"new": "new", "train": "in the training split", "val": "in the v
 def sample_for_page(run: Run, settings: SampleSettings) -> list[SampledName]:
     """The Sample page's names (ValueError for a prefix the model cannot read)."""
     prefix = clean_prefix(settings.prefix, run.tokenizer)
-    train_set, val_set = split_sets(run) if run.can_train else (frozenset(), frozenset())
+    train_set, val_set = split_sets(run)
     return sample_names(run.model, run.tokenizer, settings.n, temperature=settings.temperature,
                         top_k=settings.top_k or None, prefix=prefix, seed=settings.seed,
                         max_len=max(30, len(prefix) + 1), train_names=train_set, val_names=val_set)

@@ -1,0 +1,213 @@
+"""A class of N students opens Attention Lab in the same minute; K of them train at once.
+
+    python benchmarks/classroom_load.py [--students 30] [--trainers 5] [--seconds 240]
+
+Starts the app with `streamlit run` on loopback (cold: the time until it serves the first page is
+measured), opens N real browser sessions (headless Debian Chromium through Playwright, one browser
+context each, so each is its own Streamlit session), and has every student visit the home page and
+the walkthrough pages, changing controls; K of them also start a training run on the train page.
+Reports peak server memory (RSS of the server process), time to first render, interaction latency
+(click -> the app is idle again; median and p95) and errors. Bounded in time: each student stops
+after --seconds, and the whole run is cancelled after --seconds + 120. Loopback only.
+Target at N = 30, K = 5 on a 2-core machine: no errors, peak memory <= 1.5 GB, p95 interaction <= 2 s.
+Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, free_port  # noqa: E402
+
+# Pages and one cheap interaction each: (url path, role, accessible name)
+WALK = [("simple-attention", "button", "Next"), ("causal-attention", "button", "Next"),
+        ("multi-head", "button", "Next"), ("self-attention", "button", "Next")]
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of a process and its children (Linux /proc)."""
+    total = 0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+class MemoryWatch(threading.Thread):
+    """Samples the server's RSS every 0.25 s and keeps the peak."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.peak = max(self.peak, rss_bytes(self.pid))
+            time.sleep(0.25)
+
+
+def start_server(port: int, env: dict) -> tuple[subprocess.Popen, float]:
+    """Cold start; returns the process and seconds until the first page was served."""
+    import urllib.request
+
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while time.monotonic() - t0 < 90:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as r:
+                if r.status == 200:
+                    return proc, time.monotonic() - t0
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the server did not serve a page within 90 s")
+
+
+async def wait_idle(page, timeout_ms: float = 60_000) -> None:
+    await page.wait_for_timeout(150)
+    await page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+async def student(i: int, browser, url: str, trains: bool, seconds: float, stats: dict) -> None:
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    page = await context.new_page()
+    deadline = time.monotonic() + seconds
+    try:
+        t0 = time.monotonic()
+        await page.goto(url, wait_until="domcontentloaded")
+        await page.wait_for_selector("[data-testid='stApp']", timeout=90_000)
+        await wait_idle(page, 90_000)
+        stats["first_render"].append(time.monotonic() - t0)
+        if trains:
+            await page.goto(f"{url}/train", wait_until="domcontentloaded")
+            await wait_idle(page, 90_000)
+            await page.get_by_role("button", name="Start").first.click()
+            stats["trainers_started"] += 1
+        n = 0
+        while time.monotonic() < deadline:
+            path, role, name = WALK[(i + n) % len(WALK)]
+            await page.goto(f"{url}/{path}", wait_until="domcontentloaded")
+            await wait_idle(page, 90_000)
+            for _ in range(3):
+                if time.monotonic() >= deadline:
+                    break
+                t1 = time.monotonic()
+                await page.get_by_role(role, name=name).first.click()
+                await wait_idle(page, 90_000)
+                stats["latency"].append(time.monotonic() - t1)
+            if await page.locator("[data-testid='stException']").count():
+                stats["errors"].append(f"student {i}: exception box on {path}")
+            n += 1
+            await asyncio.sleep(0.5)
+    except Exception as exc:  # noqa: BLE001 - a benchmark counts failures, it does not stop on them
+        stats["errors"].append(f"student {i}: {type(exc).__name__}: {str(exc)[:160]}")
+    finally:
+        await context.close()
+
+
+async def classroom(url: str, students: int, trainers: int, seconds: float, stats: dict) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                           args=CHROMIUM_ARGS)
+        tasks = []
+        for i in range(students):
+            tasks.append(asyncio.create_task(
+                student(i, browser, url, i < trainers, seconds, stats)))
+            await asyncio.sleep(60.0 / max(students, 1) / 4)  # everyone arrives within ~15 s
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=seconds + 120)
+        await browser.close()
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="classroom load test")
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--trainers", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=180.0)
+    parser.add_argument("--hosted", action="store_true", help="run the server with hosted caps")
+    args = parser.parse_args(argv)
+
+    port = free_port()
+    env = {"ATTENTION_LAB_HOSTED": "1"} if args.hosted else {}
+    proc, cold_start = start_server(port, env)
+    watch = MemoryWatch(proc.pid)
+    watch.start()
+    stats: dict = {"first_render": [], "latency": [], "errors": [], "trainers_started": 0}
+    t0 = time.monotonic()
+    try:
+        asyncio.run(classroom(f"http://127.0.0.1:{port}", args.students, args.trainers,
+                              args.seconds, stats))
+    except asyncio.TimeoutError:
+        stats["errors"].append("the run did not finish within its time bound")
+    finally:
+        wall = time.monotonic() - t0
+        server_alive = proc.poll() is None
+        watch.stop.set()
+        watch.join()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    lat, first = stats["latency"], stats["first_render"]
+    result = {
+        "students": args.students, "trainers": args.trainers, "seconds": args.seconds,
+        "cores": os.cpu_count(), "wall_s": round(wall, 1),
+        "cold_start_s": round(cold_start, 2),
+        "peak_server_rss_mb": round(watch.peak / 2**20, 1),
+        "first_render_median_s": round(statistics.median(first), 2) if first else None,
+        "first_render_p95_s": round(percentile(first, 0.95), 2) if first else None,
+        "interactions": len(lat),
+        "interaction_median_s": round(statistics.median(lat), 3) if lat else None,
+        "interaction_p95_s": round(percentile(lat, 0.95), 3) if lat else None,
+        "trainers_started": stats["trainers_started"],
+        "errors": len(stats["errors"]), "server_alive": server_alive,
+    }
+    result["pass"] = bool(result["errors"] == 0 and server_alive
+                          and result["peak_server_rss_mb"] <= 1536
+                          and lat and result["interaction_p95_s"] <= 2.0
+                          and result["cold_start_s"] <= 30)
+    for err in stats["errors"][:20]:
+        print("error:", err)
+    for key, value in result.items():
+        print(f"{key:>24}: {value}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
