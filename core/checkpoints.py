@@ -143,7 +143,9 @@ def _read_untrusted(data: bytes, max_bytes: int) -> object:
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        if "weights only" in str(exc).lower() or "global" in str(exc).lower():
+        # weights_only refused an import (GLOBAL), a class or a call: the pickle wanted to run something.
+        detail = str(exc).split("WeightsUnpickler error:")[-1].lower()  # skip torch's generic preamble
+        if any(word in detail for word in ("global", "class", "reduce", "build", "allowlist")):
             raise CheckpointError(
                 "the checkpoint contains Python objects or code, not just tensors and plain values; "
                 "it was refused for safety and nothing in it was run"

@@ -17,6 +17,7 @@ Losses are mean cross-entropy per non-padding target character, in nats (ln 27 =
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -406,7 +407,7 @@ class Trainer:
             "config": self.config.to_dict(),
             "step": self.step,
             "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),  # a snapshot, not the live tensors
             "history": {k: list(v) for k, v in self.history.items()},
             "elapsed": self._elapsed,
             "tokens": self._tokens,

@@ -146,9 +146,11 @@ class _CausalMaskMixin:
     """
 
     def _register_causal_mask(self, block_size: int) -> None:
-        self.register_buffer("causal_mask", torch.empty(block_size, block_size, dtype=torch.bool), persistent=False)
+        future = torch.ones(block_size, block_size, dtype=torch.bool).triu(diagonal=1)  # (T, T)
+        self.register_buffer("causal_mask", future, persistent=False)
 
     def reset_buffers(self) -> None:
+        """Refill the mask (needed after the model moved from the meta device with to_empty)."""
         size = self.causal_mask.size(0)
         future = torch.ones(size, size, dtype=torch.bool, device=self.causal_mask.device).triu(diagonal=1)  # (T, T)
         self.causal_mask.copy_(future)

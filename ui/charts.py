@@ -23,20 +23,21 @@ def show_chart(chart: alt.TopLevelMixin, *, name: str, caption: str, title: str 
                key: str | None = None, downloads: bool = True) -> None:
     """Render `chart` (themed for the current mode), its caption and the figure downloads."""
     lecture = lecture_mode()
-    st.altair_chart(charts.themed(chart, lecture), use_container_width=False)
+    st.altair_chart(charts.themed(chart, lecture), width="content")
     st.caption(caption)
     if not downloads:
         return
     figure = charts.themed(charts.with_caption(chart, title or name, caption), lecture)
     slug = _slug(name)
     key = key or slug
-    left, right, _ = st.columns([1, 1, 4])
-    with left:
+    # a horizontal row sized to its buttons: fixed column ratios truncate the labels in the
+    # narrow page columns where several charts stand side by side
+    row = st.container(horizontal=True, gap="small")
+    with row:
         st.download_button("PNG", data=lambda: charts.to_png(figure, scale=2.0),
                            file_name=f"{slug}.png", mime="image/png", key=f"png.{key}",
                            on_click="ignore", icon=":material/download:",
                            help="2x PNG with the caption, for slides")
-    with right:
         st.download_button("SVG", data=lambda: charts.to_svg(figure).encode("utf-8"),
                            file_name=f"{slug}.svg", mime="image/svg+xml", key=f"svg.{key}",
                            on_click="ignore", icon=":material/download:",

@@ -1,0 +1,156 @@
+"""Lesson 1: simple attention without trainable weights, one query step by step, then all tokens.
+
+Book: chapter 3.3 of *LLMs from Scratch* (course file 004, lessons 1-2). With the defaults the
+page prints the book's numbers for the query "journey".
+"""
+
+import streamlit as st
+import torch
+
+from core import attention
+from core import walkthrough as wt
+from ui import walkthrough as page
+from ui.code import show_code
+from ui.layout import friendly_errors
+
+STEPS, LABELS = wt.SIMPLE_STEPS, wt.SIMPLE_STEP_LABELS
+
+settings = page.start_page(
+    "simple-attention", "Simple attention",
+    "Lessons 1–2 of *Coding attention mechanisms* (LLMs from Scratch, 3.3): a query scores every "
+    "token by a dot product (ω), softmax turns the scores into weights (α), and the weighted sum "
+    "of the inputs is the context vector (z). No trainable weights yet.")
+page.embeddings_editor(settings, expanded=True)
+labels = wt.labels_of(settings)
+inputs = wt.inputs_tensor(settings)  # (T, d_in)
+num_tokens, d_in = inputs.shape
+
+with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+    query = page.query_select(settings, labels, width=240)
+    step = page.stepper(settings, "step", STEPS, LABELS)
+
+q_name, qi = labels[query], query + 1  # the book numbers tokens from 1: x^(1), x^(2), ...
+where = wt.describe_inputs(settings)
+
+
+def ask_top_token(result: wt.SimpleAttention) -> bool:
+    """Predict, then reveal: which token gets the most attention from the query?"""
+    top = wt.argmax_tokens(result.attn_weights)
+    return page.predict_then_reveal(
+        settings, wt.question_id("simple_top", settings.tokens, settings.embeddings, query),
+        f"which token does “{q_name}” attend to most?", list(range(num_tokens)),
+        lambda i: labels[i], lambda g: g in top,
+        f"The largest weight goes to “{labels[top[0]]}” "
+        f"(α = {wt.fmt_number(float(result.attn_weights[top[0]]))}): the token whose embedding "
+        "points most in the query's direction, weighted by its length.")
+
+
+def scores_step(result: wt.SimpleAttention) -> None:
+    page.step_header(STEPS, "scores", "ω, the attention scores")
+    chart_col, text_col = page.columns([1, 1], gap="large")
+    with text_col:
+        st.markdown(f"Score of every token against the query **{q_name}** (x^({qi})): "
+                    "the dot product of the two embeddings.")
+        st.latex(rf"\omega_{{{qi}j}} = x^{{({qi})}} \cdot x^{{(j)}} = "
+                 rf"\sum_{{k=1}}^{{{d_in}}} x^{{({qi})}}_k \, x^{{(j)}}_k")
+        st.latex(wt.dot_product_latex(inputs[query].tolist(), inputs[0].tolist(),
+                                      float(result.attn_scores[0]), qi, 1))
+        page.check_badge("loop = matrix product", result.loop_vs_matmul)
+    with chart_col:
+        if ask_top_token(result):
+            page.show_bars(result.attn_scores, labels, name="simple-attention-scores",
+                           title=f"ω: scores of query “{q_name}”", x_title="token j",
+                           y_title=f"ω_{qi}j", highlight=query,
+                           caption=f"Dot product of x^({qi}) “{q_name}” with every token (query "
+                                   f"highlighted); {where}.")
+            page.numbers_line("ω =", result.attn_scores.tolist())
+    show_code([attention.attn_scores_loop, attention.attn_scores_matmul])
+
+
+def weights_step(result: wt.SimpleAttention) -> None:
+    page.step_header(STEPS, "weights", "α, the attention weights")
+    chart_col, text_col = page.columns([1, 1], gap="large")
+    with text_col:
+        st.markdown("Softmax turns the scores into positive weights that add up to 1. "
+                    "Plain normalisation (divide by the sum) also adds up to 1, but keeps "
+                    "negative scores negative and breaks when the sum is 0.")
+        st.latex(rf"\alpha_{{{qi}j}} = \mathrm{{softmax}}(\omega_{{{qi}}})_j = "
+                 rf"\frac{{\exp(\omega_{{{qi}j}})}}{{\sum_{{k=1}}^{{{num_tokens}}} \exp(\omega_{{{qi}k}})}}")
+        st.latex(rf"\alpha^{{\text{{plain}}}}_{{{qi}j}} = "
+                 rf"\frac{{\omega_{{{qi}j}}}}{{\sum_{{k=1}}^{{{num_tokens}}} \omega_{{{qi}k}}}}")
+    with chart_col:
+        if ask_top_token(result):
+            series = {"softmax": result.attn_weights.tolist()}
+            if result.attn_weights_plain is not None:
+                series["plain ω / Σω"] = result.attn_weights_plain.tolist()
+            page.show_bars(result.attn_weights, labels, series=series, name="simple-attention-weights",
+                           title=f"α: weights of query “{q_name}”", x_title="token j",
+                           y_title=f"α_{qi}j", caption=f"Softmax of the scores beside plain "
+                           f"normalisation, query “{q_name}”; {where}.")
+            page.numbers_line("α (softmax) =", result.attn_weights.tolist())
+            sums = f"Σα = {float(result.attn_weights.sum()):.4f} (softmax)"
+            if result.attn_weights_plain is not None:
+                page.numbers_line("α (plain) =", result.attn_weights_plain.tolist())
+                sums += f", {float(result.attn_weights_plain.sum()):.4f} (plain)"
+            st.markdown(sums)
+    if result.plain_note:
+        st.info(f"Plain normalisation: {result.plain_note}", icon="ℹ️")
+    show_code([attention.attn_weights_softmax, attention.attn_weights_plain])
+
+
+def context_step(result: wt.SimpleAttention) -> None:
+    page.step_header(STEPS, "context", "z, the context vector")
+    dims = wt.dim_names(d_in)
+    chart_col, text_col = page.columns([1, 1], gap="large")
+    with text_col:
+        st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
+                    "by its attention weight: the table's rows add up to z.")
+        st.latex(rf"z^{{({qi})}} = \sum_{{j=1}}^{{{num_tokens}}} \alpha_{{{qi}j}}\, x^{{(j)}}")
+        st.latex(wt.weighted_sum_latex(result.attn_weights.tolist(), inputs[:, 0].tolist(),
+                                       float(result.context_vec[0]), qi))
+        page.check_badge("loop = matrix product", result.loop_vs_matmul)
+    with chart_col:
+        page.show_bars(result.context_vec, dims, name="simple-attention-context",
+                       title=f"z: context vector of “{q_name}”", x_title="dimension",
+                       y_title=f"z^({qi})", caption=f"Weighted sum of the inputs for query “{q_name}”; {where}.")
+        page.numbers_line("z =", result.context_vec.tolist())
+    matrix = torch.cat([result.contributions, result.context_vec[None]], dim=0)  # (T + 1, d_in)
+    page.show_matrix(matrix, labels + ["z = Σ"], dims, name="simple-attention-contributions",
+                     title="α_j · x^(j), and their sum z", x_title="dimension", y_title="token j",
+                     decimals=4, highlight_row=num_tokens,
+                     caption=f"Each row is one input scaled by its weight for query “{q_name}”; "
+                             f"the last row is their sum, the context vector; {where}.")
+    show_code([attention.context_vec_loop, attention.context_vec_matmul])
+
+
+def matrix_step(result: wt.SimpleAttention) -> None:
+    page.step_header(STEPS, "matrix", "all tokens at once")
+    st.markdown("The same three steps for every query at once, as matrix products. Row "
+                f"**{q_name}** of each matrix is exactly what the first three steps computed.")
+    st.latex(rf"\Omega = X X^\top \;({num_tokens}\times{num_tokens}), \quad "
+             rf"A = \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) \;({num_tokens}\times{num_tokens}), \quad "
+             rf"Z = A X \;({num_tokens}\times{d_in})")
+    page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
+    left_col, right_col = page.columns(2)
+    with left_col:
+        page.show_matrix(result.all_scores, labels, labels, name="simple-attention-all-scores",
+                         title="Ω = X Xᵀ", x_title="key j", y_title="query i", highlight_row=query,
+                         max_width=320, caption=f"Every pair's dot product; {where}.")
+    with right_col:
+        page.show_matrix(result.all_weights, labels, labels, name="simple-attention-all-weights",
+                         title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
+                         domain=(0, 1), highlight_row=query, max_width=320,
+                         caption=f"Row-wise softmax: each row sums to 1; {where}.")
+    page.show_matrix(result.all_context, labels, wt.dim_names(d_in), name="simple-attention-all-context",
+                     title="Z = A X", x_title="dimension", y_title="query i", decimals=4,
+                     highlight_row=query, caption=f"One context vector per token; {where}.")
+    show_code([attention.all_attn_scores, attention.all_attn_weights, attention.all_context_vecs])
+
+
+with friendly_errors("simple attention"):
+    result = wt.simple_attention(inputs, query)
+    page.sdpa_badge(wt.sdpa_check_simple(inputs, result.all_context))
+    {"scores": scores_step, "weights": weights_step, "context": context_step,
+     "matrix": matrix_step}[step](result)
+
+page.finish_page(settings)

@@ -1,0 +1,201 @@
+"""Lesson 2: self-attention with trainable weights W_q, W_k, W_v, step by step, and why we scale.
+
+Book: chapter 3.4 of *LLMs from Scratch* (course file 004, lesson 3); the scaling panel follows the
+slides of course file 001 (softmax of logits vs logits × 100).
+"""
+
+import math
+
+import streamlit as st
+
+from core import attention
+from core import walkthrough as wt
+from ui import state
+from ui import walkthrough as page
+from ui.charts import show_chart
+from ui.code import show_code
+from ui.layout import friendly_errors
+
+STEPS, LABELS = wt.SELF_STEPS, wt.SELF_STEP_LABELS
+
+settings = page.start_page(
+    "self-attention", "Self-attention with trainable weights",
+    "Lesson 3 of *Coding attention mechanisms* (LLMs from Scratch, 3.4): three trainable matrices "
+    "turn each embedding into a query, a key and a value. Scores are queries · keys, scaled by "
+    "1/√d_k, softmaxed by row; the context vectors are the weighted sums of the values.")
+page.embeddings_editor(settings, expanded=False)
+labels = wt.labels_of(settings)
+inputs = wt.inputs_tensor(settings)  # (T, d_in)
+num_tokens, d_in = inputs.shape
+
+projection = page.projection_controls(settings, d_in)
+with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+    query = page.query_select(settings, labels, width=240)
+    page.book_setup_button("v1", "Book: SelfAttention_v1, seed 123")
+    page.book_setup_button("v2", "Book: SelfAttention_v2, seed 789")
+step = page.stepper(settings, "sa_step", STEPS, LABELS)
+
+q_name, qi = labels[query], query + 1
+d_out = settings.d_out
+outs = [f"o{j + 1}" for j in range(d_out)]
+where = f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projection)}"
+module_cls = attention.SelfAttentionV1 if settings.variant == "v1" else attention.SelfAttentionV2
+
+
+def weights_step(steps) -> None:
+    page.step_header(STEPS, "weights", "the trainable weights W_q, W_k, W_v")
+    st.markdown("Each matrix maps a d_in-dimensional embedding to a d_out-dimensional vector. "
+                + ("**V1** creates them with `nn.Parameter(torch.rand(d_in, d_out))`: uniform "
+                   "in [0, 1)." if settings.variant == "v1" else
+                   "**V2** uses `nn.Linear(d_in, d_out)`: uniform in ±1/√d_in, stored transposed "
+                   "as `weight` (d_out, d_in); shown here as W = weight.T so that Q = X W.")
+                + " Training would change them; here they stay at their initial values.")
+    st.latex(rf"W_q,\ W_k,\ W_v \in \mathbb{{R}}^{{d_{{in}} \times d_{{out}}}} = "
+             rf"\mathbb{{R}}^{{{d_in} \times {d_out}}}")
+    cols = page.columns(3)
+    for col, name, W in zip(cols, ("W_q", "W_k", "W_v"), projection.matrices()):
+        with col:
+            page.show_matrix(W, wt.dim_names(d_in), outs, name=f"self-attention-{name}", title=name,
+                             x_title="output dimension", y_title="input dimension", decimals=4,
+                             max_width=300, caption=f"{name}; {where}.")
+    biases = [b for b in (projection.b_query, projection.b_key, projection.b_value) if b is not None]
+    if biases:
+        for name, b in zip(("b_q", "b_k", "b_v"), biases):
+            page.numbers_line(f"{name} `{wt.shape_text(b)}` =", b.tolist())
+    show_code(module_cls)
+
+
+def qkv_step(steps) -> None:
+    page.step_header(STEPS, "qkv", "queries, keys and values")
+    bias = " + b" if projection.b_query is not None else ""
+    st.latex(rf"Q = X W_q{bias},\quad K = X W_k{bias},\quad V = X W_v{bias}"
+             rf"\qquad ({num_tokens} \times {d_in}) \cdot ({d_in} \times {d_out}) = "
+             rf"({num_tokens} \times {d_out})")
+    st.markdown(f"Row **{q_name}** of Q is its query q^({qi}); every row of K is a key, "
+                "every row of V a value.")
+    cols = page.columns(3)
+    for col, name, t in zip(cols, ("Q", "K", "V"), (steps.queries, steps.keys, steps.values)):
+        with col:
+            page.show_matrix(t, labels, outs, name=f"self-attention-{name}", title=name,
+                             x_title="dimension", y_title="token", decimals=4, highlight_row=query,
+                             max_width=300, caption=f"{name} = X W_{name.lower()}; {where}.")
+    page.numbers_line(f"q^({qi}) =", steps.queries[query].tolist())
+    show_code(module_cls.forward)
+
+
+def scores_step(steps) -> None:
+    page.step_header(STEPS, "scores", "attention scores Q Kᵀ")
+    st.latex(rf"\Omega = Q K^\top \;({num_tokens} \times {num_tokens}),\qquad "
+             rf"\omega_{{ij}} = q^{{(i)}} \cdot k^{{(j)}}")
+    page.show_matrix(steps.attn_scores[0], labels, labels, name="self-attention-scores",
+                     title="Ω = Q Kᵀ", x_title="key j", y_title="query i", highlight_row=query,
+                     caption=f"Every query dotted with every key; {where}.")
+    page.numbers_line(f"ω_{qi}j =", steps.attn_scores[0, query].tolist())
+    show_code(module_cls.forward)
+
+
+def scaled_step(steps) -> None:
+    page.step_header(STEPS, "scaled", "scaled scores Q Kᵀ / √d_k")
+    head_dim = steps.head_dim
+    st.latex(rf"\frac{{Q K^\top}}{{\sqrt{{d_k}}}},\quad d_k = d_{{out}} = {head_dim},\quad "
+             rf"\sqrt{{d_k}} = {math.sqrt(head_dim):.4f}")
+    st.markdown("Dividing by √d_k keeps the scores' spread near 1 however wide the keys are, "
+                "so softmax does not collapse to one-hot (see the scaling panel below).")
+    page.show_matrix(steps.scaled_scores[0], labels, labels, name="self-attention-scaled",
+                     title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
+                     caption=f"The scores divided by √{head_dim}; {where}.")
+    page.numbers_line(f"row {q_name} =", steps.scaled_scores[0, query].tolist())
+    show_code(module_cls.forward)
+
+
+def softmax_step(steps) -> None:
+    page.step_header(STEPS, "softmax", "attention weights")
+    st.latex(r"A = \mathrm{softmax}_{\text{row}}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
+             rf"\quad ({num_tokens} \times {num_tokens}),\ \text{{each row sums to 1}}")
+    weights = steps.attn_weights[0]
+    top = wt.argmax_tokens(weights[query])
+    revealed = page.predict_then_reveal(
+        settings, wt.question_id("self_top", settings.tokens, settings.embeddings, query,
+                                 projection.W_query.tolist(), projection.W_key.tolist()),
+        f"with these weights, which token does “{q_name}” attend to most?",
+        list(range(num_tokens)), lambda i: labels[i], lambda g: g in top,
+        f"“{labels[top[0]]}” gets α = {wt.fmt_number(float(weights[query, top[0]]))}. With trainable "
+        "weights the answer depends on W_q and W_k, not only on the embeddings.")
+    if revealed:
+        page.show_matrix(weights, labels, labels, name="self-attention-weights",
+                         title="A = softmax(Q Kᵀ / √d_k)", x_title="key j", y_title="query i",
+                         domain=(0, 1), highlight_row=query,
+                         caption=f"Row-wise softmax of the scaled scores; {where}.")
+        page.numbers_line(f"α_{qi}j =", weights[query].tolist())
+    show_code(module_cls.forward)
+
+
+def context_step(steps) -> None:
+    page.step_header(STEPS, "context", "context vectors")
+    st.latex(rf"Z = A V \quad ({num_tokens} \times {num_tokens}) \cdot ({num_tokens} \times {d_out})"
+             rf" = ({num_tokens} \times {d_out})")
+    page.show_matrix(steps.context_vec, labels, outs, name="self-attention-context",
+                     title="Z = A V", x_title="dimension", y_title="token", decimals=4,
+                     highlight_row=query, caption=f"One context vector per token; {where}.")
+    page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
+    show_code([module_cls, wt.self_attention])
+
+
+def scaling_panel() -> None:
+    st.divider()
+    st.header("Why divide by √d_k?")
+    st.markdown("A dot product of two random vectors with d_k unit-variance entries has variance "
+                "d_k: the wider the keys, the more spread out the raw scores, and softmax of "
+                "widely spread scores puts nearly all the weight on one token. Dividing by √d_k "
+                "brings the spread back to 1 for every d_k.")
+    state.bound(st.select_slider, "d_k (width of queries and keys)", settings, "scale_dk",
+                prefix=page.PREFIX, options=list(wt.SCALE_DKS))
+    d_k = settings.scale_dk
+    seed = settings.weight_seed
+    peak = wt.softmax_peak(d_k, 6, seed)
+    table = wt.scaling_table(seed)
+    left_col, right_col = page.columns(2)
+    with left_col:
+        lecture = state.lecture_mode()
+        chart = wt.scaling_chart(table, chosen=d_k, lecture=lecture, width=560 if lecture else 340)
+        show_chart(chart, name="scaling-curve", caption=(
+            f"Mean largest softmax weight over 256 random queries and 6 random keys "
+            f"(N(0, 1) entries), with and without 1/√d_k; seed {seed}. 1.0 means one-hot."))
+    with right_col:
+        keys = [f"k{j + 1}" for j in range(6)]
+        page.show_bars(peak["row_unscaled"], keys, name="scaling-row",
+                       title=f"One query's weights, d_k = {d_k}", x_title="key", y_title="weight",
+                       decimals=2,
+                       domain=(0, 1), series={"softmax(q·k)": peak["row_unscaled"],
+                                              "softmax(q·k / √d_k)": peak["row_scaled"]},
+                       caption=f"One random query against 6 random keys, d_k = {d_k}, seed {seed}. "
+                               f"Spread (std) of the raw scores ≈ {peak['score_std']:.2f}, "
+                               f"of the scaled ones ≈ {peak['scaled_std']:.2f}.")
+    logits, soft, soft100 = wt.slide_logits()
+    st.subheader("The slides' example: logits vs logits × 100")
+    names = [f"{v:g}" for v in logits]
+    page.show_bars(soft, names, name="scaling-slides", title="softmax of the slides' logits",
+                   x_title="logit", y_title="weight", domain=(0, 1), decimals=2, max_width=520,
+                   series={"softmax(logits)": soft, "softmax(logits × 100)": soft100},
+                   caption="Logits [0.1, 0.4, −0.9, 0.02, 0.35, −0.62] (course file 001): "
+                           "diffuse weights, then one-hot once multiplied by 100.")
+    page.numbers_line("softmax(logits) =", soft, 2)
+    page.numbers_line("softmax(logits × 100) =", soft100, 2)
+    show_code([wt.softmax_peak, wt.slide_logits])
+
+
+with friendly_errors("self-attention"):
+    steps = wt.self_attention(inputs, projection)
+    module = wt.projection_module(projection, settings.qkv_bias and settings.variant == "v2")
+    with page.badge_row():
+        page.sdpa_badge(wt.sdpa_check(steps))
+        page.check_badge(f"{module_cls.__name__}.forward = these steps",
+                         wt.module_check(module, inputs, steps.context_vec))
+        page.book_badge(wt.book_reference(settings, "self"), steps.context_vec)
+    {"weights": weights_step, "qkv": qkv_step, "scores": scores_step, "scaled": scaled_step,
+     "softmax": softmax_step, "context": context_step}[step](steps)
+
+with friendly_errors("the scaling panel"):
+    scaling_panel()
+
+page.finish_page(settings)

@@ -1,0 +1,215 @@
+"""Lesson 3: the causal mask and dropout on the attention weights, step by step.
+
+Book: chapter 3.5 of *LLMs from Scratch* (course file 004, lesson 4). Also shows why the mask goes
+before the softmax: masking after it needs a renormalisation, and without one rows stop summing to 1.
+"""
+
+import dataclasses
+
+import numpy as np
+import streamlit as st
+
+from core import attention, charts
+from core import walkthrough as wt
+from ui import state
+from ui import walkthrough as page
+from ui.code import show_code
+from ui.layout import friendly_errors
+
+STEPS, LABELS = wt.CAUSAL_STEPS, wt.CAUSAL_STEP_LABELS
+PREFIX = page.PREFIX
+
+settings = page.start_page(
+    "causal-attention", "Causal attention and dropout",
+    "Lesson 4 of *Coding attention mechanisms* (LLMs from Scratch, 3.5): a language model must not "
+    "look at later tokens, so scores above the diagonal are set to −∞ before the softmax; dropout "
+    "then zeroes random attention weights while training and rescales the rest by 1/(1 − p).")
+page.embeddings_editor(settings, expanded=False)
+labels = wt.labels_of(settings)
+inputs = wt.inputs_tensor(settings)  # (T, d_in)
+num_tokens, d_in = inputs.shape
+
+with st.expander(f"Queries, keys, values: {wt.describe_weights(settings)} (as on the previous page)",
+                 icon=":material/tune:"):
+    projection = page.projection_controls(settings, d_in)
+    page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+
+with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+    query = page.query_select(settings, labels, width=220)
+    state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
+                help="Hide every later token (j > i) from query i.")
+    state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
+                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=220,
+                help="Probability of zeroing each attention weight (only in training mode).")
+    state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
+                min_value=0, max_value=wt.MAX_SEED, step=1, width=150)
+    state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
+                help="model.train(): dropout active. model.eval(): dropout off.")
+step = page.stepper(settings, "causal_step", STEPS, LABELS)
+
+q_name, qi = labels[query], query + 1
+outs = [f"o{j + 1}" for j in range(settings.d_out)]
+mode = "training" if settings.train_mode else "eval"
+where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projection)}; mask "
+         f"{'on' if settings.causal else 'off'}; dropout p={settings.dropout_p:g}, seed "
+         f"{settings.dropout_seed}, {mode} mode")
+
+
+def masked_labels(steps) -> np.ndarray:
+    """'−∞' text on the hidden cells."""
+    return np.where(steps.mask.numpy(), charts.NEG_INF_LABEL, "")
+
+
+def scores_step(steps) -> None:
+    page.step_header(STEPS, "scores", "scaled scores, as on the previous page")
+    st.latex(r"\frac{Q K^\top}{\sqrt{d_k}}")
+    page.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
+                     title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
+                     caption=f"Scaled scores before masking; {where}.")
+    show_code(attention.CausalAttention.forward)
+
+
+def mask_step(steps) -> None:
+    page.step_header(STEPS, "mask", "the causal mask")
+    st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
+             r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+    if not settings.causal:
+        st.info("The mask is off: nothing is hidden, every query sees every token.", icon="ℹ️")
+    page.show_matrix(steps.mask.to(int), labels, labels, name="causal-mask", decimals=0,
+                     title="mask (1 = hidden)", x_title="key j", y_title="query i",
+                     highlight_row=query, caption=f"True above the diagonal: token i may only "
+                     f"look at tokens 1 … i; {where}.")
+    show_code(attention.causal_mask)
+
+
+def masked_step(steps) -> None:
+    page.step_header(STEPS, "masked", "masked scores")
+    st.latex(r"\tilde{\omega}_{ij} = \begin{cases} -\infty & M_{ij} = 1 \\ "
+             r"\omega_{ij} / \sqrt{d_k} & \text{otherwise} \end{cases}")
+    page.show_matrix(steps.masked_scores[0], labels, labels, name="causal-masked-scores",
+                     title="masked_fill(mask, −∞)", x_title="key j", y_title="query i",
+                     highlight_row=query, special=masked_labels(steps),
+                     caption=f"Hidden scores are −∞ (grey), so exp(−∞) = 0 after softmax; {where}.")
+    page.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
+    show_code(attention.CausalAttention.forward)
+
+
+def weights_step(steps) -> None:
+    page.step_header(STEPS, "weights", "attention weights")
+    st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
+             r"diagonal, every row still sums to 1}")
+    weights = steps.attn_weights[0]
+    top = wt.argmax_tokens(weights[query])
+    revealed = page.predict_then_reveal(
+        settings, wt.question_id("causal_top", settings.tokens, settings.embeddings, query,
+                                 projection.W_query.tolist(), settings.causal),
+        f"after masking, which token does “{q_name}” attend to most?",
+        list(range(num_tokens)), lambda i: labels[i], lambda g: g in top,
+        f"“{labels[top[0]]}” (α = {wt.fmt_number(float(weights[query, top[0]]))})"
+        + (f". “{q_name}” can only see tokens 1 … {qi}." if settings.causal else "."))
+    if revealed:
+        page.show_matrix(weights, labels, labels, name="causal-weights", domain=(0, 1),
+                         title="A = softmax(masked scores)", x_title="key j", y_title="query i",
+                         highlight_row=query, caption=f"Masked softmax; {where}.")
+        page.numbers_line(f"α_{qi}j =", weights[query].tolist())
+        page.numbers_line("row sums =", weights.sum(dim=-1).tolist())
+    show_code(attention.CausalAttention.forward)
+
+
+def dropout_step(steps) -> None:
+    page.step_header(STEPS, "dropout", "dropout on the attention weights")
+    view = wt.dropout_view(steps)
+    st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
+             r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
+    if not settings.train_mode:
+        st.info("Eval mode (`model.eval()`): dropout is off, the weights pass through unchanged. "
+                "Switch on **Training mode** to see it.", icon="ℹ️")
+    elif settings.dropout_p == 0:
+        st.info("p = 0: nothing is dropped. Raise **Dropout p**.", icon="ℹ️")
+    else:
+        st.markdown(f"p = {view.p:g}: **{view.n_dropped} of {view.n_visible}** visible weights "
+                    f"were dropped (seed {settings.dropout_seed}); the others were multiplied by "
+                    f"1/(1 − p) = **{view.scale:.4f}**, so each weight keeps its expected value. "
+                    "Rows no longer sum to exactly 1.")
+    special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
+    special = np.where(steps.mask.numpy(), "0", special)
+    page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
+                     title="weights after dropout", x_title="key j", y_title="query i",
+                     highlight_row=query,
+                     caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
+    page.numbers_line("row sums =", view.row_sums())
+    show_code([attention.CausalAttention.forward, wt.dropout_view])
+
+
+def context_step(steps) -> None:
+    page.step_header(STEPS, "context", "context vectors")
+    st.latex(r"Z = \text{dropout}(A)\, V")
+    page.show_matrix(steps.context_vec, labels, outs, name="causal-context", decimals=4,
+                     title="Z", x_title="dimension", y_title="token", highlight_row=query,
+                     caption=f"Context vectors; {where}.")
+    page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
+    st.markdown(f"The first token can only attend to itself, so its context vector is its "
+                f"own value vector" + (" (when the mask is on and nothing is dropped)." if
+                                       settings.causal else "; with the mask off it sees everything."))
+    show_code(attention.CausalAttention)
+
+
+def masking_order_panel(steps) -> None:
+    st.divider()
+    st.header("Where does the mask go?")
+    st.markdown("Three ways to hide the future, always with the causal mask here: mask **before** "
+                "the softmax (the book); mask **after** it and divide each row by its new sum; "
+                "mask after it **without** renormalising.")
+    orders = wt.masking_orders(steps.scaled_scores[0], attention.causal_mask(num_tokens))
+    sums = orders.row_sums()
+    page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
+    cols = page.columns(3)
+    hidden = attention.causal_mask(num_tokens).numpy()
+    undefined = np.zeros_like(hidden, dtype=object)
+    undefined[:] = ""
+    for row in orders.undefined_rows:
+        undefined[row, :] = "0/0"
+    panels = [("before", "mask, then softmax", orders.before, None),
+              ("after_renorm", "softmax, mask, renormalise", orders.after_renorm, undefined),
+              ("after_no_renorm", "softmax, mask, no renormalising", orders.after_no_renorm, None)]
+    reveal_last = page.predict_then_reveal(
+        settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
+                                 projection.W_query.tolist()),
+        "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
+        ["yes", "no"], str, lambda g: g == ("yes" if wt.rows_sum_to_one(orders.after_no_renorm) else "no"),
+        "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "
+        "of it away. Only the last row, which hides nothing, still sums to 1."
+        if not wt.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
+    for col, (key, title, matrix, special) in zip(cols, panels):
+        with col:
+            if key == "after_no_renorm" and not reveal_last:
+                st.markdown(f"**{title}**: hidden until you commit your guess.")
+                continue
+            page.show_matrix(matrix, labels, labels, name=f"masking-order-{key}", title=title,
+                             domain=(0, 1), max_width=300, special=special,
+                             x_title="key j", y_title="query i",
+                             caption=f"Row sums: {'  '.join(f'{s:.3f}' for s in sums[key])}.")
+    if orders.undefined_rows:
+        st.warning("In some rows every visible weight underflowed to 0 in the softmax (the largest "
+                   "score was in the hidden future), so renormalising divides 0 by 0 (marked "
+                   "0/0). Masking before the softmax has no such problem.", icon="⚠️")
+    show_code(wt.masking_orders)
+
+
+with friendly_errors("causal attention"):
+    steps = wt.causal_attention(inputs, projection, settings)
+    with page.badge_row():
+        page.sdpa_badge(wt.sdpa_check(steps))
+        if settings.causal:
+            module = wt.causal_module(projection, num_tokens, settings.dropout_p,
+                                      settings.qkv_bias and settings.variant == "v2")
+            eval_steps = wt.causal_attention(inputs, projection,
+                                             dataclasses.replace(settings, train_mode=False))
+            page.check_badge("CausalAttention (eval) = these steps",
+                             wt.module_check(module, inputs, eval_steps.context_vec, batched=True))
+        page.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
+    {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
+     "dropout": dropout_step, "context": context_step}[step](steps)
+    masking_order_panel(steps)
+
+page.finish_page(settings)

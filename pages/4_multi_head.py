@@ -1,0 +1,166 @@
+"""Lesson 4: multi-head attention: one map per head, concatenation, output projection, two classes.
+
+Book: chapter 3.6 of *LLMs from Scratch* (course files 002, 003 and lesson 5 of 004): the wrapper of
+single causal heads vs the class that splits one projection into heads with view/transpose.
+"""
+
+import streamlit as st
+
+from core import attention
+from core import walkthrough as wt
+from ui import state
+from ui import walkthrough as page
+from ui.code import show_code
+from ui.layout import friendly_errors
+
+PREFIX = page.PREFIX
+MAX_SHOWN_HEADS = 8
+
+settings = page.start_page(
+    "multi-head", "Multi-head attention",
+    "Lesson 5 of *Coding attention mechanisms* (LLMs from Scratch, 3.6): several heads attend "
+    "in parallel, each with its own W_q, W_k, W_v of width d_out / heads; their outputs are "
+    "concatenated and mixed by an output projection.")
+page.embeddings_editor(settings, expanded=False)
+labels = wt.labels_of(settings)
+inputs = wt.inputs_tensor(settings)  # (T, d_in)
+num_tokens, d_in = inputs.shape
+
+controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+with controls:
+    state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
+                max_value=wt.MAX_DIMS, step=1, width=130, help="Width of all heads together.")
+choices = wt.head_choices(settings.d_out)
+heads_note = None
+if settings.num_heads not in choices:
+    wanted = settings.num_heads
+    settings.num_heads = wt.nearest_heads(settings.d_out, wanted)
+    st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
+    heads_note = (f"{wanted} heads do not divide d_out = {settings.d_out} evenly (each head needs "
+                  f"d_out / heads dimensions): using {settings.num_heads}.")
+with controls:
+    state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
+                width=110, help="Only head counts that divide d_out are offered.")
+    state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
+                max_value=wt.MAX_SEED, step=1, width=160,
+                help="torch.manual_seed(seed) before building the heads.")
+    state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
+    state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
+    state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
+                help="Give every head head 1's initial weights: what if they all started equal?")
+if heads_note:
+    st.info(heads_note, icon="ℹ️")
+if len(choices) == 1:
+    st.info(f"d_out = {settings.d_out} can only be split into one head; raise d_out for more.",
+            icon="ℹ️")
+page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
+
+num_heads = settings.num_heads
+head_names = [f"head {h + 1}" for h in range(num_heads)]
+where = (f"{wt.describe_inputs(settings)}; {num_heads} heads × head_dim {settings.d_out // num_heads}"
+         f" = d_out {settings.d_out}; torch.manual_seed({settings.weight_seed}); mask "
+         f"{'on' if settings.causal else 'off'}"
+         + ("; every head starts from head 1's weights" if settings.same_init else "")
+         + (f"; dropout p={settings.dropout_p:g} (training, seed {settings.dropout_seed})"
+            if settings.train_mode and settings.dropout_p > 0 else ""))
+
+
+def head_maps(result: wt.MultiHead) -> None:
+    st.header("One attention map per head")
+    shown = min(num_heads, MAX_SHOWN_HEADS)
+    if num_heads > shown:
+        st.caption(f"Showing the first {shown} of {num_heads} heads.")
+    per_row = min(shown, 4)
+    for start in range(0, shown, per_row):
+        cols = page.columns(per_row)
+        for h, col in zip(range(start, min(start + per_row, shown)), cols):
+            with col:
+                page.show_matrix(result.steps.attn_weights[h], labels, labels,
+                                 name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
+                                 domain=(0, 1), max_width=260, x_title="key j", y_title="query i",
+                                 caption=f"Attention weights of head {h + 1}; {where}.")
+
+
+def concat_and_project(result: wt.MultiHead) -> None:
+    st.header("Concatenate, then project")
+    head_dim, d_out = result.head_dim, settings.d_out
+    st.latex(rf"\underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
+             rf"\xrightarrow{{\text{{concat}}}} ({num_tokens} \times {d_out})"
+             rf"\xrightarrow{{\cdot\, W_o + b_o,\ W_o:\ {d_out} \times {d_out}}}"
+             rf"({num_tokens} \times {d_out})")
+    cols_concat = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(head_dim)]
+    left, right = page.columns(2)
+    with left:
+        page.show_matrix(result.steps.context_vec, labels, cols_concat, name="multi-head-concat",
+                         title="heads side by side", x_title="head · dimension", y_title="token",
+                         decimals=4, max_width=440,
+                         caption=f"The heads' context vectors concatenated (torch.cat, dim=-1); {where}.")
+    with right:
+        page.show_matrix(result.steps.output, labels, [f"o{j + 1}" for j in range(d_out)],
+                         name="multi-head-output", title="after out_proj", x_title="dimension",
+                         y_title="token", decimals=4, max_width=440,
+                         caption=f"The output projection mixes what the heads found; {where}.")
+
+
+def two_classes(result: wt.MultiHead) -> None:
+    st.header("Two implementations, one result")
+    st.markdown(
+        "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
+        "concatenates their outputs. **MultiHeadAttention** does one big projection for all "
+        "heads and splits it with `view` and `transpose`: the same arithmetic in fewer, larger "
+        "matrix products. Copy the wrapper's weights into the split-head class and both compute "
+        "the same numbers (both classes use the causal mask, compared in eval mode).")
+    page.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",
+                     result.impl_diff)
+    page.numbers_line("wrapper, first row =", result.wrapper_out[0].tolist())
+    page.numbers_line("split-head, first row =", result.mha_out[0].tolist())
+    show_code([attention.MultiHeadAttentionWrapper, attention.MultiHeadAttention,
+               attention.wrapper_to_multihead], label="Show the code of both classes")
+
+
+def why_heads_differ(result: wt.MultiHead) -> None:
+    st.header("Why do the heads differ?")
+    st.markdown(
+        "Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
+        "drawn at random, so each head projects the tokens differently and gets a different map. "
+        "During training each head then receives its own gradients, so they keep specialising "
+        "instead of converging to the same thing. Turn on **Same initial weights** to see the "
+        "other case: identical heads give identical maps.")
+    if num_heads < 2:
+        st.info("Choose at least 2 heads to compare them.", icon="ℹ️")
+        return
+    differs = result.head_diffs[1] > 1e-12
+    revealed = page.predict_then_reveal(
+        settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
+                                 settings.weight_seed, settings.same_init, num_heads, settings.d_out),
+        "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
+        lambda g: g == ("no" if differs else "yes"),
+        f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."
+        if differs else "They are identical: same weights, same input, same map.")
+    if not revealed:
+        return
+    diffs = "  ".join(f"head {h + 1}: {d:.4f}" for h, d in enumerate(result.head_diffs))
+    st.markdown(f"Largest difference from head 1's map: `{diffs}`")
+    shown = min(num_heads, 4)
+    cols = page.columns(shown)
+    for h, col in zip(range(shown), cols):
+        with col:
+            W = result.head_W_query[h]
+            page.show_matrix(W, wt.dim_names(d_in), [f"o{j + 1}" for j in range(W.shape[1])],
+                             name=f"multi-head-wq-{h + 1}", title=f"W_q of head {h + 1}",
+                             decimals=2, max_width=220, x_title="out", y_title="in",
+                             caption=f"Initial W_q of head {h + 1}; {where}.")
+
+
+with friendly_errors("multi-head attention"):
+    result = wt.multi_head(inputs, settings, num_heads)
+    with page.badge_row():
+        page.sdpa_badge(wt.sdpa_check(result.steps))
+        page.check_badge("wrapper = split-head class", result.impl_diff)
+        page.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
+    head_maps(result)
+    concat_and_project(result)
+    two_classes(result)
+    why_heads_differ(result)
+
+page.finish_page(settings)

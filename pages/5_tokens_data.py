@@ -1,0 +1,297 @@
+"""Tokens & data loaders: text -> GPT-2 tokens -> sliding windows -> batches -> embeddings.
+
+The book's chapter 2 (course document 003): `GPTDatasetV1`, `create_dataloader`, token + position
+embeddings giving (8, 4, 256); and how the names GPT of lecture 7 turns one name into padded windows.
+All the work is done in core/text_lessons.py and core/data.py; this page only draws it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from core import charts
+from core import data as core_data
+from core import text_lessons as tl
+from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
+from ui import state
+from ui.charts import show_chart
+from ui.code import show_code
+from ui.layout import friendly_errors, lesson_panel
+from ui.text_lessons import keep_last_good, text_source
+
+PREFIX = "tokens"
+PAGE = "tokens-data"
+
+settings = state.page_settings(PREFIX, tl.TokensDataSettings)
+lesson_panel(PREFIX, tl.TokensDataSettings, PAGE, settings)
+lecture = state.lecture_mode()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _summary(text: str, allow_special: bool) -> tl.TokenSummary:
+    return tl.token_summary(text, allow_special)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _chips(text: str, allow_special: bool) -> tuple[list[tl.TokenChip], list[tl.TokenChip], int]:
+    char_tokenizer = CharTokenizer.from_text(text)
+    return tl.bpe_chips(text, allow_special), tl.char_chips(text, char_tokenizer), char_tokenizer.vocab_size
+
+
+@st.cache_resource(max_entries=2, show_spinner="Building the 50,257-row token embedding table…")
+def _token_table(output_dim: int, seed: int):
+    return tl.seeded_embedding(GPT2_N_VOCAB, output_dim, seed)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _pos_table(output_dim: int, seed: int):
+    return tl.seeded_embedding(tl.GPT2_CONTEXT, output_dim, seed + 1)
+
+
+st.title("Tokens & data loaders")
+st.markdown(
+    "Attention works on vectors, not on letters. This lesson follows one text all the way: "
+    "**tokens** (GPT-2's byte-pair encoding beside plain characters), **windows** of `max_length` "
+    "tokens whose targets are the inputs shifted by one, **batches** from a DataLoader, and the "
+    "**token + position embeddings** that attention finally reads. *(Book chapter 2; course "
+    "document 003.)*")
+
+# ---------------------------------------------------------------------------------------------
+st.header("1 · The text")
+text, text_origin = text_source(PREFIX, settings, "text_choice", tl.TOKEN_TEXTS, min_chars=2)
+st.caption(f"Using {text_origin}: {len(text):,} characters.")
+if settings.text_choice != "own":
+    with st.expander("Read the text", icon=":material/article:"):
+        st.text(text)
+
+# ---------------------------------------------------------------------------------------------
+st.header("2 · Two tokenizers")
+state.bound(st.toggle, f"Read {END_OF_TEXT} as one special token", settings, "allow_special",
+            prefix=PREFIX, help="On: the marker becomes id 50256, as in the book's GPTDatasetV1 "
+            "(allowed_special={'<|endoftext|>'}). Off: it is split like ordinary text.")
+with friendly_errors("the tokens"):
+    summary = _summary(text, settings.allow_special)
+    bpe, chars, char_vocab = _chips(text, settings.allow_special)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Characters", f"{summary.n_chars:,}")
+    m2.metric("Character vocabulary |V|", f"{char_vocab:,}")
+    m3.metric("GPT-2 tokens", f"{summary.n_bpe:,}")
+    m4.metric("Characters per GPT-2 token", f"{summary.chars_per_token:.2f}")
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader(f"GPT-2 BPE · {summary.n_bpe:,} tokens")
+        st.html(tl.chips_html(bpe, limit=250, lecture=lecture))
+        st.caption(f"Vocabulary of {GPT2_N_VOCAB:,} ids; ␣ marks a space that belongs to the token. "
+                   f"Encoding loaded offline from the {gpt2_source().split(' (')[0]}.")
+    with right:
+        st.subheader(f"Characters · {summary.n_chars:,} tokens")
+        st.html(tl.chips_html(chars, limit=250, lecture=lecture))
+        st.caption(f"One id per character, vocabulary of {char_vocab} (sorted; “.” is always id 0 "
+                   "in this project's tokenizer, because the names GPT uses it as start/end).")
+
+    ok = "✅ equal to the text" if summary.bpe_round_trip else "❌ differs from the text"
+    ok_chars = "✅ equal to the text" if summary.char_round_trip else "❌ differs from the text"
+    st.markdown(f"**Decode round trip** — GPT-2: `decode(encode(text))` {ok} · "
+                f"characters: `decode(encode(text))` {ok_chars}")
+
+    special_ids, plain_ids = tl.end_of_text_pieces()
+    with st.container(border=True):
+        st.markdown(
+            f"**How `{END_OF_TEXT}` is handled.** GPT-2 puts this marker between unrelated documents. "
+            f"Read as a special token it is one id, `{special_ids}`; read as ordinary text it is "
+            f"{len(plain_ids)} tokens `{plain_ids}` that mean nothing special. The character tokenizer "
+            f"always sees its {len(END_OF_TEXT)} characters.")
+        if summary.n_end_of_text:
+            st.markdown(
+                f"This text holds the marker {summary.n_end_of_text}×: "
+                f"{summary.n_bpe:,} GPT-2 tokens now, "
+                f"{summary.n_bpe_plain:,} if it were read as plain text.")
+        else:
+            st.markdown(f"This text has no marker; add `{END_OF_TEXT}` between two paragraphs "
+                        "of your own text to see it.")
+    show_code([bpe_tokens, tl.token_summary])
+
+# ---------------------------------------------------------------------------------------------
+st.header("3 · Sliding windows and batches")
+st.markdown(
+    "`GPTDatasetV1` reads `max_length` tokens as the **input** and the same tokens moved one "
+    "step to the right as the **target**; the next window starts `stride` tokens later. "
+    "`DataLoader` groups windows into batches (dropping a last, incomplete batch).")
+c1, c2, c3, c4, c5 = st.columns(5)
+with c1:
+    state.bound(st.number_input, "max_length", settings, "max_length", prefix=PREFIX, step=1,
+                help="Tokens per window (the lesson uses 4).")
+with c2:
+    state.bound(st.number_input, "stride", settings, "stride", prefix=PREFIX, step=1,
+                help="How far the next window starts (the lesson uses 5). "
+                     "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
+with c3:
+    state.bound(st.number_input, "batch_size", settings, "batch_size", prefix=PREFIX, step=1,
+                help="Windows per batch (the lesson uses 8).")
+with c4:
+    state.bound(st.number_input, "Shuffle seed", settings, "seed", prefix=PREFIX, step=1,
+                min_value=0, max_value=2**31 - 1,
+                help="Seeds the shuffle (a private torch.Generator) and the embedding tables.")
+with c5:
+    st.write("")
+    state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
+                help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
+
+view, loader_ok = None, False
+with friendly_errors("the windows"):
+    view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: tl.build_loader_view(text, settings),
+                                     "the windows")
+if not loader_ok and settings.max_length >= 1 and settings.stride >= 1:
+    n_windows_now = core_data.count_windows(_summary(text, settings.allow_special).n_bpe,
+                                            settings.max_length, settings.stride)
+    if 1 <= n_windows_now < settings.batch_size:
+        st.button(f"Use batch_size {n_windows_now}", key=f"{PREFIX}.fit_batch",
+                  on_click=state.set_field, args=(PREFIX, "batch_size", n_windows_now),
+                  icon=":material/auto_fix_high:")
+if view is not None:
+    vs = view.settings
+    if not loader_ok:
+        st.info(f"Showing the last valid windows: max_length {vs.max_length}, stride {vs.stride}, "
+                f"batch_size {vs.batch_size}, {view.n_tokens} tokens.", icon="↩️")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Tokens in the loader", f"{view.n_tokens:,}")
+    m2.metric("Windows", f"{view.n_windows:,}")
+    m3.metric("Batches", f"{view.n_batches:,}")
+    m4.metric("Windows dropped", f"{view.dropped:,}",
+              help="drop_last=True: windows that do not fill a last batch are left out.")
+    st.markdown(
+        f"Number of windows = ⌊(tokens − max_length − 1) / stride⌋ + 1 = "
+        f"{tl.window_count_formula(view.n_tokens, vs.max_length, vs.stride).split(' = ', 1)[1]}"
+        f" · batches = ⌊{view.n_windows} / {vs.batch_size}⌋ = {view.n_batches}")
+    if vs.stride < vs.max_length:
+        st.caption(f"stride {vs.stride} < max_length {vs.max_length}: neighbouring windows overlap, "
+                   "so tokens are read several times (dark green).")
+    elif vs.stride > vs.max_length:
+        st.caption(f"stride {vs.stride} > max_length {vs.max_length}: some tokens are never an input "
+                   "(grey); a few of them are still a target.")
+    else:
+        st.caption("stride = max_length: every token is an input exactly once, with no overlap.")
+    max_tokens = 18 if lecture else 24
+    show_chart(tl.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
+               name="sliding windows",
+               caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how many "
+                        f"windows each token is an input; below, each window's input ids (blue) and "
+                        f"target ids (orange, shifted by one). max_length {vs.max_length}, stride "
+                        f"{vs.stride}."))
+    st.subheader("Input → target windows")
+    st.dataframe(tl.window_table(view, limit=60), hide_index=True, width="stretch")
+    if view.n_windows > 60:
+        st.caption(f"The first 60 of {view.n_windows:,} windows.")
+    show_code([core_data.count_windows, core_data.sliding_windows, core_data.create_dataloader_v1,
+               tl.build_loader_view])
+
+# ---------------------------------------------------------------------------------------------
+st.header("4 · One batch becomes embeddings")
+if view is not None:
+    vs = view.settings
+    if settings.batch_index > view.n_batches - 1:  # clamp before the widget (batches can shrink)
+        state.set_field(PREFIX, "batch_index", view.n_batches - 1)
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        state.bound(st.number_input, "Batch shown", settings, "batch_index", prefix=PREFIX,
+                    min_value=0, max_value=max(view.n_batches - 1, 0), step=1,
+                    help="0 is the batch the book looks at (`for batch in dataloader: ... break`).")
+    with c2:
+        state.bound(st.number_input, "Output dim (embedding width)", settings, "output_dim",
+                    prefix=PREFIX, min_value=1, max_value=512, step=1,
+                    help="The lesson uses 256, as GPT-2 small uses 768.")
+    with c3:
+        state.bound(st.slider, "Columns shown in the heatmaps", settings, "show_dims", prefix=PREFIX,
+                    min_value=2, max_value=16)
+    with friendly_errors("the embeddings"):
+        k = min(settings.batch_index, view.n_batches - 1)
+        x, y = view.batch(k)
+        order = "shuffled with seed " + str(vs.seed) if vs.shuffle else "in order (no shuffle)"
+        st.markdown(f"Batch {k} of {view.n_batches}, windows {view.batch_indices[k]} ({order}).")
+        left, right = st.columns(2)
+        left.markdown(f"**x** — inputs `{tuple(x.shape)}`")
+        left.dataframe(x.numpy(), width="stretch")
+        right.markdown(f"**y** — targets `{tuple(y.shape)}`")
+        right.dataframe(y.numpy(), width="stretch")
+
+        output_dim = settings.output_dim
+        steps = tl.embed_batch(x, _token_table(output_dim, vs.seed), _pos_table(output_dim, vs.seed))
+        st.subheader("Shapes, step by step")
+        st.dataframe(steps.shape_rows(), hide_index=True, width="stretch")
+        st.markdown(
+            f"The batch `{tuple(x.shape)}` of ids becomes `{tuple(steps.input_embeddings.shape)}`: "
+            f"every id picks one row of the `{steps.token_table_shape}` token table, every position "
+            f"one row of the `{steps.pos_table_shape}` position table (GPT-2's context is "
+            f"{tl.GPT2_CONTEXT} tokens; only rows 0–{x.shape[1] - 1} are used), and the two add up.")
+
+        dims = min(settings.show_dims, output_dim)
+        rows = min(x.shape[1], 8)
+        first = x[0, :rows].tolist()
+        token_labels = [f"{tl.visible(tl.gpt2_piece(i))} ({i})" for i in first]
+        pos_labels = [f"pos {t}" for t in range(rows)]
+        sum_labels = [f"{lab} @ {t}" for t, lab in enumerate(token_labels)]
+        dim_labels = [f"d{j}" for j in range(dims)]
+        tok_slice = steps.token_embeddings[0, :rows, :dims].numpy()  # (rows, dims)
+        pos_slice = steps.pos_embeddings[:rows, :dims].numpy()  # (rows, dims)
+        sum_slice = steps.input_embeddings[0, :rows, :dims].numpy()  # (rows, dims)
+        bound_ = float(max(abs(tok_slice).max(), abs(pos_slice).max(), abs(sum_slice).max()))
+        domain = (-bound_, bound_)
+        cell = 40 if lecture else 34
+        cols = st.columns(3)
+        parts = [("token embeddings", tok_slice, token_labels, "token_embedding_layer(x)[0]"),
+                 ("position embeddings", pos_slice, pos_labels, f"pos_embedding_layer(torch.arange({x.shape[1]}))"),
+                 ("input embeddings (sum)", sum_slice, sum_labels, "token + position")]
+        for col, (name, values, labels, code) in zip(cols, parts):
+            with col:
+                show_chart(charts.heatmap(values, labels, dim_labels, fmt=".2f", lecture=lecture,
+                                          cell=cell, domain=domain, x_title="embedding dimension"),
+                           name=name,
+                           caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
+                                    f"of {output_dim}; N(0, 1) init, seed {vs.seed}."),
+                           key=f"{PREFIX}.{name}")
+        show_code([tl.embed_batch, tl.seeded_embedding])
+
+# ---------------------------------------------------------------------------------------------
+st.header("5 · How the names GPT's data is made")
+st.markdown(
+    "The names GPT (lecture 7) reads characters, not BPE tokens. Each name becomes "
+    "“.” + name + “.” (the dot marks start and end); inputs are all but the last character, "
+    "targets all but the first. Short names are **padded** — inputs with “.” (id 0), targets with "
+    f"**{core_data.IGNORE_INDEX}**, which the loss ignores — and long names slide one step at a time.")
+c1, c2 = st.columns(2)
+with c1:
+    state.bound(st.text_input, "A name", settings, "name", prefix=PREFIX, max_chars=40)
+with c2:
+    state.bound(st.slider, "Context size (T)", settings, "name_context", prefix=PREFIX,
+                min_value=1, max_value=32, help="Lecture 7 uses 12.")
+frames, name_ok = None, False
+with friendly_errors("the name windows"):
+    frames, name_ok = keep_last_good(
+        f"{PREFIX}.good_name_frames",
+        lambda: (tl.validate_name(settings.name), settings.name_context,
+                 tl.name_window_frames(tl.validate_name(settings.name), settings.name_context)),
+        "the name windows")
+    if frames is not None:
+        shown_name, context, tables = frames
+        n_pad = int((tables[-1].loc["target id"] == str(core_data.IGNORE_INDEX)).sum())
+        st.markdown(f"**{shown_name}** → `.{shown_name}.` ({len(shown_name) + 2} ids) → "
+                    f"{len(tables)} window{'s' if len(tables) != 1 else ''} of {context}"
+                    + (f", the last with {n_pad} padded target{'s' if n_pad != 1 else ''}." if n_pad else "."))
+        for i, table in enumerate(tables[:6]):
+            st.caption(f"Window {i}: inputs and targets, shape ({context},) each")
+            st.dataframe(table, width="stretch")
+        if len(tables) > 6:
+            st.caption(f"… and {len(tables) - 6} more windows.")
+    show_code(core_data.name_windows)
+
+# The link holds the last valid values, so a shared link never opens on an error.
+link = dataclasses.replace(settings)
+if view is not None and not loader_ok:
+    link.max_length, link.stride, link.batch_size = (view.settings.max_length, view.settings.stride,
+                                                     view.settings.batch_size)
+if frames is not None and not name_ok:
+    link.name, link.name_context = frames[0], frames[1]
+state.sync_url(link)

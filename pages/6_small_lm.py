@@ -1,0 +1,328 @@
+"""Small language model: a bigram table against one self-attention head, trained side by side.
+
+The slides "A Small Language Model with Self Attention" (course document 001): a character corpus,
+a 90/10 split, the bigram model (|V|×|V|) and the model with a |V|×n embedding, one head and a
+linear layer; their losses; generated text; cross-entropy by hand. The models train live in a
+fragment that advances all three a few steps per tick on the same batches. The math lives in
+core/text_lessons.py and core/models.py.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import streamlit as st
+
+from core import budget, charts
+from core import models as core_models
+from core import text_lessons as tl
+from core.tokenizers import CharTokenizer
+from ui import state
+from ui.charts import show_chart
+from ui.code import show_code
+from ui.layout import friendly_errors, lesson_panel
+from ui.text_lessons import text_source
+
+PREFIX = "small_lm"
+PAGE = "small-lm"
+TICK_SECONDS = 0.5  # one live update: a few training steps, then the curves are redrawn
+TICK_BUDGET_S = 0.25  # stop a tick's training early on a busy server, to keep the page responsive
+RACE_KEY, RUNNING_KEY = f"{PREFIX}.race", f"{PREFIX}.running"
+
+settings = state.page_settings(PREFIX, tl.SmallLMSettings)
+lesson_panel(PREFIX, tl.SmallLMSettings, PAGE, settings)
+lecture = state.lecture_mode()
+ss = st.session_state
+ss.setdefault(f"{PREFIX}.owner", uuid.uuid4().hex)  # this session's place in the training queue
+
+st.title("Small language model")
+st.markdown(
+    "A **bigram** model predicts the next character from the current one with a |V|×|V| table. "
+    "Give the model a |V|×n **embedding**, **one self-attention head** and a linear layer to the "
+    "vocabulary, and it can look back over the last T characters. Train both on the same batches "
+    "and compare. *(Slides: A Small Language Model with Self Attention; course document 001.)*")
+
+# ---------------------------------------------------------------------------------------------
+st.header("1 · The corpus")
+text, origin = text_source(PREFIX, settings, "corpus", tl.CORPORA, min_chars=2, height=140)
+corpus_ok = True
+try:
+    tl.check_corpus(text, settings.block_size)
+except ValueError as exc:
+    corpus_ok = False
+    st.error(f"{exc} The race below keeps its last valid corpus.", icon="🚫")
+stats = tl.corpus_stats(text, settings.block_size)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Characters", f"{stats['characters']:,}")
+m2.metric("Vocabulary |V|", stats["vocabulary"])
+m3.metric("Train (first 90%)", f"{stats['train']:,}")
+m4.metric("Validation (last 10%)", f"{stats['val']:,}")
+if settings.corpus == "pangram":
+    st.markdown(f"“{tl.PANGRAM.strip()}” repeated {tl.PANGRAM_REPEATS}×. Like the slides' corpus, "
+                "it is tiny and repetitive: a model that remembers a few characters can predict "
+                "almost everything; a model that sees one character cannot.")
+vocab = CharTokenizer.from_text(text).vocab
+st.html(tl.chips_html([tl.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200, lecture=lecture))
+st.caption(f"The character vocabulary of {origin}: each character with its id (sorted; “.” is always "
+           "id 0 in this project's tokenizer; ␣ is the space, ↵ a line break).")
+
+# ---------------------------------------------------------------------------------------------
+st.header("2 · Three models, the same batches")
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    state.bound(st.slider, "T · context (block size)", settings, "block_size", prefix=PREFIX,
+                min_value=1, max_value=32, help="The slides use 8.")
+with c2:
+    state.bound(st.slider, "B · batch size", settings, "batch_size", prefix=PREFIX,
+                min_value=1, max_value=128, help="Blocks per step; every model trains on the same ones.")
+with c3:
+    state.bound(st.slider, "C · embedding size", settings, "n_embd", prefix=PREFIX,
+                min_value=1, max_value=128, help="The slides use 32.")
+with c4:
+    state.bound(st.slider, "d · head size", settings, "head_size", prefix=PREFIX,
+                min_value=1, max_value=128, help="The slides use 16.")
+with st.expander("Training settings", icon=":material/tune:"):
+    c1, c2, c3, c4 = st.columns(4)
+    with c1:
+        state.bound(st.select_slider, "Learning rate (Adam)", settings, "lr", prefix=PREFIX,
+                    options=[1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1],
+                    to_widget=lambda v: min([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1],
+                                            key=lambda o: abs(o - v)))
+    with c2:
+        state.bound(st.number_input, "Seed", settings, "seed", prefix=PREFIX, min_value=0,
+                    max_value=2**31 - 1, step=1, help="Initial weights, batch order, evaluation batches.")
+    with c3:
+        state.bound(st.number_input, "Steps", settings, "max_steps", prefix=PREFIX, min_value=10,
+                    max_value=min(5000, budget.LIMITS.max_steps), step=100)
+    with c4:
+        state.bound(st.slider, "Steps per live update", settings, "steps_per_tick", prefix=PREFIX,
+                    min_value=1, max_value=100)
+st.markdown(
+    f"Shapes as on the slides: a batch of token ids is `(B, T) = ({settings.batch_size}, "
+    f"{settings.block_size})`; embeddings `(B, T, C) = ({settings.batch_size}, {settings.block_size}, "
+    f"{settings.n_embd})`; attention weights `(B, T, T)`; the head's output `(B, T, d) = "
+    f"({settings.batch_size}, {settings.block_size}, {settings.head_size})`; logits `(B, T, |V|) = "
+    f"({settings.batch_size}, {settings.block_size}, {stats['vocabulary']})`.")
+
+# ---------------------------------------------------------------------------------------------
+# The race lives in session state only. A change of corpus or settings rebuilds it only while it
+# has not trained yet; a trained race is never thrown away without the Reset button.
+race: tl.SmallLMRace | None = ss.get(RACE_KEY)
+wanted = settings.race_config()
+if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) != (text, wanted))):
+    with friendly_errors("the models"):
+        race = ss[RACE_KEY] = tl.SmallLMRace(text, wanted)
+
+st.header("3 · Train side by side")
+if race is None:
+    st.warning("No models yet: choose a corpus that is long enough (see the message above).")
+else:
+    stale = (race.text, race.config) != (text, wanted)
+    finished = race.step >= settings.max_steps
+    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
+    start = b1.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
+                      disabled=bool(ss.get(RUNNING_KEY)) or finished)
+    pause = b2.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
+                      disabled=not ss.get(RUNNING_KEY))
+    reset = b3.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset",
+                      help="New models with the current corpus and settings.")
+    if start:
+        ss[RUNNING_KEY] = True
+    if pause:
+        ss[RUNNING_KEY] = False
+        budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
+    if reset:
+        ss[RUNNING_KEY] = False
+        if corpus_ok:
+            with friendly_errors("the models"):
+                race = ss[RACE_KEY] = tl.SmallLMRace(text, wanted)
+                stale = False
+        else:
+            st.error("Reset needs a valid corpus; the current models are kept.", icon="🚫")
+    if stale:
+        st.info("The models below were built with another corpus or other settings. "
+                "Press **Reset** to start new models with the current ones.", icon="ℹ️")
+
+    running = bool(ss.get(RUNNING_KEY))
+
+    @st.fragment(run_every=TICK_SECONDS if running else None)
+    def live_race() -> None:
+        """Advance all three models a few steps (when running) and redraw the curves."""
+        race_ = ss[RACE_KEY]
+        owner = ss[f"{PREFIX}.owner"]
+        if ss.get(RUNNING_KEY) and race_.step < settings.max_steps:
+            with budget.SLOTS.slot(owner) as got:
+                if got:
+                    race_.advance(min(settings.steps_per_tick, settings.max_steps - race_.step),
+                                  time_budget_s=TICK_BUDGET_S)
+                else:
+                    st.caption(f"The server is busy: waiting for a training slot "
+                               f"(place {budget.SLOTS.position(owner) + 1} in the queue).")
+            if race_.step >= settings.max_steps:
+                ss[RUNNING_KEY] = False
+                st.rerun()  # the whole page: stop ticking, draw samples and tables of the result
+        st.progress(min(race_.step / settings.max_steps, 1.0),
+                    text=f"Step {race_.step:,} of {settings.max_steps:,}"
+                    + (" · training…" if ss.get(RUNNING_KEY) else ""))
+        latest, floor = race_.latest(), race_.bigram_floor()
+        show_chart(tl.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
+                   name="bigram vs self-attention loss",
+                   caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
+                            f"{race_.config.eval_batch_size} fixed blocks of each split, every "
+                            f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
+                            f"T={race_.config.block_size}, B={race_.config.batch_size}, "
+                            f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
+                            f"{race_.config.lr:g}, seed {race_.config.seed}."),
+                   key=f"{PREFIX}.loss", downloads=not ss.get(RUNNING_KEY))
+        cols = st.columns(3)
+        bigram_val = latest["bigram"]["val"]
+        for col, (name, label) in zip(cols, tl.MODEL_LABELS.items()):
+            val = latest[name]["val"]
+            col.metric(f"{label} · val loss", f"{val:.3f}",
+                       delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
+                       delta_color="inverse")
+        if race_.last_eval_step == 0:
+            st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "
+                    f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
+                    "Press **Start**.", icon="▶️")
+        else:
+            best = latest["attention"]["val"]
+            ratio = bigram_val / max(best, 1e-9)
+            message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
+                       f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
+                       f"**{ratio:.1f}× lower**. No bigram table can go below {floor:.3f} on this "
+                       "training text, because it only ever sees one character. "
+                       "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
+            (st.success if best < 0.6 * bigram_val else st.info)(message)
+
+    live_race()
+    show_code([tl.SmallLMRace.advance, core_models.SingleHeadLM.forward, core_models.SelfAttentionHead.forward])
+
+    # -----------------------------------------------------------------------------------------
+    st.header("4 · Text generated by each model")
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        state.bound(st.text_input, "Start from (prompt)", settings, "prompt", prefix=PREFIX,
+                    max_chars=40, help="Empty: the first character of the corpus.")
+    with c2:
+        state.bound(st.slider, "Characters to generate", settings, "sample_chars", prefix=PREFIX,
+                    min_value=10, max_value=500, step=10)
+    with c3:
+        state.bound(st.slider, "Temperature", settings, "temperature", prefix=PREFIX,
+                    min_value=0.05, max_value=3.0, step=0.05)
+    prompt = settings.prompt
+    try:
+        tl.check_prompt(prompt, race.tokenizer)
+    except ValueError as exc:
+        st.error(f"{exc} Generating from the corpus' first character instead.", icon="🚫")
+        prompt = ""
+    if running:
+        st.caption("Samples and tables below show the models as they were when this page last "
+                   "redrew; they refresh when training is paused or finishes.")
+    with friendly_errors("the generated text"):
+        samples = ss.setdefault(f"{PREFIX}.samples", {})
+        for name, label in tl.MODEL_LABELS.items():
+            if not running or name not in samples or samples[name][2] is not race:
+                # sampling 3 x 160 characters takes a moment: not on every update while training
+                text_out = race.generate(name, settings.sample_chars, prompt, settings.temperature,
+                                         seed=race.config.seed)
+                samples[name] = (race.step, text_out, race)
+            step_at, sample, _ = samples[name]
+            st.markdown(f"**{label}** · step {step_at:,}")
+            st.code(sample, language=None, wrap_lines=True)
+        st.caption(f"Sampled with temperature {settings.temperature:g}, seed {race.config.seed}, "
+                   f"from {prompt!r} (empty: the corpus' first character).")
+
+    # -----------------------------------------------------------------------------------------
+    st.header("5 · What each model stores")
+    labels = tl.vocab_labels(race.tokenizer.vocab)
+    left, right = st.columns(2)
+    with friendly_errors("the tables"):
+        with left:
+            probs = race.bigram_probabilities()  # (V, V)
+            show_chart(tl.matrix_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
+                                         x_title="next character", y_title="current character",
+                                         domain=(0.0, 1.0), lecture=lecture),
+                       name="bigram table",
+                       caption=(f"The bigram model's |V|×|V| = {probs.shape} table after softmax: row = "
+                                f"current character, column = next; each row sums to 1. Step "
+                                f"{race.step:,}, seed {race.config.seed}."),
+                       key=f"{PREFIX}.bigram")
+        with right:
+            emb = race.embedding_table()  # (V, C)
+            limit = float(abs(emb).max()) or 1.0
+            show_chart(tl.matrix_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
+                                         title=f"Token embedding {emb.shape}", x_title="dimension",
+                                         y_title="character", scheme="redblue",
+                                         domain=(-limit, limit), lecture=lecture),
+                       name="embedding table",
+                       caption=(f"The attention model's |V|×C = {emb.shape} token embedding: one "
+                                f"learned vector per character (red negative, blue positive). Step "
+                                f"{race.step:,}, seed {race.config.seed}."),
+                       key=f"{PREFIX}.embedding")
+        params = race.n_params()
+        st.caption("Parameters: " + " · ".join(f"{tl.MODEL_LABELS[k]} {v:,}" for k, v in params.items()))
+
+# ---------------------------------------------------------------------------------------------
+st.header("6 · Cross-entropy by hand")
+st.markdown(
+    "The loss every model above minimises. From the slide: logits → softmax → the negative log "
+    "of the probability given to the target. `F.cross_entropy` does the same in one call.")
+
+
+def _slide_example() -> None:
+    state.set_field(PREFIX, "ce_logits", [0.1, 0.5, 0.2, 0.1])
+    state.set_field(PREFIX, "ce_target", 1)
+
+
+locked = state.locked_fields(PREFIX)
+ce_key = state.widget_key(PREFIX, "ce_logits")
+if ce_key not in ss:
+    ss[ce_key] = ", ".join(f"{z:g}" for z in settings.ce_logits)
+c1, c2, c3 = st.columns([3, 1, 1])
+with c1:
+    raw = st.text_input("Logits (one per class)", key=ce_key, disabled="ce_logits" in locked,
+                        help="Numbers separated by commas, between −50 and 50.")
+try:
+    logits = tl.parse_logits(raw)
+    if "ce_logits" not in locked:
+        settings.ce_logits = logits
+except ValueError as exc:
+    st.error(f"{exc} The last valid logits {settings.ce_logits} stay in use.", icon="🚫")
+logits = settings.ce_logits
+if settings.ce_target > len(logits) - 1:  # clamp before the widget: fewer classes than before
+    state.set_field(PREFIX, "ce_target", len(logits) - 1)
+with c2:
+    state.bound(st.number_input, "Target class", settings, "ce_target", prefix=PREFIX,
+                min_value=0, max_value=len(logits) - 1, step=1)
+with c3:
+    st.write("")
+    st.button("Slide's example", on_click=_slide_example, key=f"{PREFIX}.ce_reset",
+              icon=":material/undo:")
+
+with friendly_errors("the cross-entropy"):
+    ce = tl.cross_entropy_by_hand(logits, settings.ce_target)
+    left, right = st.columns([3, 2])
+    with left:
+        st.dataframe(tl.cross_entropy_table(ce), hide_index=True, width="stretch")
+        st.markdown(
+            f"Σ exp(z_c) = **{ce.denominator:.6f}** · p(target) = exp({logits[ce.target]:g}) / "
+            f"{ce.denominator:.6f} = **{ce.p_target:.6f}** · loss = −log {ce.p_target:.6f} = "
+            f"**{ce.by_hand:.10f}**")
+        m1, m2, m3 = st.columns(3)
+        m1.metric("By hand (float64)", f"{ce.by_hand:.10f}")
+        m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")
+        m3.metric("Difference", f"{ce.difference:.1e}", help="Only float32 rounding.")
+    with right:
+        show_chart(charts.bar_chart(ce.probs, [f"class {c}" for c in range(len(ce.probs))],
+                                    highlight=ce.target, y_title="softmax probability",
+                                    domain=(0.0, 1.0), lecture=lecture),
+                   name="softmax of the logits",
+                   caption=(f"Softmax of the logits {logits}; the target class {ce.target} "
+                            f"(highlighted) gets p = {ce.p_target:.4f}, so the loss is "
+                            f"−log p = {ce.by_hand:.4f}."),
+                   key=f"{PREFIX}.ce")
+    show_code(tl.cross_entropy_by_hand)
+
+state.sync_url(settings)

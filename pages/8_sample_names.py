@@ -1,0 +1,127 @@
+"""Sample names from the session's trained GPT: temperature, top-k, prefix, seed; each name
+labelled new / training split / validation split; what the model weighed at every step of one."""
+
+import streamlit as st
+
+from core import live
+from core.sampling import next_char_distributions, sample_names
+from ui import training
+from ui.charts import show_chart
+from ui.code import show_code
+from ui.layout import friendly_errors, lesson_panel
+from ui.state import bound, lecture_mode, page_settings, set_field, sync_url
+
+PREFIX = "sample"
+LAST_KEY = "sample.last_valid"  # the last names that could be sampled, kept through bad input
+
+st.title("Sample names")
+st.markdown(
+    "The model writes a name one character at a time: it reads “.” (start), turns its scores for "
+    "the 27 characters into probabilities, draws one, appends it, and repeats until it draws “.” "
+    "again. **Temperature** divides the scores before the softmax (below 1: safer, more common "
+    "names; above 1: wilder ones); **top-k** keeps only the k most likely characters.")
+
+settings = page_settings(PREFIX, live.SampleSettings)
+lesson_panel(PREFIX, live.SampleSettings, "sample", settings)
+book = training.runbook()
+run = training.model_picker(book, key="sample.model")
+
+if run is None:
+    training.empty_state(book, "sample")
+    sync_url(settings)
+    st.stop()
+
+cols = st.columns(5)
+with cols[0]:
+    bound(st.number_input, "How many names", settings, "n", prefix=PREFIX, min_value=1, max_value=200, step=5)
+with cols[1]:
+    bound(st.slider, "Temperature", settings, "temperature", prefix=PREFIX, min_value=0.05, max_value=5.0,
+          step=0.05)
+with cols[2]:
+    bound(st.slider, "Top-k (0 = all)", settings, "top_k", prefix=PREFIX, min_value=0, max_value=27,
+          help="Keep only the k most likely next characters; 0 keeps all 27.")
+with cols[3]:
+    bound(st.text_input, "Prefix", settings, "prefix", prefix=PREFIX, max_chars=20,
+          help="Every name starts with these letters.")
+with cols[4]:
+    bound(st.number_input, "Seed", settings, "seed", prefix=PREFIX, min_value=0, max_value=2**31 - 1, step=1)
+
+
+def _sampled(run: live.Run, settings: live.SampleSettings) -> list:
+    """Samples for (run, its step, the settings), cached in the session: other reruns are free."""
+    key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
+           settings.prefix, settings.seed)
+    cache = st.session_state.setdefault("sample.cache", {})
+    if key not in cache:
+        cache.clear()  # one entry is enough: the page shows one set of names
+        cache[key] = live.sample_for_page(run, settings)
+    return cache[key]
+
+
+samples = None
+with friendly_errors("the sampled names"):
+    samples = _sampled(run, settings)
+    st.session_state[LAST_KEY] = samples
+if samples is None:
+    samples = st.session_state.get(LAST_KEY)
+    if samples:
+        st.caption("Showing the last names that could be sampled.")
+    else:
+        sync_url(settings)
+        st.stop()
+
+shares = {k: sum(s.label == k for s in samples) / len(samples) for k in ("new", "train", "val")}
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Names", len(samples))
+m2.metric("New", f"{shares['new']:.0%}", help="Not in the names data at all: the model invented them.")
+m3.metric("In the training split", f"{shares['train']:.0%}", help="Names the model trained on.")
+m4.metric("In the validation split", f"{shares['val']:.0%}",
+          help="Real names the model never saw in training: it generalised to them.")
+
+table_col, chart_col = st.columns([2, 3])
+with table_col:
+    st.dataframe(live.samples_table(samples), hide_index=True, height=min(420, 38 + 35 * len(samples)))
+with chart_col:
+    show_chart(live.shares_chart(samples, lecture=lecture_mode()), name="sampled-names-shares",
+               caption=(f"Where {len(samples)} sampled names stand against the data: {run.label}, step "
+                        f"{run.step:,}; temperature {settings.temperature:g}, top-k "
+                        f"{settings.top_k or 'all'}, prefix “{settings.prefix}”, seed {settings.seed}."),
+               key="sample.shares")
+
+# ------------------------------------------------------------------ one name, step by step
+st.subheader("What the model weighed, step by step")
+names = [s.name for s in samples]
+if settings.chosen >= len(names):
+    set_field(PREFIX, "chosen", 0)
+bound(st.selectbox, "Name to take apart", settings, "chosen", prefix=PREFIX,
+      options=list(range(len(names))),
+      format_func=lambda i: f"{names[i] or '(empty)'} ({live.LABEL_TITLES[samples[i].label]})")
+name = names[settings.chosen]
+with friendly_errors("the next-character probabilities"):
+    steps = live.name_steps(run, name)
+    if settings.step > len(name):
+        set_field(PREFIX, "step", 0)
+    if len(name) >= 1:
+        bound(st.slider, "Step", settings, "step", prefix=PREFIX, min_value=0, max_value=len(name),
+              help="Step t: the model has read “.” and the first t letters and weighs the next one.")
+    else:
+        settings.step = 0
+    bars_col, heat_col = st.columns([3, 2])
+    with bars_col:
+        show_chart(live.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
+                   name="next-character-bars",
+                   caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
+                            f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
+                            f"distribution before temperature and top-k."),
+                   key="sample.bars")
+    with heat_col:
+        show_chart(live.steps_heatmap(steps, lecture=lecture_mode()), name="next-character-every-step",
+                   caption=(f"Every step of “{name}” at once: one row per step, colour = probability of "
+                            "each next character (0 to 1)."),
+                   key="sample.heat")
+    st.dataframe(live.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)
+    st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
+               "another temperature or top-k reshapes them before each draw.")
+
+show_code([sample_names, next_char_distributions])
+sync_url(settings)

@@ -1,0 +1,127 @@
+"""Inside the trained names GPT: attention maps of every layer and head for a typed name, the
+next-character distribution at each position, the token embeddings and their 2-D PCA."""
+
+import streamlit as st
+
+from core import live
+from core.models import CausalSelfAttention
+from ui import training
+from ui.charts import show_chart
+from ui.code import show_code
+from ui.layout import friendly_errors, lesson_panel
+from ui.state import bound, lecture_mode, page_settings, set_field, sync_url
+
+PREFIX = "inside"
+
+st.title("Inside the model")
+st.markdown(
+    "Type a name and look at what the trained GPT does with it: where each position looks "
+    "(attention weights, one map per layer and head), what it expects next at every position, "
+    "and how it has arranged the 27 characters in its embedding space.")
+
+settings = page_settings(PREFIX, live.InsideSettings)
+lesson_panel(PREFIX, live.InsideSettings, "inside", settings)
+book = training.runbook()
+run = training.model_picker(book, key="inside.model")
+
+if run is None:
+    training.empty_state(book, "look inside")
+    sync_url(settings)
+    st.stop()
+
+config = run.trainer.config.model
+if settings.layer >= config.n_layer:
+    set_field(PREFIX, "layer", 0)
+if settings.head >= config.n_head:
+    set_field(PREFIX, "head", 0)
+
+name_col, layer_col, head_col = st.columns([2, 1, 1])
+with name_col:
+    bound(st.text_input, "Name", settings, "name", prefix=PREFIX, max_chars=40,
+          help=f"Letters a–z; the model reads at most {config.context_size} characters, “.” included.")
+with layer_col:
+    bound(st.selectbox, "Layer (enlarged map)", settings, "layer", prefix=PREFIX,
+          options=list(range(config.n_layer)), format_func=lambda i: f"layer {i + 1}")
+with head_col:
+    bound(st.selectbox, "Head (enlarged map)", settings, "head", prefix=PREFIX,
+          options=list(range(config.n_head)), format_func=lambda i: f"head {i + 1}")
+
+
+def _inspect(run: live.Run, name: str) -> live.Inspection:
+    """Cached per (run, step, name) in the session, so changing the layer or head is instant."""
+    key = (run.run_id, run.step, name)
+    cache = st.session_state.setdefault("inside.cache", {})
+    if key not in cache:
+        cache.clear()
+        cache[key] = live.inspect_name(run.model, run.tokenizer, name)
+    return cache[key]
+
+
+inspection = None
+with friendly_errors("the attention maps"):
+    inspection = _inspect(run, settings.name)
+    st.session_state["inside.last_valid"] = inspection
+if inspection is None:
+    inspection = st.session_state.get("inside.last_valid")
+    if inspection is not None:
+        st.caption("Showing the last name that could be read: “" + "".join(inspection.tokens[1:]) + "”.")
+
+if inspection is not None:
+    if inspection.truncated:
+        st.warning(f"The name is longer than the model's context: only the first "
+                   f"{len(inspection.tokens) - 1} letters are shown.", icon="✂️")
+    T = len(inspection.tokens)
+    n_layer, n_head = inspection.attn.shape[:2]
+    text = "".join(inspection.tokens)
+    mask_note = "" if config.causal else (" This model was trained **without the causal mask**: "
+                                          "the upper triangle is not empty, it reads the future.")
+    st.subheader("Attention weights, every layer and head")
+    st.markdown(f"Input “{text}”: {T} positions. Each map is `(T, T) = ({T}, {T})`: row = the position "
+                "reading (query), column = the position it attends to (key); every row sums to 1. "
+                "Grey cells are masked (the future)." + mask_note)
+    show_chart(live.attention_grid_chart(inspection, lecture=lecture_mode()), name="attention-all-heads",
+               caption=(f"Attention weights of all {n_layer} layers × {n_head} heads for “{text}”, "
+                        f"{run.label}, step {run.step:,} (colour 0 to 1)."),
+               key="inside.grid")
+    show_chart(live.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
+               name=f"attention-layer{settings.layer + 1}-head{settings.head + 1}",
+               caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
+                        f"{run.label}, step {run.step:,}."),
+               key="inside.head")
+
+    st.subheader("What it expects next, at every position")
+    left, right = st.columns([3, 2])
+    with left:
+        show_chart(live.next_char_chart(inspection, lecture=lecture_mode()), name="next-character-by-position",
+                   caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
+                            f"of “{text}”; {run.label}, step {run.step:,}."),
+                   key="inside.next")
+    with right:
+        st.dataframe(live.top_predictions(inspection), hide_index=True)
+
+st.subheader("Character embeddings")
+weights_shape = tuple(run.model.token_embedding.weight.shape)
+st.markdown(f"The token embedding matrix has one row per character: shape `{weights_shape}`. Training "
+            "moves characters that behave alike (that can follow and precede the same letters) close "
+            "together; after training, vowels and consonants separate.")
+emb_col, pca_col = st.columns([3, 2])
+with emb_col:
+    show_chart(live.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()),
+               name="token-embedding-matrix",
+               caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
+                       f"{run.label}, step {run.step:,}.",
+               key="inside.embedding")
+with pca_col:
+    pca_frame, ratios = live.embedding_pca(run.model, run.tokenizer)
+    separation = live.vowel_separation(pca_frame)
+    show_chart(live.pca_chart(pca_frame, ratios, lecture=lecture_mode()), name="embedding-pca",
+               caption=(f"2-D PCA of the {weights_shape[0]} character embeddings ({ratios.sum():.0%} of the "
+                        f"variance); {run.label}, step {run.step:,}. Vowel/consonant separation "
+                        f"{separation:.2f} (centroid gap over spread)."),
+               key="inside.pca")
+    st.metric("Vowel / consonant separation", f"{separation:.2f}",
+              help="Distance between the vowel and consonant centres in the PCA plane, divided by "
+                   "the average spread within the groups. Near 0 for random embeddings.")
+
+show_code([live.inspect_name, CausalSelfAttention.forward, live.embedding_pca])
+sync_url(settings)

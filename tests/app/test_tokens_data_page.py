@@ -1,0 +1,226 @@
+"""AppTest of the Tokens & data loaders page: defaults, every control, bad input, URL round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import settings as core_settings
+from core import text_lessons as tl
+from tests.app.conftest import assert_no_exception, open_page
+
+PAGE = "pages/5_tokens_data.py"
+PREFIX = "tokens"
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10"
+LATIN1 = "Un caf\u00e9 tr\u00e8s chaud, s'il vous pla\u00eet.".encode("latin-1")
+
+
+def key(field: str, gen: int = 0) -> str:
+    return f"{PREFIX}.{gen}.{field}"
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def errors(at) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def html(at) -> str:
+    return " ".join(h.proto.body for h in at.get("html"))
+
+
+def charts(at):
+    return at.get("vega_lite_chart")
+
+
+@pytest.fixture(scope="module")
+def base():
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    return at
+
+
+def fresh():
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    return at
+
+
+def test_default_page_shows_the_lesson(base):
+    m = metrics(base)
+    assert m["Characters"] == "966" and m["GPT-2 tokens"] == "203"
+    assert m["Windows"] == str((203 - 4 - 1) // 5 + 1) == "40"
+    assert m["Batches"] == "5" and m["Windows dropped"] == "0"
+    assert 'id 8421"' in html(base)  # "Before", the first GPT-2 token, as a chip
+    shapes = base.dataframe[3].value["shape"].tolist()
+    assert shapes[0] == "(8, 4)" and shapes[2] == "(8, 4, 256)" and shapes[4] == "(4, 256)"
+    assert len(charts(base)) == 4  # windows + three embedding heatmaps
+    assert not base.error
+    text = " ".join(m.value for m in base.markdown)
+    assert "⌊198 / 5⌋ + 1 = 40" in text and "✅ equal to the text" in text
+
+
+def test_window_controls_change_counts():
+    at = fresh()
+    at.number_input(key=key("max_length")).set_value(8).run()
+    assert metrics(at)["Windows"] == str((203 - 8 - 1) // 5 + 1)
+    at.number_input(key=key("stride")).set_value(2).run()
+    assert metrics(at)["Windows"] == str((203 - 8 - 1) // 2 + 1) == "98"
+    at.number_input(key=key("batch_size")).set_value(4).run()
+    assert metrics(at)["Batches"] == str(98 // 4) and metrics(at)["Windows dropped"] == "2"
+    assert at.dataframe[1].value.shape == (4, 8)  # x of the batch: (batch_size, max_length)
+    first = at.dataframe[1].value.values.tolist()
+    at.number_input(key=key("seed")).set_value(5).run()
+    assert at.dataframe[1].value.values.tolist() != first  # another shuffle
+    at.checkbox(key=key("shuffle")).uncheck().run()
+    assert "windows [0, 1, 2, 3] (in order" in " ".join(m.value for m in at.markdown)
+    assert_no_exception(at)
+
+
+def test_tokens_embeddings_and_names_controls():
+    at = fresh()
+    at.toggle(key=key("allow_special")).set_value(False).run()
+    assert metrics(at)["GPT-2 tokens"] == "208"  # the marker is read as 7 plain tokens
+    at.number_input(key=key("output_dim")).set_value(64).run()
+    assert at.dataframe[3].value["shape"].tolist()[2] == "(8, 4, 64)"
+    at.slider(key=key("show_dims")).set_value(3).run()
+    heat = charts(at)[1].proto.spec
+    assert '"d2"' in heat and '"d3"' not in heat
+    at.number_input(key=key("batch_index")).set_value(4).run()
+    assert "Batch 4 of 5" in " ".join(m.value for m in at.markdown)
+    at.text_input(key=key("name")).set_value("olivia").run()
+    assert any("**olivia** → `.olivia.` (8 ids)" in m.value for m in at.markdown)
+    at.slider(key=key("name_context")).set_value(4).run()
+    assert any("4 windows of 4" in m.value for m in at.markdown)
+    at.radio(key=key("text_choice")).set_value("book").run()
+    assert metrics(at)["GPT-2 tokens"] == "25"  # allow_special is still off: the marker is plain text
+    assert_no_exception(at)
+
+
+def test_batch_index_is_clamped_when_batches_shrink():
+    at = fresh()
+    at.number_input(key=key("stride")).set_value(1).run()
+    at.number_input(key=key("batch_index")).set_value(20).run()
+    assert "Batch 20 of" in " ".join(m.value for m in at.markdown)
+    at.number_input(key=key("stride")).set_value(5).run()
+    assert_no_exception(at)
+    assert "Batch 4 of 5" in " ".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("stride", 0, "stride must be at least 1 token"),
+    ("stride", -3, "stride must be at least 1 token"),
+    ("max_length", 0, "max_length must be at least 1"),
+    ("max_length", 300, "at most 256 tokens"),
+    ("batch_size", 64, "batch_size 64 is larger than the number of windows (40)"),
+])
+def test_bad_loader_settings_keep_the_last_windows(field, value, message):
+    at = fresh()
+    at.number_input(key=key(field)).set_value(value).run()
+    assert_no_exception(at)
+    assert message in errors(at)
+    assert metrics(at)["Windows"] == "40" and metrics(at)["Batches"] == "5"
+    assert any("Showing the last valid windows" in i.value for i in at.info)
+
+
+def test_max_length_longer_than_the_text():
+    at = fresh()
+    at.radio(key=key("text_choice")).set_value("book").run()
+    # 4 windows cannot fill a batch of 8: a message, and a button that fixes it
+    assert "batch_size 8 is larger than the number of windows (4)" in errors(at)
+    at.button(key="tokens.fit_batch").click().run()
+    assert not at.error
+    assert metrics(at)["Windows"] == str((20 - 4 - 1) // 5 + 1) == "4"
+    assert metrics(at)["Batches"] == "1"
+    at.number_input(key=key("max_length")).set_value(25).run()
+    assert "max_length 25 is too long for this text: it has 20 tokens" in errors(at)
+    assert metrics(at)["Windows"] == "4"
+
+
+def _own(at):
+    at.radio(key=key("text_choice")).set_value("own").run()
+    assert_no_exception(at)
+    return at
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Your text is empty"),
+    ("a", "Your text has 1 character"),
+    ("  \n\t \n", "only whitespace"),
+    ("x" * 20_000_000, "too long"),
+], ids=["empty", "one-char", "whitespace", "20MB-paste"])
+def test_bad_own_text_keeps_the_last_valid_text(text, message):
+    at = _own(fresh())
+    at.text_area(key="tokens.own_text").set_value("One two three four five six seven eight nine ten. " * 3).run()
+    good = metrics(at)
+    assert good["Characters"] == "150"
+    at.text_area(key="tokens.own_text").set_value(text).run()
+    assert_no_exception(at)
+    assert message in errors(at) and "last valid text (150 characters) stays in use" in errors(at)
+    assert metrics(at)["Characters"] == "150" and metrics(at)["Windows"] == good["Windows"]
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("photo.txt", PNG, "binary file"),
+    ("french.txt", LATIN1, "is not UTF-8 text (byte 0xe9"),
+    ("empty.txt", b"", "is empty"),
+], ids=["binary", "latin-1", "empty-file"])
+def test_bad_upload_keeps_the_last_valid_text(name, data, message):
+    at = _own(fresh())
+    before = metrics(at)
+    at.file_uploader(key="tokens.upload").set_value((name, data, "text/plain")).run()
+    assert_no_exception(at)
+    assert message in errors(at) and "last valid text stays in use" in errors(at)
+    assert metrics(at) == before
+    at.run()  # the message stays while the refused file is in the uploader
+    assert message in errors(at)
+
+
+def test_good_upload_replaces_the_text():
+    at = _own(fresh())
+    body = "Uploaded text with <|endoftext|> in the middle. " * 4
+    at.file_uploader(key="tokens.upload").set_value(("mine.txt", body.encode("utf-8"), "text/plain")).run()
+    assert_no_exception(at)
+    assert not at.error
+    assert metrics(at)["Characters"] == str(len(body))
+    assert at.text_area(key="tokens.own_text").value == body
+
+
+def test_bad_name_keeps_the_last_table():
+    at = fresh()
+    at.text_input(key=key("name")).set_value("r2d2").run()
+    assert "'2' is not one of them" in errors(at)
+    assert any("**emma**" in m.value for m in at.markdown)
+
+
+def test_url_round_trip_reproduces_the_numbers():
+    at = fresh()
+    at.radio(key=key("text_choice")).set_value("book").run()
+    at.number_input(key=key("max_length")).set_value(3).run()
+    at.number_input(key=key("stride")).set_value(2).run()
+    at.number_input(key=key("batch_size")).set_value(2).run()
+    at.number_input(key=key("output_dim")).set_value(16).run()
+    shown = metrics(at)
+    params = core_settings.to_params(at.session_state[PREFIX])
+    assert params == {"text_choice": "book", "max_length": "3", "stride": "2", "batch_size": "2",
+                      "output_dim": "16"}
+    again = open_page(PAGE, query=params)
+    assert_no_exception(again)
+    assert metrics(again) == shown
+    assert again.dataframe[3].value["shape"].tolist()[2] == "(2, 3, 16)"
+
+
+def test_own_text_never_goes_into_the_link():
+    at = _own(fresh())
+    at.text_area(key="tokens.own_text").set_value("A secret draft that must stay private. " * 3).run()
+    params = core_settings.to_params(at.session_state[PREFIX])
+    assert params == {"text_choice": "own"}
+    assert all("secret" not in v for v in params.values())
+
+
+def test_bad_link_values_get_a_notice():
+    at = open_page(PAGE, query={"stride": "0", "batch_size": "lots"})
+    assert_no_exception(at)
+    assert any("could not be used" in w.value for w in at.warning)
+    assert metrics(at)["Windows"] == "40"

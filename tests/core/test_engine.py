@@ -1,0 +1,350 @@
+"""Tests of core.engine: TrainConfig validation, schedules, Trainer slices, reproducibility, evaluation."""
+
+import contextlib
+import math
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from core.data import IGNORE_INDEX, build_names_data, load_names, random_batch
+from core.engine import (
+    PRESETS,
+    LengthBuckets,
+    SliceResult,
+    Trainer,
+    TrainConfig,
+    TrainingError,
+    learning_rate,
+)
+from core.models import GPTConfig
+
+TINY = GPTConfig(context_size=12, n_layer=1, n_head=2, d_embed=16, d_ff=32, dropout=0.1)
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    """2,000 real names: fast, but the same shapes and padding as the full set."""
+    return build_names_data(names=load_names()[:2000])
+
+
+@pytest.fixture(scope="module")
+def full_data():
+    return build_names_data()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny matmuls gain nothing from a second thread, and lose a lot when the CPU is shared
+    (two OpenMP threads spin-waiting on a busy 2-core machine run ~10x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_config(**changes) -> TrainConfig:
+    values = dict(model=TINY, batch_size=16, max_steps=40, val_interval=10, seed=7, device="cpu")
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Config
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"optimizer": "adam"}, "optimizer"),
+        ({"schedule": "linear"}, "schedule"),
+        ({"lr": 0}, "lr"),
+        ({"lr": float("nan")}, "lr"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"max_steps": 1.5}, "max_steps"),
+        ({"val_batches": 0}, "val_batches"),
+        ({"grad_clip": -1.0}, "grad_clip"),
+        ({"warmup_steps": -1}, "warmup_steps"),
+        ({"device": "tpu"}, "device"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+        ({"min_lr_ratio": 2.0}, "min_lr_ratio"),
+    ],
+)
+def test_train_config_validation(changes, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**changes)
+
+
+def test_train_config_dict_round_trip():
+    config = TrainConfig(model=GPTConfig(n_layer=2), grad_clip=1.0, schedule="cosine", warmup_steps=5)
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ValueError, match="unknown training config fields"):
+        TrainConfig.from_dict({**config.to_dict(), "epochs": 3})
+
+
+def test_learning_rate_schedules():
+    constant = TrainConfig(lr=0.01, max_steps=100)
+    assert [learning_rate(constant, s) for s in (0, 50, 99)] == [0.01, 0.01, 0.01]
+    cosine = TrainConfig(lr=0.01, max_steps=110, schedule="cosine", warmup_steps=10, min_lr_ratio=0.1)
+    assert learning_rate(cosine, 0) == pytest.approx(0.001)  # warm-up starts small ...
+    assert learning_rate(cosine, 9) == pytest.approx(0.01)  # ... and reaches the peak
+    assert learning_rate(cosine, 10) == pytest.approx(0.01)
+    assert learning_rate(cosine, 60) == pytest.approx(0.0055)  # half way: mid-point of peak and floor
+    assert learning_rate(cosine, 110) == pytest.approx(0.001)
+    values = [learning_rate(cosine, s) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(values, values[1:]))  # never increases after warm-up
+
+
+def test_presets_are_valid_train_configs():
+    assert set(PRESETS) == {"lecture", "quick_demo", "best"}
+    for name, factory in PRESETS.items():
+        config = factory()
+        assert isinstance(config, TrainConfig), name
+        assert factory() is not config  # a fresh object each time: the UI may edit it
+    lecture = PRESETS["lecture"]()
+    assert lecture.model == GPTConfig()
+    assert (lecture.optimizer, lecture.lr, lecture.batch_size, lecture.max_steps) == ("sgd", 0.01, 32, 1000)
+    assert (lecture.val_interval, lecture.seed) == (100, 101)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trainer basics
+# ---------------------------------------------------------------------------------------------
+
+
+def test_trainer_slices_respect_limits_and_record_history(small_data):
+    trainer = Trainer(tiny_config(), small_data)
+    assert trainer.step == 0 and not trainer.done
+    first = trainer.train(n_steps=15)
+    assert isinstance(first, SliceResult) and first.ran
+    assert first.steps == 15 == trainer.step == len(first.train_losses)
+    assert first.val_points == [(10, trainer.history["val_loss"][0])]
+    assert first.steps_per_s > 0 and first.tokens_per_s > 0
+    rest = trainer.train(n_steps=1000)  # never beyond max_steps
+    assert rest.steps == 25 and trainer.step == 40 and trainer.done
+    assert trainer.train(n_steps=5).steps == 0
+    history = trainer.history
+    assert history["steps"] == list(range(1, 41))
+    assert history["val_steps"] == [10, 20, 30, 40]
+    assert len(history["train_loss"]) == len(history["elapsed"]) == len(history["tokens"]) == 40
+    assert all(b > a for a, b in zip(history["tokens"], history["tokens"][1:]))
+    assert all(b >= a for a, b in zip(history["elapsed"], history["elapsed"][1:]))
+
+
+def test_validation_also_after_the_last_step_when_off_interval(small_data):
+    trainer = Trainer(tiny_config(max_steps=25), small_data)
+    result = trainer.train()
+    assert [step for step, _ in result.val_points] == [10, 20, 25]
+
+
+def test_time_budget_stops_a_slice(small_data):
+    trainer = Trainer(tiny_config(max_steps=10**6, val_interval=10**6), small_data)
+    assert trainer.train(time_budget_s=0).steps == 0
+    start = time.perf_counter()
+    result = trainer.train(time_budget_s=0.3)
+    # generous bound: one step is milliseconds, so the slice ends soon after the budget
+    assert 0 < result.steps and time.perf_counter() - start < 5
+    both = trainer.train(n_steps=3, time_budget_s=60)
+    assert both.steps == 3
+
+
+def test_token_count_is_non_padding_targets(small_data):
+    config = tiny_config(batch_size=32)
+    trainer = Trainer(config, small_data)
+    trainer.train(n_steps=1)
+    _, targets = random_batch(
+        small_data.train_x, small_data.train_y, 32, torch.Generator().manual_seed(config.seed)
+    )
+    expected = int((targets != IGNORE_INDEX).sum())
+    assert trainer.history["tokens"] == [expected]
+    assert expected < targets.numel()  # the padding really was left out
+
+
+def test_slot_is_held_during_the_slice_and_a_refused_slot_does_nothing(small_data):
+    trainer = Trainer(tiny_config(), small_data)
+    events = []
+
+    @contextlib.contextmanager
+    def granted():
+        events.append("enter")
+        yield True
+        events.append("exit")
+
+    @contextlib.contextmanager
+    def refused():
+        yield False
+
+    assert trainer.train(n_steps=2, slot=granted()).steps == 2
+    assert events == ["enter", "exit"]
+    result = trainer.train(n_steps=2, slot=refused())
+    assert result.ran is False and result.steps == 0 and trainer.step == 2
+
+
+def test_vocab_from_data_and_windows_rebuilt_for_another_context(small_data):
+    config = tiny_config(model=GPTConfig(vocab_size=5, context_size=6, n_layer=1, n_head=2, d_embed=16, d_ff=32))
+    trainer = Trainer(config, small_data)
+    assert trainer.model.config.vocab_size == small_data.tokenizer.vocab_size
+    assert trainer.config.model.context_size == 6
+    assert config.model.vocab_size == 5  # the caller's object is left alone
+    trainer.train(n_steps=2)
+    assert math.isfinite(trainer.evaluate())
+
+
+def test_device_fallback_is_reported(small_data):
+    trainer = Trainer(tiny_config(device="cuda"), small_data)
+    if torch.cuda.is_available():
+        assert trainer.device.type == "cuda" and trainer.device_message is None
+    else:
+        assert trainer.device == torch.device("cpu")
+        assert "CUDA" in trainer.device_message and "CPU" in trainer.device_message
+
+
+def test_diverging_run_stops_with_a_clear_error(small_data):
+    trainer = Trainer(tiny_config(), small_data)
+    with torch.no_grad():
+        trainer.model.lm_head.weight.fill_(float("nan"))
+    with pytest.raises(TrainingError, match="smaller learning rate"):
+        trainer.train(n_steps=3)
+    assert trainer.done and trainer.step == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_evaluate_is_the_mean_over_all_non_padding_targets(small_data):
+    trainer = Trainer(tiny_config(eval_batch_size=100), small_data)
+    trainer.train(n_steps=5)
+    trainer.model.train()
+    for split, x, y in (("val", small_data.val_x, small_data.val_y), ("train", small_data.train_x, small_data.train_y)):
+        trainer.model.eval()
+        with torch.no_grad():
+            logits, _ = trainer.model(x)
+            expected = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), ignore_index=IGNORE_INDEX)
+        trainer.model.train()
+        assert trainer.evaluate(split) == pytest.approx(expected.item(), abs=1e-5)
+        assert trainer.model.training  # mode restored
+    partial = trainer.evaluate("val", max_batches=1)
+    assert math.isfinite(partial) and partial != pytest.approx(trainer.evaluate("val"), abs=1e-7)
+    with pytest.raises(ValueError, match="split"):
+        trainer.evaluate("test")
+
+
+def test_evaluate_does_not_depend_on_dropout_or_batch_size(small_data):
+    a = Trainer(tiny_config(eval_batch_size=64), small_data)
+    b = Trainer(tiny_config(eval_batch_size=5000), small_data)
+    assert a.evaluate() == pytest.approx(b.evaluate(), abs=1e-6)
+    assert a.evaluate() == pytest.approx(a.evaluate(), abs=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reproducibility
+# ---------------------------------------------------------------------------------------------
+
+
+def test_same_seed_same_losses_even_interleaved(small_data):
+    config = tiny_config(max_steps=30)
+    reference = Trainer(config, small_data)
+    reference.train()
+
+    # Two runs with the same seed and one with another, advanced in alternating slices, with the
+    # global RNG reseeded in between: nothing leaks from one run into another.
+    a = Trainer(config, small_data)
+    b = Trainer(config, small_data)
+    other = Trainer(tiny_config(max_steps=30, seed=8), small_data)
+    while not a.done:
+        torch.manual_seed(int(a.step))
+        a.train(n_steps=4)
+        other.train(n_steps=3)
+        torch.rand(100)
+        b.train(n_steps=7)
+    b.train()
+    other.train()
+    assert a.history["train_loss"] == reference.history["train_loss"]
+    assert b.history["train_loss"] == reference.history["train_loss"]
+    assert a.history["val_loss"] == reference.history["val_loss"]
+    assert other.history["train_loss"] != reference.history["train_loss"]
+
+
+def test_same_seed_same_losses_with_length_buckets_and_schedule(small_data):
+    config = tiny_config(max_steps=20, length_buckets=True, schedule="cosine", warmup_steps=5, grad_clip=1.0)
+    runs = []
+    for _ in range(2):
+        trainer = Trainer(config, small_data)
+        trainer.train(n_steps=7)
+        trainer.train()
+        runs.append(trainer.history["train_loss"])
+    assert runs[0] == runs[1]
+
+
+def test_resume_from_state_dict_continues_identically(small_data):
+    config = tiny_config(max_steps=20, optimizer="adamw", schedule="cosine", warmup_steps=3)
+    straight = Trainer(config, small_data)
+    straight.train()
+
+    first = Trainer(config, small_data)
+    first.train(n_steps=9)
+    state = first.state_dict()
+    first.train(n_steps=2)  # must not affect the saved state
+    resumed = Trainer.from_state_dict(state, small_data)
+    assert resumed.step == 9
+    resumed.train()
+    assert resumed.history["train_loss"] == straight.history["train_loss"]
+    assert resumed.history["val_loss"] == straight.history["val_loss"]
+
+
+def test_set_max_steps_extends_a_finished_run(small_data):
+    trainer = Trainer(tiny_config(max_steps=10), small_data)
+    trainer.train()
+    assert trainer.done
+    trainer.set_max_steps(15)
+    assert trainer.train().steps == 5
+    with pytest.raises(ValueError):
+        trainer.set_max_steps(3)
+
+
+def test_length_buckets_cut_padding_and_draw_each_window_equally(small_data):
+    buckets = LengthBuckets(small_data.train_x, small_data.train_y)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(400):
+        x, y = buckets.sample(50, generator)
+        assert x.shape == y.shape and x.size(0) == 50
+        assert torch.all(y != IGNORE_INDEX)  # no padding column survives
+    # groups are drawn in proportion to their sizes, rows uniformly inside: each window has chance 1/N
+    sizes = buckets.sizes / buckets.sizes.sum()
+    draws = torch.zeros(len(sizes))
+    for _ in range(3000):
+        draws[int(torch.multinomial(buckets.sizes, 1, generator=generator))] += 1
+    assert torch.allclose(draws / draws.sum(), sizes, atol=0.03)
+
+
+# ---------------------------------------------------------------------------------------------
+# Real training
+# ---------------------------------------------------------------------------------------------
+
+
+def test_adamw_learns_names_below_2_6_within_300_steps(full_data):
+    config = TrainConfig(
+        model=GPTConfig(dropout=0.0),  # the lecture's architecture
+        optimizer="adamw",
+        lr=1e-2,
+        batch_size=32,
+        max_steps=300,
+        val_interval=100,
+        seed=101,
+        device="cpu",
+        schedule="cosine",
+        warmup_steps=30,
+        grad_clip=1.0,
+    )
+    trainer = Trainer(config, full_data)
+    start = time.perf_counter()
+    result = trainer.train()
+    elapsed = time.perf_counter() - start
+    assert trainer.step == 300
+    assert result.val_points[-1][1] < 2.6, (result.val_points, elapsed)
+    assert result.val_points[-1][1] < result.val_points[0][1] + 0.05
+    assert trainer.history["train_loss"][0] > 3.0  # it really started from scratch (~ln 27)

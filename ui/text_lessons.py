@@ -1,0 +1,85 @@
+"""Streamlit pieces shared by the Tokens & data and Small language model pages.
+
+* `text_source`: built-in text or the user's own (pasted or uploaded), judged by
+  `core.text_lessons.validate_text` / `decode_upload`; a bad text gets a message and the last
+  valid text stays in use. The user's text lives in session state only, never in the URL.
+* `keep_last_good`: run a computation; on a user-fixable error show the message and return the
+  previous valid result instead of losing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import streamlit as st
+
+from core import text_lessons as tl
+from ui import state
+
+
+def keep_last_good(key: str, compute: Callable[[], Any], what: str) -> tuple[Any, bool]:
+    """(result, ok): the new result, or the last valid one (ok False) after showing why."""
+    try:
+        value = compute()
+    except ValueError as exc:
+        previous = st.session_state.get(key)
+        tail = " The last valid result is shown below." if previous is not None else ""
+        st.error(f"Could not update {what}: {exc}{tail}", icon="🚫")
+        return previous, False
+    st.session_state[key] = value
+    return value, True
+
+
+def _read_upload(prefix: str, text_key: str, min_chars: int) -> None:
+    """Decode a newly uploaded file into the text box; remember a refused file's message."""
+    upload = st.file_uploader("…or upload a text file", type=["txt", "md", "csv", "text"],
+                              key=f"{prefix}.upload",
+                              help=f"Plain UTF-8 text, up to {tl.MAX_UPLOAD_BYTES:,} bytes.")
+    error_key = f"{prefix}.upload_error"
+    if upload is None:
+        st.session_state.pop(error_key, None)
+        return
+    if st.session_state.get(f"{prefix}.upload_seen") != upload.file_id:
+        st.session_state[f"{prefix}.upload_seen"] = upload.file_id
+        st.session_state.pop(error_key, None)
+        try:
+            text = tl.decode_upload(upload.getvalue(), upload.name, min_chars=min_chars)
+        except ValueError as exc:
+            st.session_state[error_key] = (upload.file_id, str(exc))
+        else:
+            st.session_state[text_key] = text  # the text box shows (and can edit) the file's text
+            st.toast(f"Loaded {upload.name}: {len(text):,} characters.", icon="✅")
+    refused = st.session_state.get(error_key)
+    if refused and refused[0] == upload.file_id:
+        st.error(f"{refused[1]} The last valid text stays in use.", icon="🚫")
+
+
+def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
+                *, min_chars: int = 2, height: int = 180) -> tuple[str, str]:
+    """(text, where it came from): a built-in text, or the user's own with a last-valid fallback."""
+    choice = state.bound(st.radio, "Text", settings, field, prefix=prefix,
+                         options=list(choices), format_func=choices.get, horizontal=True)
+    if choice != "own":
+        return tl.builtin_text(choice), choices[choice]
+
+    text_key, good_key = f"{prefix}.own_text", f"{prefix}.good_text"
+    starter = tl.builtin_text(next(iter(choices)))
+    st.session_state.setdefault(good_key, starter)
+    if text_key not in st.session_state:
+        st.session_state[text_key] = starter  # start from the built-in text: edit it or replace it
+    left, right = st.columns([3, 2])
+    with right:  # read the upload first: it may fill the text box below
+        _read_upload(prefix, text_key, min_chars)
+        st.caption("Your text stays in this browser session only; it is never put in the link.")
+    with left:
+        # one character over the limit lets us tell a cut-off paste from a text that fits
+        raw = st.text_area("Paste your text", key=text_key, height=height,
+                           max_chars=tl.MAX_TEXT_CHARS + 1)
+    try:
+        text = tl.validate_text(raw, what="Your text", min_chars=min_chars)
+    except ValueError as exc:
+        st.error(f"{exc} The last valid text ({len(st.session_state[good_key]):,} characters) "
+                 "stays in use.", icon="🚫")
+        return st.session_state[good_key], "your last valid text"
+    st.session_state[good_key] = text
+    return text, "your text"

@@ -1,0 +1,350 @@
+"""Live training in Streamlit: the session's runs, the run controls and the ticking fragment.
+
+A `core.live.RunBook` lives in `st.session_state` (never in a module global), so every session has
+its own runs and they are freed when the session ends. Nothing trains in a background thread:
+while the current run is "running", a fragment with `run_every` trains one short slice per tick
+(inside a global training slot, `core.budget.SLOTS`) and redraws the curve from the run's history.
+A rerun, a widget change or a page switch therefore never loses a run: between ticks it simply
+waits in session state, and the next tick (or the next visit to the Train page) carries on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import streamlit as st
+
+from core import budget, charts, live
+from ui import state
+
+RUNBOOK_KEY = "gpt.runbook"
+TICK_S = 0.5  # the fragment reruns this often while a run trains
+SLICE_S = 0.45  # training seconds per tick; the rest of the tick redraws (the page stays usable)
+FULL_RUN_SLICE_S = 0.15  # training during a whole-page rerun (a click) is kept short
+TRAIN_PAGE = "pages/7_train_gpt.py"
+UPLOAD_KEY = "gpt.upload"
+STATUS_TEXT = {
+    "idle": "ready to train",
+    "running": "training",
+    "paused": "paused",
+    "stopped": "stopped",
+    "done": "finished",
+    "error": "stopped on an error",
+}
+
+
+def runbook() -> live.RunBook:
+    """This session's runs (created on first use)."""
+    if RUNBOOK_KEY not in st.session_state:
+        import uuid
+
+        st.session_state[RUNBOOK_KEY] = live.RunBook(owner=f"session-{uuid.uuid4().hex[:12]}")
+    return st.session_state[RUNBOOK_KEY]
+
+
+def _is_fragment_rerun() -> bool:
+    """True when only a fragment is rerunning (a tick), False for a whole-page run."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx and ctx.fragment_ids_this_run)
+
+
+# ----------------------------------------------------------------------------------- controls
+
+
+def start_new_run(book: live.RunBook, settings: live.TrainSettings) -> live.Run | None:
+    """Create a run from `settings` and start it; show why not if it cannot run."""
+    try:
+        run = book.create(settings)
+        live.start(run)
+    except ValueError as exc:
+        st.error(f"Training not started: {exc}", icon="🚫")
+        return None
+    return run
+
+
+def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: bool) -> None:
+    """Start / pause / resume / stop / reset / break it. Each click reruns the whole page, so the
+    ticking fragment starts or stops with it."""
+    run = book.current
+    status = run.status if run else None
+    cols = st.columns([1.25, 1, 1, 1, 1.6])
+    with cols[0]:
+        if st.button("Start new run", key="train.start", type="primary", icon=":material/play_arrow:",
+                     disabled=blocked, help="Train a new model with the settings above; "
+                     "earlier runs stay on the chart."):
+            start_new_run(book, settings)
+            st.rerun()
+    with cols[1]:
+        if status == "running":
+            if st.button("Pause", key="train.pause", icon=":material/pause:"):
+                live.pause(run)
+                budget.SLOTS.leave(book.owner)
+                st.rerun()
+        else:
+            can_resume = run is not None and status in ("idle", "paused") and not run.trainer.done
+            if st.button("Resume", key="train.resume", icon=":material/resume:", disabled=not can_resume):
+                _resume(run)
+                st.rerun()
+    with cols[2]:
+        if st.button("Stop", key="train.stop", icon=":material/stop:",
+                     disabled=status not in ("running", "paused", "idle"),
+                     help="End this run where it is; its model stays available to sample and download."):
+            live.stop(run)
+            budget.SLOTS.leave(book.owner)
+            st.rerun()
+    with cols[3]:
+        if st.button("Reset", key="train.reset", icon=":material/restart_alt:", disabled=run is None,
+                     help="Forget the current run (its model and curve); the settings stay."):
+            book.remove(run.run_id)
+            budget.SLOTS.leave(book.owner)
+            st.rerun()
+    with cols[4]:
+        if st.button("Break it: mask off", key="train.break", icon=":material/heart_broken:",
+                     disabled=blocked, help="Train the same model with the causal mask off: "
+                     "each position can read the character it must predict."):
+            broken = dataclasses.replace(settings, causal=False)
+            start_new_run(book, broken)
+            st.rerun()
+
+
+def _resume(run: live.Run) -> None:
+    try:
+        live.start(run)
+    except ValueError as exc:
+        st.error(str(exc), icon="🚫")
+
+
+def continue_controls(book: live.RunBook) -> None:
+    """For a finished, stopped or uploaded run: train some more steps."""
+    run = book.current
+    if run is None or run.status not in ("done", "stopped", "paused", "error") or run.status == "error":
+        return
+    if run.status == "paused" and not run.trainer.done:
+        return
+    left, right = st.columns([1, 2])
+    with left:
+        extra = st.number_input("More steps", min_value=1, max_value=budget.LIMITS.max_steps,
+                                value=500, step=100, key="train.extra")
+    with right:
+        st.write("")
+        if st.button(f"Train {int(extra):,} more steps", key="train.extend", icon=":material/fast_forward:"):
+            try:
+                live.extend(run, int(extra))
+                live.start(run)
+            except ValueError as exc:
+                st.error(str(exc), icon="🚫")
+            else:
+                st.rerun()
+
+
+# ----------------------------------------------------------------------------------- live panel
+
+
+def live_panel(book: live.RunBook, settings: live.TrainSettings) -> None:
+    """The fragment: ticks every TICK_S seconds while the current run trains, else draws once."""
+    run = book.current
+    every = TICK_S if run is not None and run.active else None
+
+    @st.fragment(run_every=every)
+    def _panel() -> None:
+        _tick(book, settings)
+
+    _panel()
+
+
+def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
+    run = book.current
+    budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
+    view = live.tick(book, budget_s, overlay=settings.overlay,
+                     slot=budget.SLOTS.slot(book.owner) if run is not None and run.active else None,
+                     lecture=state.lecture_mode())
+    if view.outcome.busy:
+        ahead = max(1, budget.SLOTS.position(book.owner) + budget.SLOTS.running)
+        st.info(f"busy: {ahead} run{'s' if ahead > 1 else ''} ahead of you, retrying…",
+                icon=":material/hourglass_top:")
+    if run is None:
+        st.info("No run yet. Pick a preset or set the values above, then press **Start new run**. "
+                "The loss curve, progress and sampled names appear here while it trains.",
+                icon=":material/model_training:")
+    else:
+        _progress(run)
+    if len(view.frame):
+        _loss_chart(view, _chart_caption(book, settings))
+    if run is not None:
+        _samples(run)
+    if view.outcome.finished:
+        st.rerun(scope="app")  # the controls above change (Resume greys out, "more steps" appears)
+
+
+def _loss_chart(view: live.TickView, caption: str) -> None:
+    """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
+    redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
+    st.vega_lite_chart(view.frame, view.spec, width="content")
+    st.caption(caption)
+    lecture = state.lecture_mode()
+    frame, vocab_size = view.frame.copy(), view.vocab_size
+
+    def figure():
+        chart = live.loss_chart(frame, vocab_size=vocab_size, lecture=lecture)
+        return charts.themed(charts.with_caption(chart, "Names GPT: loss", caption), lecture)
+
+    left, right, _ = st.columns([1, 1, 4])
+    left.download_button("PNG", data=lambda: charts.to_png(figure(), scale=2.0), file_name="names-gpt-loss.png",
+                         mime="image/png", key="png.train.loss", on_click="ignore",
+                         icon=":material/download:", help="2x PNG with the caption, for slides")
+    right.download_button("SVG", data=lambda: charts.to_svg(figure()).encode("utf-8"),
+                          file_name="names-gpt-loss.svg", mime="image/svg+xml", key="svg.train.loss",
+                          on_click="ignore", icon=":material/download:",
+                          help="Vector SVG with the caption, for slides")
+
+
+def _fmt_seconds(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "–"
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def _progress(run: live.Run) -> None:
+    status = STATUS_TEXT.get(run.status, run.status)
+    text = (f"{run.label} · {status} · step {run.step:,} of {run.max_steps:,} · "
+            f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
+            f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
+    st.progress(run.progress, text=text)
+    history = run.history
+    smoothed = live.smooth(history["train_loss"])
+    cols = st.columns(5)
+    cols[0].metric("Step", f"{run.step:,}")
+    cols[1].metric("Train loss (smoothed)", f"{smoothed[-1]:.3f}" if len(smoothed) else "–")
+    cols[2].metric("Validation loss", f"{run.trainer.last_val_loss:.3f}"
+                   if run.trainer.last_val_loss is not None else "–",
+                   help="Mean cross-entropy per character on the held-out names, in nats.")
+    cols[3].metric("Steps/s", f"{run.steps_per_s:,.1f}")
+    cols[4].metric("Tokens/s", f"{run.tokens_per_s:,.0f}",
+                   help="Non-padding target characters per second of training.")
+    if run.message:
+        st.error(run.message, icon="🚫")
+    if run.trainer.device_message:
+        st.warning(run.trainer.device_message, icon=":material/memory:")
+
+
+def _chart_caption(book: live.RunBook, settings: live.TrainSettings) -> str:
+    runs = live.chart_runs(book, settings.overlay)
+    described = "; ".join(f"{r.label}: {_run_summary(r)}" for r in runs)
+    return ("Cross-entropy per character (nats). Faint: each step's training batch; solid: its "
+            "smoothed trend; dashed with dots: the validation split (10% of the names, never "
+            f"trained on). Grey rule: a uniform guess. Runs: {described}.")
+
+
+def _run_summary(run: live.Run) -> str:
+    s = run.settings
+    return (f"{s.n_layer} layers × {s.n_head} heads, d_embed {s.d_embed}, d_ff {s.d_ff}, "
+            f"context {s.context_size}, dropout {s.dropout:g}, {s.optimizer.upper() if s.optimizer == 'sgd' else 'AdamW'} "
+            f"lr {s.lr:g}, batch {s.batch_size}, {'mask on' if s.causal else 'MASK OFF'}, seed {s.seed}, "
+            f"step {run.step:,}")
+
+
+def _samples(run: live.Run) -> None:
+    if not run.samples:
+        return
+    shown = " · ".join(f"**{s.name or '(empty)'}**" + (" :gray[(in data)]" if s.label != "new" else "")
+                       for s in run.samples)
+    st.markdown(f"Names sampled at step {run.samples_step:,} (seed {run.settings.seed}, temperature 1): "
+                f"{shown}")
+
+
+# ----------------------------------------------------------------------------------- checkpoints
+
+
+def checkpoint_panel(book: live.RunBook) -> None:
+    """Download the current model; upload one to continue training or to sample."""
+    run = book.current
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Download the model**")
+        can_save = run is not None and run.step > 0
+        st.download_button(
+            "Download checkpoint (.pt)", data=(lambda: live.run_to_checkpoint(run)) if can_save else b"",
+            file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
+            mime="application/octet-stream", key="train.download", on_click="ignore",
+            disabled=not can_save, icon=":material/download:",
+            help="Weights, settings, vocabulary and loss history; load it here again later.")
+        if not can_save:
+            st.caption("Train at least one step to download a checkpoint.")
+    with right:
+        upload_panel(book)
+
+
+def upload_panel(book: live.RunBook) -> None:
+    """File uploader for a checkpoint; errors are clear and never touch the current model."""
+    max_mb = math.ceil(live.UPLOAD_MAX_BYTES / 1e6)
+    upload = st.file_uploader("Upload a checkpoint (.pt) to continue training or to sample",
+                              type=["pt"], key=UPLOAD_KEY, max_upload_size=max_mb + 1,
+                              help=f"A file downloaded from this page (at most {max_mb} MB). "
+                                   "It is read safely: only tensors and plain values, no code.")
+    if upload is None:
+        return
+    results = st.session_state.setdefault("gpt.upload_results", {})
+    if upload.file_id not in results:
+        try:
+            run = live.run_from_checkpoint(upload.getvalue(), upload.name)
+        except ValueError as exc:  # CheckpointError is a ValueError
+            results[upload.file_id] = ("error", f"Checkpoint not loaded: {exc}. "
+                                                "Your current model is unchanged.")
+        else:
+            book.add(run)
+            budget.SLOTS.leave(book.owner)
+            results[upload.file_id] = ("ok", f"Loaded {upload.name} as run {run.label} "
+                                             f"(step {run.step:,}). Resume or add steps to train it "
+                                             "further, or open the Sample page.")
+    kind, message = results[upload.file_id]
+    if kind == "error":
+        st.error(message, icon="🚫")
+    else:
+        st.success(message, icon="✅")
+
+
+# ----------------------------------------------------------------------------------- other pages
+
+
+def model_picker(book: live.RunBook, key: str) -> live.Run | None:
+    """Select box of the session's trained runs (newest first); None when there is none."""
+    runs = book.trained()
+    if not runs:
+        return None
+    ids = [r.run_id for r in runs]
+    if st.session_state.get(key) not in ids:
+        st.session_state[key] = book.current_id if book.current_id in ids else ids[0]
+    chosen = st.selectbox("Model", ids, key=key,
+                          format_func=lambda i: _picker_label(book.get(i)),
+                          help="Any run of this session (or an uploaded checkpoint).")
+    run = book.get(chosen)
+    if run.active:
+        st.caption(f"{run.label} is still training (step {run.step:,} of {run.max_steps:,}); it carries on "
+                   "when you go back to the Train page. What you see here is the model as it is now.")
+    return run
+
+
+def _picker_label(run: live.Run | None) -> str:
+    if run is None:
+        return "?"
+    val = run.trainer.last_val_loss
+    return (f"{run.label} · step {run.step:,} · {STATUS_TEXT.get(run.status, run.status)}"
+            + (f" · val {val:.3f}" if val is not None else ""))
+
+
+def empty_state(book: live.RunBook, what: str) -> None:
+    """No model yet: say so, and offer to train the quick demo (it opens the Train page)."""
+    st.info(f"There is no trained model in this session yet, so there is nothing to {what}. "
+            "Train one on the **Train the names GPT** page (the quick demo takes about 30 s), "
+            "or upload a checkpoint there.", icon=":material/info:")
+    if st.button("Train the quick demo now", key=f"empty.{what}.quick", type="primary",
+                 icon=":material/model_training:"):
+        settings = live.preset_settings("quick_demo")
+        state.replace_settings("train", settings)
+        if start_new_run(book, settings) is not None:
+            st.switch_page(TRAIN_PAGE)
+    st.page_link(TRAIN_PAGE, label="Open the Train page", icon=":material/arrow_forward:")

@@ -1,0 +1,484 @@
+"""Streamlit pieces shared by the four attention walkthrough pages.
+
+- `start_page` / `finish_page`: the shared `WalkthroughSettings` (prefix "walkthrough"), the
+  lesson-preset panel, the "predict, then reveal" switch, and the URL sync at the end;
+- `embeddings_editor`: the tokens × dimensions table (st.data_editor) with add/remove
+  dimension, random embeddings with a seed, reset to the book, and a CSV box. It keeps the last
+  VALID table in the settings: an invalid edit stays visible with a message, the math goes on
+  with the last valid embeddings;
+- `stepper`: named steps as a segmented control with Previous / Next buttons;
+- `sdpa_badge`: agreement with PyTorch's `F.scaled_dot_product_attention`;
+- `predict_then_reveal`: hides a result until the student commits a guess;
+- `show_matrix` / `show_bars`: charts with their shape, caption and a note when values are hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core import walkthrough as wt
+from core.walkthrough import WalkthroughSettings
+from ui import state
+from ui.charts import show_chart
+from ui.layout import lesson_panel
+
+PREFIX = "walkthrough"
+
+
+# ----------------------------------------------------------------------------------- page frame
+def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
+    """Title, lesson presets, the predict switch; returns the shared settings object."""
+    settings = state.page_settings(PREFIX, WalkthroughSettings)
+    lesson_panel(PREFIX, WalkthroughSettings, page, settings)
+    settings = st.session_state[PREFIX]  # a lesson just loaded replaces the object
+    st.title(title)
+    st.caption(intro)
+    with st.sidebar:
+        st.markdown("**Walkthrough options**")
+        state.bound(st.toggle, "Predict, then reveal", settings, "predict", prefix=PREFIX,
+                    help="Hide each key result until you commit a guess, then check it.")
+        st.button("Reset the walkthrough", key=f"{PREFIX}.reset_all", on_click=_reset_all,
+                  icon=":material/restart_alt:",
+                  help="Back to the book's example and every default (all four pages).")
+    clamp_query(settings)
+    return settings
+
+
+def _reset_all() -> None:
+    locked = state.locked_fields(PREFIX)
+    state.replace_settings(PREFIX, WalkthroughSettings(), locked)
+
+
+def finish_page(settings: WalkthroughSettings) -> None:
+    """Mirror the settings into the address bar (shareable link)."""
+    state.sync_url(settings)
+
+
+def clamp_query(settings: WalkthroughSettings) -> None:
+    """Keep the query index inside the token list BEFORE its selectbox is created."""
+    last = len(settings.tokens) - 1
+    if not 0 <= settings.query <= last:
+        settings.query = min(max(settings.query, 0), last)
+        st.session_state.pop(state.widget_key(PREFIX, "query"), None)
+
+
+def query_select(settings: WalkthroughSettings, labels: Sequence[str], where=st,
+                 width: int | str = "stretch") -> int:
+    """The query token, shown by name with its book index x^(i)."""
+    clamp_query(settings)
+    return state.bound(where.selectbox, "Query token", settings, "query", prefix=PREFIX, width=width,
+                       options=list(range(len(labels))),
+                       format_func=lambda i: f"{labels[i]}  ·  x^({i + 1})" if i < len(labels) else str(i),
+                       help="The token whose attention we follow (the book uses “journey”, x^(2)).")
+
+
+def locked(field: str) -> bool:
+    return field in state.locked_fields(PREFIX)
+
+
+# ----------------------------------------------------------------------------------- stepper
+def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
+            labels: dict[str, str]) -> str:
+    """Named steps (segmented control) with Previous / Next buttons that move one step."""
+    if getattr(settings, field) not in steps:
+        state.set_field(PREFIX, field, steps[0])
+    is_locked = locked(field)
+    # one row sized to its content, so the buttons never truncate ("◀ Pr…") in narrow layouts
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
+        state.bound(st.segmented_control, "Step", settings, field, prefix=PREFIX,
+                    options=list(steps), format_func=lambda s: labels.get(s, s), required=True,
+                    from_widget=lambda v: v if v in steps else getattr(settings, field))
+        i = list(steps).index(getattr(settings, field))
+        st.button("◀ Previous", key=f"{PREFIX}.{field}.prev", disabled=i == 0 or is_locked,
+                  on_click=state.set_field, args=(PREFIX, field, steps[max(i - 1, 0)]))
+        st.button("Next ▶", key=f"{PREFIX}.{field}.next",
+                  disabled=i == len(steps) - 1 or is_locked, type="primary",
+                  on_click=state.set_field, args=(PREFIX, field, steps[min(i + 1, len(steps) - 1)]))
+    return getattr(settings, field)
+
+
+def step_header(steps: Sequence[str], step: str, text: str) -> None:
+    st.subheader(f"Step {list(steps).index(step) + 1} of {len(steps)} · {text}")
+
+
+# ----------------------------------------------------------------------------------- embeddings
+def _msg_key() -> str:
+    return f"{PREFIX}.editor.message"
+
+
+def _set_table(tokens: list[str], embeddings: list[list[float]], message: str | None = None) -> None:
+    """Replace the shared embeddings (from a button or the CSV box); the editor follows."""
+    settings = st.session_state[PREFIX]
+    settings.tokens = list(tokens)
+    settings.embeddings = [list(map(float, row)) for row in embeddings]
+    clamp_query(settings)
+    if message:
+        st.session_state[_msg_key()] = ("success", message)
+
+
+def _fail(message: str) -> None:
+    st.session_state[_msg_key()] = ("error", message)
+
+
+def _on_add_dim() -> None:
+    settings = st.session_state[PREFIX]
+    try:
+        _set_table(settings.tokens, wt.add_dimension(settings.embeddings))
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _on_remove_dim() -> None:
+    settings = st.session_state[PREFIX]
+    try:
+        _set_table(settings.tokens, wt.remove_dimension(settings.embeddings))
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _on_reset_book() -> None:
+    _set_table(wt._book_tokens(), wt._book_rows(), "Back to the book's six tokens.")
+
+
+def _on_random() -> None:
+    settings = st.session_state[PREFIX]
+    num_tokens = int(st.session_state.get(f"{PREFIX}.random_tokens", len(settings.tokens)))
+    d_in = int(st.session_state.get(f"{PREFIX}.random_dims", len(settings.embeddings[0])))
+    try:
+        rows = wt.random_embeddings(num_tokens, d_in, settings.embed_seed)
+    except ValueError as exc:
+        _fail(str(exc))
+        return
+    _set_table(wt.resized_tokens(settings.tokens, num_tokens), rows,
+               f"Random embeddings, shape ({num_tokens}, {d_in}), seed {settings.embed_seed}.")
+
+
+def _on_apply_csv() -> None:
+    text = st.session_state.get(f"{PREFIX}.csv_text", "")
+    try:
+        table = wt.parse_embeddings_csv(text)
+    except ValueError as exc:
+        _fail(f"The CSV was not applied: {exc}. The last valid embeddings are kept.")
+        return
+    _set_table(table.tokens, table.embeddings,
+               f"CSV applied: {table.shape[0]} tokens × {table.shape[1]} dimensions.")
+
+
+def _on_discard_edits() -> None:
+    st.session_state[f"{PREFIX}.embeddings.shown"] = None  # forces a fresh editor on the last valid table
+
+
+def synced_editor(name: str, current: Any, build: Callable[[], pd.DataFrame], **kwargs) -> pd.DataFrame:
+    """A data_editor that shows `current` and keeps the user's (possibly invalid) edits.
+
+    The editor edits a fixed base table; its widget state holds the edits. When `current`
+    changes from elsewhere (a button, the CSV box, a lesson, the URL), the base is rebuilt and
+    the widget gets a new key, so stale edits are never replayed on new data.
+    """
+    ss = st.session_state
+    gen_key, base_key, shown_key = (f"{PREFIX}.{name}.gen", f"{PREFIX}.{name}.base",
+                                    f"{PREFIX}.{name}.shown")
+    gen = ss.get(gen_key, 0)
+    if ss.get(shown_key) != current or base_key not in ss:
+        gen += 1
+        ss[gen_key], ss[base_key], ss[shown_key] = gen, build(), current
+    key = f"{PREFIX}.{name}.editor.{gen}"
+    if key not in ss:  # widget state dropped (page switch): start from the current valid table
+        ss[base_key] = build()
+    return st.data_editor(ss[base_key], key=key, **kwargs)
+
+
+def mark_editor_shown(name: str, current: Any) -> None:
+    """The editor's valid content became the settings: do not rebuild it next run."""
+    st.session_state[f"{PREFIX}.{name}.shown"] = current
+
+
+def _table_key(settings: WalkthroughSettings) -> tuple:
+    return tuple(settings.tokens), tuple(tuple(row) for row in settings.embeddings)
+
+
+def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.EmbeddingTable:
+    """The shared embeddings: edit cells, rows, dimensions, random, reset, CSV. Returns the valid table."""
+    num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
+    is_locked = locked("embeddings") or locked("tokens")
+    with st.expander(f"Embeddings X · shape ({num_tokens}, {d_in}) · shared by the four pages",
+                     expanded=expanded, icon=":material/table_edit:"):
+        st.caption("One row per token, one column per dimension. Edit any cell or token name, "
+                   "add a row at the bottom, select rows to delete them. Every page uses the last "
+                   "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
+        current = _table_key(settings)
+        edited = synced_editor(
+            "embeddings", current, lambda: wt.embedding_frame(settings.tokens, settings.embeddings),
+            num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
+            column_config={"token": st.column_config.TextColumn("token", max_chars=wt.MAX_TOKEN_CHARS)})
+        try:
+            table = wt.validate_embedding_table(edited)
+        except ValueError as exc:
+            st.error(f"Not applied: {exc} The pages keep using the last valid embeddings, "
+                     "shape " + f"({num_tokens}, {d_in}).", icon="🚫")
+            st.button("Discard my edits", key=f"{PREFIX}.discard", on_click=_on_discard_edits)
+            table = None
+        if table is not None and _table_key_of(table) != current and not is_locked:
+            settings.tokens, settings.embeddings = table.tokens, table.embeddings
+            mark_editor_shown("embeddings", _table_key(settings))
+            clamp_query(settings)
+        _embedding_tools(settings, is_locked)
+    valid = wt.validate_embedding_table(wt.embedding_frame(settings.tokens, settings.embeddings))
+    for warning in valid.warnings:
+        st.warning(warning, icon="⚠️")
+    return valid
+
+
+def _table_key_of(table: wt.EmbeddingTable) -> tuple:
+    return tuple(table.tokens), tuple(tuple(row) for row in table.embeddings)
+
+
+def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
+    message = st.session_state.pop(_msg_key(), None)
+    if message:
+        (st.error if message[0] == "error" else st.success)(message[1])
+    d_in = len(settings.embeddings[0])
+    c1, c2, c3 = st.columns(3)
+    c1.button("Add a dimension", key=f"{PREFIX}.add_dim", on_click=_on_add_dim,
+              disabled=is_locked or d_in >= wt.MAX_DIMS, icon=":material/add:",
+              width="stretch")
+    c2.button("Remove the last dimension", key=f"{PREFIX}.remove_dim", on_click=_on_remove_dim,
+              disabled=is_locked or d_in <= 1, icon=":material/remove:", width="stretch")
+    c3.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
+              disabled=is_locked, icon=":material/menu_book:", width="stretch")
+    r1, r2, r3, r4 = st.columns([1, 1, 1, 1.2], vertical_alignment="bottom")
+    for key, value in ((f"{PREFIX}.random_tokens", len(settings.tokens)), (f"{PREFIX}.random_dims", d_in)):
+        st.session_state.setdefault(key, value)
+    r1.number_input("Tokens", min_value=1, max_value=wt.MAX_TOKENS, step=1,
+                    key=f"{PREFIX}.random_tokens", disabled=is_locked)
+    r2.number_input("Dimensions", min_value=1, max_value=wt.MAX_DIMS, step=1,
+                    key=f"{PREFIX}.random_dims", disabled=is_locked)
+    with r3:
+        state.bound(st.number_input, "Seed", settings, "embed_seed", prefix=PREFIX, min_value=0,
+                    max_value=wt.MAX_SEED, step=1, disabled=is_locked)
+    r4.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random, disabled=is_locked,
+              icon=":material/casino:", width="stretch",
+              help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
+    with st.popover("Paste or download CSV", icon=":material/content_paste:"):
+        st.text_area("CSV: one line per token, name then values", key=f"{PREFIX}.csv_text",
+                     height=160, disabled=is_locked,
+                     placeholder="token,d1,d2,d3\nYour,0.43,0.15,0.89\njourney,0.55,0.87,0.66",
+                     help="Commas, semicolons or tabs; a header line is optional; lines of numbers "
+                          "only get names t1, t2, ...")
+        st.button("Apply CSV", key=f"{PREFIX}.apply_csv", on_click=_on_apply_csv, disabled=is_locked)
+        st.download_button("Download as CSV", key=f"{PREFIX}.download_csv", on_click="ignore",
+                           data=lambda: wt.embeddings_to_csv(settings.tokens, settings.embeddings),
+                           file_name="embeddings.csv", mime="text/csv")
+
+
+# ----------------------------------------------------------------------------------- presets
+def _apply_setup(name: str) -> None:
+    """Set the fields of a book example (and the book's embeddings); locked fields stay."""
+    for field, value in wt.BOOK_SETUPS[name].items():
+        state.set_field(PREFIX, field, value)
+    if not (locked("embeddings") or locked("tokens")):
+        _set_table(wt._book_tokens(), wt._book_rows())
+
+
+def book_setup_button(name: str, label: str, where=st) -> None:
+    where.button(label, key=f"{PREFIX}.setup.{name}", on_click=_apply_setup, args=(name,),
+                 icon=":material/menu_book:",
+                 help="The book's embeddings and settings for this printed example.")
+
+
+# ----------------------------------------------------------------------------------- projection
+VARIANT_LABELS = {"v1": "V1 · nn.Parameter(torch.rand)", "v2": "V2 · nn.Linear"}
+
+
+def projection_controls(settings: WalkthroughSettings, d_in: int) -> wt.Projection:
+    """Variant, d_out, seed and bias of W_q, W_k, W_v; the hand-edit tables; returns the projection."""
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        state.bound(st.segmented_control, "Weights", settings, "variant", prefix=PREFIX,
+                    options=["v1", "v2"], format_func=VARIANT_LABELS.get, required=True,
+                    from_widget=lambda v: v if v in ("v1", "v2") else settings.variant,
+                    help="V1 draws W from torch.rand (uniform 0..1); V2 uses nn.Linear "
+                         "(uniform ±1/√d_in, optional bias).")
+        state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
+                    max_value=wt.MAX_DIMS, step=1, width=130,
+                    help="Width of each query, key and value vector.")
+        state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
+                    max_value=wt.MAX_SEED, step=1, width=160,
+                    help="torch.manual_seed(seed) before building the weights.")
+        state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
+                    disabled=settings.variant == "v1",
+                    help="nn.Linear(..., bias=True) adds a bias vector to Q, K and V (V2 only).")
+    projection = wt.projection_for(settings, d_in)
+    if projection.note:
+        st.warning(projection.note, icon="⚠️")
+    _weights_editor(settings, projection, d_in)
+    return wt.projection_for(settings, d_in)
+
+
+def _copy_weights(d_in: int) -> None:
+    settings = st.session_state[PREFIX]
+    seeded = wt.seeded_projection(d_in, settings.d_out, settings.variant, settings.weight_seed,
+                                  settings.qkv_bias and settings.variant == "v2")
+    state.set_field(PREFIX, "custom_weights", [W.tolist() for W in seeded.matrices()])
+
+
+def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_in: int) -> None:
+    is_locked = locked("custom_weights")
+    with st.expander("Edit W_q, W_k, W_v by hand", expanded=projection.edited,
+                     icon=":material/edit:"):
+        if not projection.edited:
+            st.caption("The weights come from the seed. Copy them into tables to change any entry.")
+            st.button("Copy the seeded weights into editable tables", key=f"{PREFIX}.copy_weights",
+                      on_click=_copy_weights, args=(d_in,), disabled=is_locked)
+            return
+        st.caption("Rows: input dimensions (d_in); columns: output dimensions (d_out); "
+                   "the book's x @ W convention. Invalid entries are reported and not used.")
+        cols = st.columns(3)
+        for k, (name, W) in enumerate(zip(("W_q", "W_k", "W_v"), projection.matrices())):
+            with cols[k]:
+                st.markdown(f"**{name}** `{wt.shape_text(W)}`")
+                current = tuple(tuple(row) for row in settings.custom_weights[k])
+                edited = synced_editor(f"w{k}", current, lambda W=W: wt.weight_frame(W),
+                                       num_rows="fixed", disabled=is_locked)
+                try:
+                    values = wt.validate_weight_table(edited, name, tuple(W.shape))
+                except ValueError as exc:
+                    st.error(f"Not applied: {exc}", icon="🚫")
+                    continue
+                if values != settings.custom_weights[k]:
+                    settings.custom_weights[k] = values
+                    mark_editor_shown(f"w{k}", tuple(tuple(row) for row in values))
+        st.button("Back to the seeded weights", key=f"{PREFIX}.seeded_weights", disabled=is_locked,
+                  on_click=state.set_field, args=(PREFIX, "custom_weights", []))
+
+
+# ----------------------------------------------------------------------------------- badges
+def sdpa_badge(check: wt.SdpaCheck) -> None:
+    """Green when our step-by-step result equals PyTorch's fused attention kernel."""
+    if check.agrees:
+        st.badge(f"Agrees with PyTorch F.scaled_dot_product_attention · max difference "
+                 f"{check.max_diff:.1e}", icon=":material/check_circle:", color="green",
+                 help=f"Compared: {check.note}.")
+    else:
+        st.badge(f"Differs from PyTorch F.scaled_dot_product_attention · max difference "
+                 f"{check.max_diff:.1e}", icon=":material/error:", color="red",
+                 help=f"Compared: {check.note}.")
+
+
+def badge_row():
+    """A row that wraps its badges instead of truncating them."""
+    return st.container(horizontal=True, gap="small")
+
+
+def check_badge(label: str, diff: float, tol: float = 1e-9) -> None:
+    """A badge for 'two ways of computing agree' with their max difference."""
+    ok = diff <= tol
+    st.badge(f"{label} · max difference {diff:.1e}", color="green" if ok else "red",
+             icon=":material/check_circle:" if ok else ":material/error:")
+
+
+def book_badge(reference, ours) -> None:
+    """Green when the page reproduces the numbers printed in the book."""
+    if reference is None:
+        return
+    what, rows = reference
+    ok = wt.book_rows_match(ours, rows)
+    printed = "; ".join(" ".join(f"{v:.4f}" for v in row) for row in rows[:2])
+    st.badge(f"{'Matches' if ok else 'Does not match'} the book: {printed}",
+             color="green" if ok else "red", icon=":material/menu_book:", help=what)
+
+
+# ----------------------------------------------------------------------------------- predict
+def predict_then_reveal(settings: WalkthroughSettings, qid: str, prompt: str, options: Sequence,
+                        format_func: Callable[[Any], str], is_right: Callable[[Any], bool],
+                        answer: str) -> bool:
+    """Ask first when "predict, then reveal" is on. Returns True when the result may be shown."""
+    if not settings.predict:
+        return True
+    ss = st.session_state
+    guess_key, input_key = f"{PREFIX}.guess.{qid}", f"{PREFIX}.guess_input.{qid}"
+    with st.container(border=True):
+        if guess_key not in ss:
+            st.markdown(f"**Predict first:** {prompt}")
+            choice = st.radio("Your guess", list(options), format_func=format_func, index=None,
+                              key=input_key, horizontal=len(options) <= 8)
+            st.button("Commit my guess", key=f"{PREFIX}.commit.{qid}", disabled=choice is None,
+                      type="primary", on_click=lambda: ss.__setitem__(guess_key, ss.get(input_key)))
+            st.caption("The answer stays hidden until you commit a guess.")
+            return False
+        guess = ss[guess_key]
+        if is_right(guess):
+            st.success(f"You guessed **{format_func(guess)}**: right! {answer}", icon="🎉")
+        else:
+            st.warning(f"You guessed **{format_func(guess)}**: not quite. {answer}", icon="💡")
+        st.button("Ask me again", key=f"{PREFIX}.again.{qid}",
+                  on_click=lambda: (ss.pop(guess_key, None), ss.pop(input_key, None)))
+    return True
+
+
+# ----------------------------------------------------------------------------------- charts
+LECTURE_WIDTH = 720  # plot width available to one chart when lecture mode stacks them
+
+
+def columns(spec, **kwargs):
+    """st.columns, except in lecture mode: charts are stacked full width so that the large
+    projector fonts still fit every value in its cell."""
+    if state.lecture_mode():
+        count = spec if isinstance(spec, int) else len(spec)
+        return [st.container() for _ in range(count)]
+    return st.columns(spec, **kwargs)
+
+
+def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, title: str,
+                caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
+                domain=None, special=None, highlight_row: int | None = None,
+                max_width: int = 640) -> None:
+    """A labelled heatmap with its shape in the title; says so when the cells are too small for text."""
+    values = np.asarray(matrix, dtype=np.float64)
+    lecture = state.lecture_mode()
+    if lecture:
+        max_width = LECTURE_WIDTH
+    chart = wt.matrix_chart(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
+                            x_title=x_title, y_title=y_title, lecture=lecture, decimals=decimals,
+                            domain=domain, special=special, highlight_row=highlight_row,
+                            max_width=max_width)
+    fits = wt.values_shown(values, decimals, lecture, max_width, special)
+    if not fits:
+        caption += " The values are hidden at this size (too many columns to print them): " \
+                   "hover a cell, or open the table below."
+    show_chart(chart, name=name, caption=caption)
+    if not fits:
+        with st.expander(f"{title}: the numbers", icon=":material/table:"):
+            st.dataframe(pd.DataFrame(values, index=list(rows), columns=list(cols)))
+
+
+def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: str,
+              x_title: str = "", y_title: str = "", highlight: int | None = None,
+              domain=None, series: dict[str, Sequence[float]] | None = None,
+              max_width: int = 360, decimals: int = 4) -> None:
+    """Bars with the value on each, or side-by-side series; the shape goes in the title."""
+    lecture = state.lecture_mode()
+    if lecture:
+        max_width = LECTURE_WIDTH
+    arr = np.asarray(values, dtype=np.float64)
+    if series:
+        chart = wt.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
+                                x_title=x_title, y_title=y_title, lecture=lecture, domain=domain,
+                                highlight=highlight, max_width=max_width,
+                                decimals=decimals)
+    else:
+        chart = wt.vector_bars(arr, labels, title=f"{title}  {wt.shape_text(arr)}", x_title=x_title,
+                               y_title=y_title, lecture=lecture, highlight=highlight, domain=domain,
+                               max_width=max_width, decimals=decimals)
+    if len(labels) > 16:
+        caption += " Too many bars to write their values: hover a bar to read it."
+    show_chart(chart, name=name, caption=caption)
+
+
+def numbers_line(label: str, values: Sequence[float], decimals: int = 4) -> None:
+    """The numbers as text too, to copy and compare with the book."""
+    text = "  ".join(wt.fmt_number(float(v), decimals) for v in values)
+    st.markdown(f"{label} `{text}`")
