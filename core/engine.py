@@ -202,7 +202,10 @@ def _make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.
     ]
     if config.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=config.lr)
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.99))
+    device = next(model.parameters()).device
+    # The fused kernel updates all tensors in one pass (fewer small ops); same maths as the default.
+    fused = device.type in ("cpu", "cuda")
+    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.99), fused=fused)
 
 
 class Trainer:

@@ -303,9 +303,13 @@ def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:
     return warnings
 
 
-def _is_number(text: str) -> bool:
-    value, problem = _parse_cell(text)
-    return problem is None
+def _looks_numeric(text: str) -> bool:
+    """Whether a CSV cell was meant as a number (inf and nan included, so they get reported)."""
+    try:
+        float(str(text).strip().replace("−", "-"))
+    except ValueError:
+        return False
+    return True
 
 
 def _sniff_delimiter(line: str) -> str:
@@ -337,7 +341,7 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
     except csv.Error as exc:
         raise EmbeddingError(f"the CSV could not be read: {exc}") from exc
     first = parsed[0][1]
-    if len(parsed) > 1 and len(first) > 1 and not any(_is_number(c) for c in first[1:]):
+    if len(parsed) > 1 and len(first) > 1 and not any(_looks_numeric(c) for c in first[1:]):
         parsed = parsed[1:]  # a header line such as "token,d1,d2,d3"
     first_line, expected = parsed[0][0], len(parsed[0][1])
     ragged = [f"line {n} has {len(cells)}" for n, cells in parsed if len(cells) != expected]
@@ -345,7 +349,7 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
         raise EmbeddingError(
             f"the lines have different numbers of values: line {first_line} has {expected}, but "
             + ", ".join(ragged[:4]) + ". Every line needs a token name, then one value per dimension")
-    numbers_only = all(_is_number(c) for _, cells in parsed for c in cells)
+    numbers_only = all(_looks_numeric(c) for _, cells in parsed for c in cells)
     if numbers_only:
         tokens = [f"t{i + 1}" for i in range(len(parsed))]
         rows = [cells for _, cells in parsed]
@@ -1058,8 +1062,13 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
     rows = list(dict.fromkeys(df["row"]))
     cols = list(dict.fromkeys(df["col"]))
+    # slant the column names when they are wider than a cell (else Vega drops the overlapping ones)
+    angle = -45 if max(len(c) for c in cols) * size["char"] > cell_w - 4 else 0
+    # the numbers in the cells say what the colours mean; a legend only when they are hidden
+    legend = None if show_values else alt.Legend()
     base = alt.Chart().encode(
-        x=alt.X("col:N", sort=cols, title=x_title, axis=alt.Axis(orient="top", labelAngle=-40 if n_cols > 6 else 0)),
+        x=alt.X("col:N", sort=cols, title=x_title, axis=alt.Axis(orient="top", labelAngle=angle,
+                                                               labelOverlap=False)),
         y=alt.Y("row:N", sort=rows, title=y_title),
         tooltip=[alt.Tooltip("row:N", title=y_title or "row"),
                  alt.Tooltip("col:N", title=x_title or "column"),
@@ -1069,7 +1078,8 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
         # schema validation at construction (charts are rebuilt on every rerun)
         color=alt.ColorValue("#C8C8C8", condition={
             "test": "datum.finite", "field": "value", "type": "quantitative",
-            "scale": scale.to_dict(validate=False), "title": None}))
+            "scale": scale.to_dict(validate=False), "title": None,
+            "legend": legend.to_dict(validate=False) if legend is not None else None}))
     layers = [rect]
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         # same data as the cells (one dataset to send); only the query's row gets a visible stroke
@@ -1165,7 +1175,7 @@ def scaling_chart(table: pd.DataFrame, *, chosen: int | None = None, lecture: bo
         y=alt.Y("max_weight:Q", scale=alt.Scale(domain=[0, 1]),
                 title="largest softmax weight (mean)"),
         color=alt.Color("kind:N", scale=alt.Scale(range=colors), title=None,
-                        legend=alt.Legend(orient="top")),
+                        sort=["softmax(q·k)", "softmax(q·k / √d_k)"], legend=alt.Legend(orient="top")),
         tooltip=[alt.Tooltip("d_k:Q"), alt.Tooltip("kind:N"), alt.Tooltip("max_weight:Q", format=".3f"),
                  alt.Tooltip("score_std:Q", format=".2f", title="std of the scores")])
     layers = [base.mark_line(point=True, strokeWidth=3 if lecture else 2)]

@@ -394,9 +394,10 @@ def race_view(key: tuple) -> None:
 def show_race(histories: dict, final: dict, key: tuple, finished: bool) -> None:
     steps, seed, lr = key
     cols = st.columns(len(final) + 1)
+    where = "all held-out names" if finished else f"latest, {pf.RACE_VAL_WINDOWS:,} held-out windows"
     for column, (label, val) in zip(cols, final.items()):
-        column.metric(f"Validation loss: {label}", "—" if val is None else f"{val:.3f}",
-                      help="Mean cross-entropy per character on the held-out names (nats; ln 27 = 3.30).")
+        column.metric(f"Validation loss, {label} ({where})", "—" if val is None else f"{val:.3f}",
+                      help="Mean cross-entropy per character (nats; a uniform guess is ln 27 = 3.30).")
     values = [v for v in final.values() if v is not None]
     if finished and len(values) == 2:
         cols[-1].metric("SGD − AdamW", f"{values[0] - values[1]:+.3f}",
@@ -410,7 +411,8 @@ def show_race(histories: dict, final: dict, key: tuple, finished: bool) -> None:
         show_chart(chart, name="pitfall-sgd-vs-adamw", key="pitfall-sgd-vs-adamw",
                    caption=f"The lecture's GPT (3 layers, 4 heads, d_embed 64, dropout 0.1), batch 32, "
                            f"{steps} steps each, seed {seed}; SGD lr 0.01 vs AdamW lr {lr:g}. Validation "
-                           f"on all held-out names every {max(1, steps // 10)} steps. "
+                           f"points every {max(10, steps // 10)} steps on {pf.RACE_VAL_WINDOWS:,} held-out "
+                           "windows; the final numbers use the whole validation split. "
                            + ("Finished." if finished else "Training…"), downloads=finished)
     if finished:
         st.caption("COURSE.md reports about 2.40 (SGD) against 2.10 (AdamW) after 1000 steps; "
@@ -509,6 +511,12 @@ def render_prep_global() -> None:
         st.markdown("The vocabulary comes from your corpus, but the text it encodes is the global one, "
                     "so the first character your corpus lacks crashes the encoder:")
         error_box(buggy.error)
+        st.caption("Now add every character of the global text to your corpus (for example append "
+                   f"{pf.text[:45]!r}): the buggy prep runs, silently, on the wrong text.")
+    else:
+        st.warning(f"The buggy prep ran without an error, but it split the notebook's global text "
+                   f"({result['global_chars']} characters), not your {result['corpus_chars']}.",
+                   icon=":material/warning:")
     st.dataframe(result["table"], hide_index=True)
     why(pitfall)
 
@@ -558,8 +566,11 @@ def render_encode_shape() -> None:
     with right:
         st.markdown("The same on our batch:")
         st.code(f"batch_size, context_size = {result['fixed_unpack'].value}\n"
-                f"logits {result['fixed_logits_shape']}, loss {result['fixed_loss']:.4f} (untrained: ≈ ln 27 = 3.30)",
-                language="text")
+                f"logits {result['fixed_logits_shape']}, loss {result['fixed_loss']:.4f}\n"
+                "(an untrained model: about ln 27 = 3.30)", language="text", wrap_lines=True)
+    st.markdown("The first example each way:")
+    st.code(f"lecture: {result['buggy_first']}\nours:    {result['fixed_first']}", language="text",
+            wrap_lines=True)
     st.dataframe(pd.DataFrame([
         {"version": "lecture (encode per char)", "inputs": str(result["buggy_shape"]),
          "targets": str(result["buggy_target_shape"])},
@@ -570,7 +581,7 @@ def render_encode_shape() -> None:
 
 def render_config_end_id() -> None:
     pitfall = header("config_end_id")
-    side_by_side([pf.BuggyLectureGPT.generate], [models.generate], fixed_height=560)
+    side_by_side([pf.BuggyLectureGPT.forward, pf.BuggyLectureGPT.generate], [models.generate], fixed_height=640)
     seed = seed_input()
     _, tokenizer = names_and_tokenizer()
     trained = next((r for k, r in finished_races().items() if k[1] == seed), None)
@@ -578,9 +589,13 @@ def render_config_end_id() -> None:
     result = pf.config_end_id_demo(tokenizer, seed, model)
     st.markdown("1. The lecture's `generate` as written:")
     error_box(result["first_error"])
-    st.markdown("2. With `self.config` patched in by hand, the list `end_id` makes the context (1, T, 1):")
+    st.markdown("2. Its `forward` on an input one token longer than the context: the assert's own "
+                "message reads `self.config`, so the student sees this instead of the assert:")
+    error_box(result["assert_error"] or "no error (Python runs with -O, so asserts are skipped)")
+    st.markdown("3. With `self.config` patched in by hand, the list `end_id` makes the context (1, T, 1), "
+                "which `forward` cannot unpack:")
     error_box(result["second_error"])
-    st.markdown(f"3. And the stop test could never fire: `tokenizer.encode('.')` is `{result['end_id']}`, "
+    st.markdown(f"4. And the stop test could never fire: `tokenizer.encode('.')` is `{result['end_id']}`, "
                 f"so `0 == {result['end_id']}` is **{result['end_test']}**.")
     which = ("the AdamW model trained on the SGD-vs-AdamW pitfall" if trained else
              "an untrained GPT (random letters; train one on the SGD-vs-AdamW pitfall with this seed to sample real names)")
@@ -592,11 +607,14 @@ def render_config_end_id() -> None:
 
 def render_module_typos() -> None:
     pitfall = header("module_typos")
-    side_by_side([pf.BuggyForwardTypo, pf.buggy_build_liner, pf.BuggyOutProj],
-                 [attention.MultiHeadAttention], fixed_height=900)
+    side_by_side([pf.BuggyForwardTypo, pf.buggy_build_liner, pf.BuggyOutProj.__init__],
+                 [attention.MultiHeadAttention.__init__])
+    st.caption("`BuggyOutProj.forward` is the usual multi-head forward; only its `__init__` differs from the fix.")
     table = module_typos(settings.seed)
-    st.markdown("Each module run on the book's batch of shape (2, 6, 3), d_out = 4, 2 heads:")
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.markdown("Each one run on the book's batch of shape (2, 6, 3), with d_out = 4 and 2 heads:")
+    for row in table.itertuples(index=False):
+        st.markdown(f"`{row.code}`")
+        st.code(row.outcome, language="text", wrap_lines=True)
     why(pitfall)
 
 

@@ -25,9 +25,8 @@ labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-    query = page.query_select(settings, labels, width=240)
-    step = page.stepper(settings, "step", STEPS, LABELS)
+query = page.query_select(settings, labels, width=260)
+step = page.stepper(settings, "step", STEPS, LABELS)
 
 q_name, qi = labels[query], query + 1  # the book numbers tokens from 1: x^(1), x^(2), ...
 where = wt.describe_inputs(settings)
@@ -127,9 +126,9 @@ def matrix_step(result: wt.SimpleAttention) -> None:
     page.step_header(STEPS, "matrix", "all tokens at once")
     st.markdown("The same three steps for every query at once, as matrix products. Row "
                 f"**{q_name}** of each matrix is exactly what the first three steps computed.")
-    st.latex(rf"\Omega = X X^\top \;({num_tokens}\times{num_tokens}), \quad "
-             rf"A = \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) \;({num_tokens}\times{num_tokens}), \quad "
-             rf"Z = A X \;({num_tokens}\times{d_in})")
+    st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
+             rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
+             rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
     page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
     left_col, right_col = page.columns(2)
     with left_col:

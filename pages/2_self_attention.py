@@ -68,8 +68,8 @@ def weights_step(steps) -> None:
 def qkv_step(steps) -> None:
     page.step_header(STEPS, "qkv", "queries, keys and values")
     bias = " + b" if projection.b_query is not None else ""
-    st.latex(rf"Q = X W_q{bias},\quad K = X W_k{bias},\quad V = X W_v{bias}"
-             rf"\qquad ({num_tokens} \times {d_in}) \cdot ({d_in} \times {d_out}) = "
+    st.latex(rf"Q = X W_q{bias},\quad K = X W_k{bias},\quad V = X W_v{bias}")
+    st.latex(rf"({num_tokens} \times {d_in}) \cdot ({d_in} \times {d_out}) = "
              rf"({num_tokens} \times {d_out})")
     st.markdown(f"Row **{q_name}** of Q is its query q^({qi}); every row of K is a key, "
                 "every row of V a value.")

@@ -114,32 +114,43 @@ if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) !
     with friendly_errors("the models"):
         race = ss[RACE_KEY] = tl.SmallLMRace(text, wanted)
 
+
+
+def _start() -> None:
+    ss[RUNNING_KEY] = True
+
+
+def _pause() -> None:
+    ss[RUNNING_KEY] = False
+    budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
+
+
+def _reset() -> None:
+    ss[RUNNING_KEY] = False
+    ss[f"{PREFIX}.reset_requested"] = True
+
+
 st.header("3 · Train side by side")
 if race is None:
     st.warning("No models yet: choose a corpus that is long enough (see the message above).")
 else:
-    stale = (race.text, race.config) != (text, wanted)
-    finished = race.step >= settings.max_steps
-    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
-    start = b1.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
-                      disabled=bool(ss.get(RUNNING_KEY)) or finished)
-    pause = b2.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
-                      disabled=not ss.get(RUNNING_KEY))
-    reset = b3.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset",
-                      help="New models with the current corpus and settings.")
-    if start:
-        ss[RUNNING_KEY] = True
-    if pause:
-        ss[RUNNING_KEY] = False
-        budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
-    if reset:
-        ss[RUNNING_KEY] = False
+    # Callbacks run before the script, so the buttons below are drawn in their new state (the
+    # fragment's ticks redraw only the fragment, never these buttons).
+    if ss.pop(f"{PREFIX}.reset_requested", False):
         if corpus_ok:
             with friendly_errors("the models"):
                 race = ss[RACE_KEY] = tl.SmallLMRace(text, wanted)
-                stale = False
         else:
             st.error("Reset needs a valid corpus; the current models are kept.", icon="🚫")
+    stale = (race.text, race.config) != (text, wanted)
+    finished = race.step >= settings.max_steps
+    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
+    b1.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
+              disabled=bool(ss.get(RUNNING_KEY)) or finished, on_click=_start)
+    b2.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
+              disabled=not ss.get(RUNNING_KEY), on_click=_pause)
+    b3.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset", on_click=_reset,
+              help="New models with the current corpus and settings.")
     if stale:
         st.info("The models below were built with another corpus or other settings. "
                 "Press **Reset** to start new models with the current ones.", icon="ℹ️")

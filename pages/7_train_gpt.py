@@ -113,20 +113,22 @@ blocked = bool(problems)
 if not problems:
     with friendly_errors("the model's structure"):
         config = live.to_train_config(settings)
-        n_params, module_text, parts = live.model_structure(config)
+        n_params = config.model.num_params()
         size_problems = budget.check_run_size(n_params, config.max_steps)
-        if size_problems:
-            blocked = True
-            st.error("This run is too large for this server: " + " ".join(size_problems), icon="🚫")
         info_col, table_col = st.columns([1, 2])
         info_col.metric("Parameters", f"{n_params:,}")
         info_col.caption(f"{settings.n_layer} decoder layers × {settings.n_head} heads of "
-                         f"{settings.d_embed // settings.n_head} dimensions; vocabulary of 27 characters "
-                         "(“.” + a–z); shapes are (rows, columns).")
-        with table_col.expander("Model structure (before training)", icon=":material/account_tree:"):
-            st.dataframe(parts.style.format({"parameters": "{:,}", "share": "{:.1%}"}),
-                         hide_index=True)
-            st.code(module_text, language="text")
+                         f"{settings.d_embed // settings.n_head} dimensions each; a vocabulary of 27 "
+                         "characters (“.” + a–z).")
+        if size_problems:
+            blocked = True
+            st.error("This run is too large for this server: " + " ".join(size_problems), icon="🚫")
+        else:  # the structure is built only for a model this server would train
+            _, module_text, parts = live.model_structure(config)
+            with table_col.expander("Model structure (before training)", icon=":material/account_tree:"):
+                st.dataframe(parts.style.format({"parameters": "{:,}", "share": "{:.1%}"}),
+                             hide_index=True)
+                st.code(module_text, language="text")
 
 # ------------------------------------------------------------------ controls + the live panel
 st.subheader("Train")

@@ -91,7 +91,7 @@ def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         state.bound(st.segmented_control, "Step", settings, field, prefix=PREFIX,
                     options=list(steps), format_func=lambda s: labels.get(s, s), required=True,
-                    from_widget=lambda v: v if v in steps else getattr(settings, field))
+                    wrap=True, from_widget=lambda v: v if v in steps else getattr(settings, field))
         i = list(steps).index(getattr(settings, field))
         st.button("◀ Previous", key=f"{PREFIX}.{field}.prev", disabled=i == 0 or is_locked,
                   on_click=state.set_field, args=(PREFIX, field, steps[max(i - 1, 0)]))
@@ -148,6 +148,9 @@ def _on_random() -> None:
     settings = st.session_state[PREFIX]
     num_tokens = int(st.session_state.get(f"{PREFIX}.random_tokens", len(settings.tokens)))
     d_in = int(st.session_state.get(f"{PREFIX}.random_dims", len(settings.embeddings[0])))
+    # callbacks run before the script copies widget values into the settings: read the widget
+    settings.embed_seed = int(st.session_state.get(state.widget_key(PREFIX, "embed_seed"),
+                                                   settings.embed_seed))
     try:
         rows = wt.random_embeddings(num_tokens, d_in, settings.embed_seed)
     except ValueError as exc:
@@ -242,27 +245,25 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
     if message:
         (st.error if message[0] == "error" else st.success)(message[1])
     d_in = len(settings.embeddings[0])
-    c1, c2, c3 = st.columns(3)
-    c1.button("Add a dimension", key=f"{PREFIX}.add_dim", on_click=_on_add_dim,
-              disabled=is_locked or d_in >= wt.MAX_DIMS, icon=":material/add:",
-              width="stretch")
-    c2.button("Remove the last dimension", key=f"{PREFIX}.remove_dim", on_click=_on_remove_dim,
-              disabled=is_locked or d_in <= 1, icon=":material/remove:", width="stretch")
-    c3.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
-              disabled=is_locked, icon=":material/menu_book:", width="stretch")
-    r1, r2, r3, r4 = st.columns([1, 1, 1, 1.2], vertical_alignment="bottom")
+    with st.container(horizontal=True, gap="small"):
+        st.button("Add a dimension", key=f"{PREFIX}.add_dim", on_click=_on_add_dim,
+                  disabled=is_locked or d_in >= wt.MAX_DIMS, icon=":material/add:")
+        st.button("Remove the last dimension", key=f"{PREFIX}.remove_dim", on_click=_on_remove_dim,
+                  disabled=is_locked or d_in <= 1, icon=":material/remove:")
+        st.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
+                  disabled=is_locked, icon=":material/menu_book:")
     for key, value in ((f"{PREFIX}.random_tokens", len(settings.tokens)), (f"{PREFIX}.random_dims", d_in)):
         st.session_state.setdefault(key, value)
-    r1.number_input("Tokens", min_value=1, max_value=wt.MAX_TOKENS, step=1,
-                    key=f"{PREFIX}.random_tokens", disabled=is_locked)
-    r2.number_input("Dimensions", min_value=1, max_value=wt.MAX_DIMS, step=1,
-                    key=f"{PREFIX}.random_dims", disabled=is_locked)
-    with r3:
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
+        st.number_input("Tokens", min_value=1, max_value=wt.MAX_TOKENS, step=1, width=130,
+                        key=f"{PREFIX}.random_tokens", disabled=is_locked)
+        st.number_input("Dimensions", min_value=1, max_value=wt.MAX_DIMS, step=1, width=130,
+                        key=f"{PREFIX}.random_dims", disabled=is_locked)
         state.bound(st.number_input, "Seed", settings, "embed_seed", prefix=PREFIX, min_value=0,
-                    max_value=wt.MAX_SEED, step=1, disabled=is_locked)
-    r4.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random, disabled=is_locked,
-              icon=":material/casino:", width="stretch",
-              help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
+                    max_value=wt.MAX_SEED, step=1, disabled=is_locked, width=150)
+        st.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random,
+                  disabled=is_locked, icon=":material/casino:",
+                  help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
     with st.popover("Paste or download CSV", icon=":material/content_paste:"):
         st.text_area("CSV: one line per token, name then values", key=f"{PREFIX}.csv_text",
                      height=160, disabled=is_locked,
@@ -298,7 +299,7 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> wt.Projecti
     """Variant, d_out, seed and bias of W_q, W_k, W_v; the hand-edit tables; returns the projection."""
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         state.bound(st.segmented_control, "Weights", settings, "variant", prefix=PREFIX,
-                    options=["v1", "v2"], format_func=VARIANT_LABELS.get, required=True,
+                    options=["v1", "v2"], format_func=VARIANT_LABELS.get, required=True, wrap=True,
                     from_widget=lambda v: v if v in ("v1", "v2") else settings.variant,
                     help="V1 draws W from torch.rand (uniform 0..1); V2 uses nn.Linear "
                          "(uniform ±1/√d_in, optional bias).")
@@ -333,6 +334,10 @@ def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_
             st.caption("The weights come from the seed. Copy them into tables to change any entry.")
             st.button("Copy the seeded weights into editable tables", key=f"{PREFIX}.copy_weights",
                       on_click=_copy_weights, args=(d_in,), disabled=is_locked)
+            if settings.custom_weights:  # kept, but they do not fit the current shapes
+                st.button("Forget the hand-edited weights", key=f"{PREFIX}.seeded_weights",
+                          disabled=is_locked, on_click=state.set_field,
+                          args=(PREFIX, "custom_weights", []))
             return
         st.caption("Rows: input dimensions (d_in); columns: output dimensions (d_out); "
                    "the book's x @ W convention. Invalid entries are reported and not used.")

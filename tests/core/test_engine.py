@@ -326,6 +326,7 @@ def test_length_buckets_cut_padding_and_draw_each_window_equally(small_data):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_adamw_learns_names_below_2_6_within_300_steps(full_data):
     config = TrainConfig(
         model=GPTConfig(dropout=0.0),  # the lecture's architecture

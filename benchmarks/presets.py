@@ -1,0 +1,85 @@
+"""Train each preset of core.engine.PRESETS to the end and check it against its goal.
+
+    python benchmarks/presets.py [--only quick_demo best] [--threads 2]
+
+Goals (2 CPU cores): "quick_demo" reaches a validation loss <= 2.10 nats/char within 30 s, "best"
+<= 1.92 within 300 s; "lecture" (SGD at lr 0.01, 1000 steps) has no goal, it shows how slowly the
+lecture's own settings converge (about 2.4). The time counted is the whole run as the app would do it,
+validation passes included. The machine's load average is printed, since other processes may share it.
+Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch: see benchmarks/train_speed.py
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from core.data import build_names_data  # noqa: E402
+from core.engine import PRESETS, Trainer  # noqa: E402
+
+GOALS = {  # preset -> (max validation loss, max seconds)
+    "quick_demo": (2.10, 30.0),
+    "best": (1.92, 300.0),
+}
+
+
+def load_average() -> list[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=list(PRESETS), choices=list(PRESETS))
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    data = build_names_data(context_size=12, val_size=0.1, seed=101)
+    results = {}
+    for name in args.only:
+        config = PRESETS[name]()
+        load_before = load_average()
+        trainer = Trainer(config, data)
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+        val_loss = trainer.last_val_loss
+        entry = {
+            "steps": trainer.step,
+            "seconds": round(seconds, 1),
+            "val_loss": round(val_loss, 4),
+            "tokens_per_s": round(trainer.history["tokens"][-1] / trainer.history["elapsed"][-1]),
+            "params": trainer.model.num_params(),
+            "load_average_before": load_before,
+            "load_average_after": load_average(),
+        }
+        if name in GOALS:
+            max_loss, max_seconds = GOALS[name]
+            entry["goal"] = f"val <= {max_loss} within {max_seconds:.0f} s"
+            entry["loss_pass"] = val_loss <= max_loss
+            entry["time_pass"] = seconds <= max_seconds
+        results[name] = entry
+        curve = ", ".join(f"{s}: {v:.3f}" for s, v in zip(trainer.history["val_steps"], trainer.history["val_loss"]))
+        print(f"{name}: {trainer.step} steps in {seconds:.1f} s, val {val_loss:.4f} nats/char "
+              f"({entry['tokens_per_s']} tokens/s; load {load_before} -> {entry['load_average_after']})")
+        print(f"  validation curve: {curve}", flush=True)
+    print(json.dumps({"threads": args.threads, "presets": results}))
+
+
+if __name__ == "__main__":
+    main()

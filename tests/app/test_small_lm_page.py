@@ -1,0 +1,234 @@
+"""AppTest of the Small language model page: training controls, the lesson's finding, bad input,
+cross-entropy by hand and the URL round trip."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+
+from core import settings as core_settings
+from core import text_lessons as tl
+from tests.app.conftest import assert_no_exception, open_page
+
+PAGE = "pages/6_small_lm.py"
+PREFIX = "small_lm"
+LATIN1 = "na\u00efve caf\u00e9 cr\u00e8me br\u00fbl\u00e9e ".encode("latin-1") * 5
+
+
+def key(field: str, gen: int = 0) -> str:
+    return f"{PREFIX}.{gen}.{field}"
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def errors(at) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def step_of(at) -> int:
+    text = at.get("progress")[0].proto.text
+    return int(re.match(r"Step ([\d,]+) of", text).group(1).replace(",", ""))
+
+
+def samples(at) -> list[str]:
+    """The generated texts (code blocks without a language; "Show the code" blocks are python)."""
+    return [c.value for c in at.code if c.language != "python"]
+
+
+def fresh(query=None):
+    at = open_page(PAGE, query=query)
+    assert_no_exception(at)
+    return at
+
+
+def test_default_page():
+    at = fresh()
+    m = metrics(at)
+    assert m["Characters"] == f"{len(tl.PANGRAM) * tl.PANGRAM_REPEATS:,}" == "2,700"
+    assert m["Vocabulary |V|"] == "28" and m["Validation (last 10%)"] == "270"
+    assert step_of(at) == 0
+    for label in tl.MODEL_LABELS.values():  # untrained: every model near ln 28 = 3.33
+        assert abs(float(m[f"{label} · val loss"]) - math.log(28)) < 0.1
+    assert m["By hand (float64)"] == "1.1254029631"  # the slide's example
+    assert m["F.cross_entropy (float32)"].startswith("1.12540")
+    assert len(at.get("vega_lite_chart")) == 4  # loss curves, bigram table, embedding, softmax bars
+    assert len(samples(at)) == 3  # a sample from each model
+    assert all(sample.startswith("t") for sample in samples(at))  # from the corpus' first character
+    assert "(32, 8)" in " ".join(x.value for x in at.markdown)  # (B, T) shapes as on the slides
+    assert not at.error
+
+
+def test_start_pause_reset():
+    at = fresh()
+    at.button(key="small_lm.start").click().run()
+    assert_no_exception(at)
+    first = step_of(at)
+    assert first >= 1
+    at.run()  # the fragment advances once per run
+    second = step_of(at)
+    assert second > first
+    at.button(key="small_lm.pause").click().run()
+    paused = step_of(at)
+    at.run()
+    assert step_of(at) == paused
+    at.button(key="small_lm.reset").click().run()
+    assert step_of(at) == 0
+    assert_no_exception(at)
+
+
+def test_training_stops_at_max_steps_and_draws_samples():
+    at = fresh(query={"max_steps": "10", "steps_per_tick": "100"})
+    at.button(key="small_lm.start").click().run()
+    for _ in range(30):
+        if step_of(at) >= 10:
+            break
+        at.run()
+    assert step_of(at) == 10
+    at.run()
+    assert step_of(at) == 10 and at.button(key="small_lm.start").disabled
+    assert any("step 10" in m.value for m in at.markdown)  # samples of the trained models
+    assert_no_exception(at)
+
+
+@pytest.fixture(scope="module")
+def trained_race():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        race = tl.SmallLMRace(tl.builtin_text("pangram"), tl.SmallLMSettings().race_config())
+        race.advance(400)
+    finally:
+        torch.set_num_threads(before)
+    return race
+
+
+def test_the_lessons_finding_shows(trained_race):
+    at = fresh()
+    at.session_state["small_lm.race"] = trained_race
+    at.run()
+    assert_no_exception(at)
+    assert step_of(at) == 400
+    m = metrics(at)
+    bigram = float(m[f"{tl.MODEL_LABELS['bigram']} · val loss"])
+    attention = float(m[f"{tl.MODEL_LABELS['attention']} · val loss"])
+    assert attention < 0.5 * bigram
+    message = " ".join(s.value for s in at.success)
+    assert "× lower" in message and "bigram ≈ 0.70, self-attention ≈ 0.15" in message
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Your text is empty"),
+    ("a", "Your text has 1 character"),
+    (" \n \t ", "only whitespace"),
+    ("z" * 20_000_000, "too long"),
+    ("abcdefghij", "validation part has only 1"),
+], ids=["empty", "one-char", "whitespace", "20MB-paste", "too-short-for-a-block"])
+def test_bad_corpus_keeps_the_trained_models(text, message):
+    at = fresh()
+    at.button(key="small_lm.start").click().run()
+    at.button(key="small_lm.pause").click().run()
+    trained = step_of(at)
+    assert trained >= 1
+    at.radio(key=key("corpus")).set_value("own").run()
+    assert not at.error and step_of(at) == trained  # the own text starts as the built-in one
+    at.text_area(key="small_lm.own_text").set_value(text).run()
+    assert_no_exception(at)
+    assert message in errors(at)
+    assert step_of(at) == trained  # the trained race is still there
+    at.button(key="small_lm.reset").click().run()
+    assert_no_exception(at)
+    if message == "validation part has only 1":  # no valid corpus: Reset refuses, models kept
+        assert "Reset needs a valid corpus" in errors(at) and step_of(at) == trained
+    else:  # the last valid text is still in use, so Reset starts over on it
+        assert step_of(at) == 0
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("image.txt", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;", "binary file"),
+    ("notes.txt", LATIN1, "is not UTF-8 text"),
+], ids=["binary", "latin-1"])
+def test_bad_upload_is_refused(name, data, message):
+    at = fresh()
+    at.radio(key=key("corpus")).set_value("own").run()
+    before = metrics(at)["Characters"]
+    at.file_uploader(key="small_lm.upload").set_value((name, data, "text/plain")).run()
+    assert_no_exception(at)
+    assert message in errors(at)
+    assert metrics(at)["Characters"] == before
+
+
+def test_settings_change_after_training_needs_reset():
+    at = fresh()
+    at.button(key="small_lm.start").click().run()
+    at.button(key="small_lm.pause").click().run()
+    trained = step_of(at)
+    at.slider(key=key("block_size")).set_value(4).run()
+    assert any("Press **Reset**" in i.value for i in at.info)
+    assert step_of(at) == trained
+    at.button(key="small_lm.reset").click().run()
+    assert step_of(at) == 0
+    assert at.session_state["small_lm.race"].config.block_size == 4
+    assert not any("Press **Reset**" in i.value for i in at.info)
+
+
+def test_untrained_models_follow_the_settings():
+    at = fresh()
+    at.radio(key=key("corpus")).set_value("essay").run()
+    race = at.session_state["small_lm.race"]
+    assert race.text == tl.builtin_text("essay") and race.step == 0
+    assert metrics(at)["Vocabulary |V|"] == str(race.tokenizer.vocab_size)
+
+
+def test_bad_prompt_falls_back():
+    at = fresh()
+    at.text_input(key=key("prompt")).set_value("QZ!").run()
+    assert "never has" in errors(at) and "'Q'" in errors(at)
+    at.text_input(key=key("prompt")).set_value("the ").run()
+    assert not at.error
+    assert len(samples(at)) == 3 and all(sample.startswith("the ") for sample in samples(at))
+
+
+def test_cross_entropy_by_hand_controls():
+    at = fresh()
+    at.text_input(key=key("ce_logits")).set_value("1, 2, 3").run()
+    at.number_input(key=key("ce_target")).set_value(2).run()
+    expected = -math.log(math.exp(3) / (math.exp(1) + math.exp(2) + math.exp(3)))
+    assert metrics(at)["By hand (float64)"] == f"{expected:.10f}"
+    at.text_input(key=key("ce_logits")).set_value("1, x").run()
+    assert "'x' is not a number" in errors(at)
+    assert metrics(at)["By hand (float64)"] == f"{expected:.10f}"  # the last valid logits stay
+    at.text_input(key=key("ce_logits")).set_value("99, 1").run()
+    assert "between" in errors(at)
+    at.text_input(key=key("ce_logits")).set_value("0.5, 0.5").run()
+    assert at.session_state[PREFIX].ce_target == 1  # clamped: only two classes now
+    assert metrics(at)["By hand (float64)"] == f"{math.log(2):.10f}"
+    at.button(key="small_lm.ce_reset").click().run()
+    assert metrics(at)["By hand (float64)"] == "1.1254029631"
+    assert_no_exception(at)
+
+
+def test_url_round_trip():
+    at = fresh()
+    at.radio(key=key("corpus")).set_value("essay").run()
+    at.slider(key=key("block_size")).set_value(4).run()
+    at.text_input(key=key("ce_logits")).set_value("1, 2, 3").run()
+    at.number_input(key=key("ce_target")).set_value(0).run()
+    shown = metrics(at)
+    params = core_settings.to_params(at.session_state[PREFIX])
+    assert params == {"corpus": "essay", "block_size": "4", "ce_logits": "[1.0,2.0,3.0]", "ce_target": "0"}
+    again = fresh(query=params)
+    assert metrics(again) == shown
+    assert again.session_state["small_lm.race"].config.block_size == 4
+
+
+def test_own_corpus_stays_out_of_the_link():
+    at = fresh()
+    at.radio(key=key("corpus")).set_value("own").run()
+    at.text_area(key="small_lm.own_text").set_value("my private diary entry. " * 10).run()
+    params = core_settings.to_params(at.session_state[PREFIX])
+    assert params == {"corpus": "own"}

@@ -1,0 +1,300 @@
+"""AppTest of the Train page: presets and controls, a live run that starts, advances, pauses,
+resumes and stops, the chart's data, sampled names, break it, devices, checkpoints, the URL."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+import torch
+
+from core import budget, live, settings as core_settings
+from tests.app.conftest import ROOT, assert_no_exception, open_page
+
+PAGE = "pages/7_train_gpt.py"
+# A tiny model keeps AppTest training fast; each whole-page run trains one short slice.
+TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
+        "batch_size": "16", "max_steps": "2000", "val_interval": "5", "warmup_steps": "0"}
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    """The app sets torch's threads on every run; one thread keeps these tests fast on a shared
+    2-core machine, where two threads wait on each other."""
+    before = torch.get_num_threads()
+    monkeypatch.setattr(budget, "configure_torch_threads", lambda *a, **k: torch.set_num_threads(1))
+    yield
+    torch.set_num_threads(before)
+
+
+def chart_rows(at) -> pd.DataFrame:
+    """Rows behind every Vega-Lite chart on the page (Arrow data and named datasets)."""
+    frames = []
+    for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
+        proto = el.proto
+        blobs = [proto.data.data] if proto.HasField("data") and proto.data.data else []
+        blobs += [ds.data.data for ds in proto.datasets]
+        for blob in blobs:
+            frames.append(pa.ipc.open_stream(blob).read_pandas())
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def loss_rows(at) -> pd.DataFrame:
+    rows = chart_rows(at)
+    return rows[rows.columns.intersection(["run", "step", "loss", "kind"])].dropna() \
+        if "kind" in rows else pd.DataFrame(columns=["run", "step", "loss", "kind"])
+
+
+def book_of(at) -> live.RunBook:
+    return at.session_state["gpt.runbook"]
+
+
+def current(at) -> live.Run:
+    return book_of(at).current
+
+
+def tiny_page(**extra):
+    at = open_page(PAGE, query={**TINY, **extra})
+    assert_no_exception(at)
+    return at
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> live.RunBook:
+    """A RunBook holding one finished tiny run, trained in the test process."""
+    book = live.RunBook(owner=owner)
+    settings = live.TrainSettings(**{**{k: int(v) for k, v in TINY.items()}, "max_steps": steps,
+                                     "val_interval": 10, **changes})
+    run = book.create(settings)
+    live.start(run)
+    while run.active:
+        live.advance(run, 5.0)
+    return book
+
+
+# ------------------------------------------------------------------------------ settings
+
+
+def test_default_page_shows_the_quick_demo_and_its_structure():
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    assert "Preset: **quick demo**" in texts(at.markdown)
+    params = live.TrainSettings()
+    n_params = live.to_train_config(params).model.num_params()
+    assert at.metric[0].label == "Parameters" and at.metric[0].value == f"{n_params:,}"
+    assert any("Model structure" in e.label for e in at.expander)
+    assert "DecoderLayer" in texts(at.code)
+    assert "No run yet" in texts(at.info)
+    offered, absent = live.device_options()
+    device_box = next(s for s in at.selectbox if s.label == "Device")
+    assert len(device_box.options) == len(offered) and device_box.options[0] == "auto (best available)"
+    for name, reason in absent.items():
+        assert reason in texts(at.caption)
+
+
+def test_presets_and_controls_change_the_model():
+    at = open_page(PAGE)
+    at.button(key="train.preset.lecture").click().run()
+    assert_no_exception(at)
+    assert at.session_state["train"] == live.preset_settings("lecture")
+    assert "Preset: **Lecture 7**" in texts(at.markdown)
+    at.button(key="train.preset.best").click().run()
+    best = live.to_train_config(live.preset_settings("best")).model.num_params()
+    assert at.metric[0].value == f"{best:,}"
+    layers = next(n for n in at.number_input if n.label == "Layers")
+    layers.set_value(2).run()
+    smaller = live.to_train_config(live.TrainSettings(**{**vars(live.preset_settings("best")), "n_layer": 2}))
+    assert at.metric[0].value == f"{smaller.model.num_params():,}"
+    assert "Preset: **custom**" in texts(at.markdown)
+    lr = next(n for n in at.number_input if n.label == "Learning rate")
+    lr.set_value(0.02).run()
+    assert at.session_state["train"].lr == 0.02
+    next(s for s in at.selectbox if s.label == "Optimizer").set_value("sgd").run()
+    assert at.session_state["train"].optimizer == "sgd"
+    next(t for t in at.toggle if t.label == "Causal mask").set_value(False).run()
+    assert at.session_state["train"].causal is False
+    assert_no_exception(at)
+
+
+def test_bad_settings_get_a_message_and_block_training():
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    run_id = current(at).run_id
+    heads = next(n for n in at.number_input if n.label == "Heads per layer")
+    heads.set_value(3).run()  # 16 is not divisible by 3
+    assert_no_exception(at)
+    assert "divisible" in texts(at.error)
+    assert at.button(key="train.start").disabled and at.button(key="train.break").disabled
+    assert current(at).run_id == run_id  # the run is still there
+    at = tiny_page(d_embed="512", d_ff="2048", n_layer="8", n_head="8")
+    assert "too large for this server" in texts(at.error)
+    assert at.button(key="train.start").disabled
+
+
+# ------------------------------------------------------------------------------ a live run
+
+
+def test_training_starts_advances_pauses_resumes_and_stops():
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    assert_no_exception(at)
+    run = current(at)
+    assert run.status == "running" and run.step > 0
+    rows_before, step_before = len(loss_rows(at)), run.step
+    for _ in range(3):
+        at.run()
+    assert_no_exception(at)
+    assert run.step > step_before
+    assert len(loss_rows(at)) > rows_before  # the chart's data grows
+    assert "step" in at.get("progress")[0].proto.text and "steps/s" in at.get("progress")[0].proto.text
+    assert "Names sampled at step" in texts(at.markdown)  # samples appear
+    assert {"train, per step", "train, smoothed", "validation"} <= set(loss_rows(at)["kind"])
+
+    at.button(key="train.pause").click().run()
+    assert run.status == "paused"
+    paused_at = run.step
+    at.run()
+    at.run()
+    assert run.step == paused_at  # paused: nothing advances
+    at.button(key="train.resume").click().run()
+    at.run()
+    assert run.status == "running" and run.step > paused_at
+    at.button(key="train.stop").click().run()
+    assert run.status == "stopped"
+    stopped_at = run.step
+    at.run()
+    assert run.step == stopped_at and at.button(key="train.resume").disabled
+    # a stopped run can train on
+    at.number_input(key="train.extra").set_value(3).run()
+    at.button(key="train.extend").click().run()
+    assert run.status in ("running", "done") and run.step > stopped_at
+    at.button(key="train.reset").click().run()
+    assert book_of(at).current is None and "No run yet" in texts(at.info)
+    assert_no_exception(at)
+
+
+def test_a_run_finishes_and_a_page_switch_does_not_lose_it():
+    at = tiny_page(max_steps="12")
+    at.button(key="train.start").click().run()
+    for _ in range(40):
+        if current(at).status == "done":
+            break
+        at.run()
+    run = current(at)
+    assert run.status == "done" and run.step == 12
+    assert at.button(key="train.resume").disabled and at.button(key="train.extend")
+    at.switch_page(str(ROOT / "pages/home.py"))
+    at.run()
+    at.switch_page(str(ROOT / PAGE))
+    at.run()
+    assert current(at) is run and run.step == 12
+    assert len(loss_rows(at)) > 0
+
+
+def test_break_it_overlays_a_mask_off_run():
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    at.run()
+    at.button(key="train.break").click().run()
+    at.run()
+    assert_no_exception(at)
+    book = book_of(at)
+    assert len(book.runs) == 2 and book.current.settings.causal is False
+    assert book.runs[0].status == "paused"  # one run at a time
+    runs_on_chart = set(loss_rows(at)["run"])
+    assert runs_on_chart == {"#1 mask on", "#2 mask off"}
+    assert any("Break it" in e.label for e in at.expander)
+    next(c for c in at.checkbox if "earlier runs" in c.label).uncheck().run()
+    assert set(loss_rows(at)["run"]) == {"#2 mask off"}
+    at.button(key="train.clear_runs").click().run()
+    assert len(book_of(at).runs) == 1
+
+
+@pytest.mark.parametrize("device", ["cuda", "mps"])
+def test_asking_for_an_absent_device_falls_back_with_a_message(device):
+    at = tiny_page(device=device)
+    offered, absent = live.device_options()
+    if device in absent:
+        assert f"{device.upper()} was requested but is not available" in texts(at.warning)
+        assert "using the CPU" in texts(at.warning)
+        assert at.session_state["train"].device == "auto"
+        at.button(key="train.start").click().run()
+        assert current(at).trainer.device.type == "cpu"
+    else:
+        assert at.session_state["train"].device == device and not at.warning
+
+
+# ------------------------------------------------------------------------------ checkpoints
+
+
+def _upload(at, name: str, data: bytes):
+    at.file_uploader(key="gpt.upload").set_value((name, data, "application/octet-stream")).run()
+
+
+def test_checkpoint_download_then_upload_gives_identical_samples():
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    original = current(at)
+    download = next(b for b in at.get("download_button") if b.label == "Download checkpoint (.pt)")
+    assert not download.proto.disabled
+    data = live.run_to_checkpoint(original)  # what the download button's callable returns
+    _upload(at, "names.pt", data)
+    assert_no_exception(at)
+    assert "Loaded names.pt" in texts(at.success)
+    uploaded = current(at)
+    assert uploaded is not original and uploaded.origin == "names.pt" and uploaded.step == original.step
+    settings = live.SampleSettings(n=15, seed=11, temperature=0.9)
+    assert live.sample_for_page(uploaded, settings) == live.sample_for_page(original, settings)
+    assert [s.name for s in uploaded.samples] == [s.name for s in original.samples]
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "foreign", "oversized"])
+def test_bad_uploads_get_a_clear_error_and_the_model_survives(kind):
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    before = current(at)
+    weights = before.model.token_embedding.weight.detach().clone()
+    if kind == "corrupt":
+        data = live.run_to_checkpoint(before)[: 2_000]
+    elif kind == "foreign":
+        buffer = io.BytesIO()
+        torch.save({"state_dict": {"w": torch.zeros(2)}}, buffer)
+        data = buffer.getvalue()
+    else:
+        data = b"PK\x03\x04" + bytes(live.UPLOAD_MAX_BYTES)
+    _upload(at, f"{kind}.pt", data)
+    assert_no_exception(at)
+    message = texts(at.error)
+    assert "Checkpoint not loaded" in message and "current model is unchanged" in message
+    expected = {"corrupt": "corrupt", "foreign": "not an Attention Lab checkpoint", "oversized": "MB allowed"}
+    assert expected[kind] in message
+    assert current(at) is before and len(book_of(at).runs) == 1
+    assert torch.equal(before.model.token_embedding.weight, weights)
+    at.run()  # the message stays while the file does; nothing else changes
+    assert "Checkpoint not loaded" in texts(at.error) and current(at) is before
+
+
+# ------------------------------------------------------------------------------ URL
+
+
+def test_url_round_trip():
+    at = tiny_page()
+    next(n for n in at.number_input if n.label == "Learning rate").set_value(0.004).run()
+    next(s for s in at.selectbox if s.label == "Optimizer").set_value("sgd").run()
+    next(n for n in at.number_input if n.label == "Layers").set_value(2).run()
+    params = core_settings.to_params(at.session_state["train"])
+    assert params["lr"] == "0.004" and params["optimizer"] == "sgd" and params["n_layer"] == "2"
+    again = open_page(PAGE, query=params)
+    assert_no_exception(again)
+    assert again.session_state["train"] == at.session_state["train"]
+    assert again.metric[0].value == at.metric[0].value

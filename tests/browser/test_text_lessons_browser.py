@@ -1,0 +1,80 @@
+"""Browser tests of the Tokens & data and Small language model pages (real server, Chromium)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def _metric(page, label: str) -> str:
+    box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
+    return box.locator("[data-testid='stMetricValue']").inner_text().strip()
+
+
+def test_tokens_data_page_stride_shows_overlap(page, server_url):
+    open_app(page, f"{server_url}/tokens-data")
+    assert page.get_by_role("heading", name="Tokens & data loaders").is_visible()
+    assert_no_error(page)
+    assert _metric(page, "Windows") == "40"
+    assert page.locator(".al-chip").count() > 100  # token chips drawn
+    assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
+    screenshot(page, "tokens_data")
+
+    stride = page.get_by_label("stride", exact=True)
+    stride.fill("2")
+    stride.press("Enter")
+    wait_idle(page)
+    assert _metric(page, "Windows") == "100"
+    assert "stride=2" in page.url
+    assert_no_error(page)
+    screenshot(page, "tokens_data_stride2")
+
+    stride.fill("0")
+    stride.press("Enter")
+    wait_idle(page)
+    assert page.get_by_text("stride must be at least 1 token").first.is_visible()
+    assert _metric(page, "Windows") == "100"  # the last valid windows stay
+    assert_no_error(page)
+
+
+def test_tokens_data_page_lecture_mode(page, server_url):
+    open_app(page, f"{server_url}/tokens-data?lecture=1")
+    assert_no_error(page)
+    screenshot(page, "tokens_data_lecture", full_page=False)
+
+
+def _step(page) -> int:
+    text = page.locator("[data-testid='stProgress']").first.inner_text()
+    return int(re.search(r"Step ([\d,]+) of", text).group(1).replace(",", ""))
+
+
+def test_small_lm_page_trains_live(page, server_url):
+    open_app(page, f"{server_url}/small-lm?max_steps=400&steps_per_tick=100")
+    assert page.get_by_role("heading", name="Small language model").is_visible()
+    assert_no_error(page)
+    assert _step(page) == 0
+    screenshot(page, "small_lm")
+
+    page.get_by_role("button", name="Start").click()
+    deadline = time.monotonic() + 150
+    last = 0
+    while time.monotonic() < deadline:  # the fragment ticks on its own, without any click
+        page.wait_for_timeout(2000)
+        last = _step(page)
+        if last >= 400:
+            break
+    assert last > 0
+    if last < 400:
+        page.get_by_role("button", name="Pause").click()
+    wait_idle(page)
+    assert_no_error(page)
+    paused_at = _step(page)
+    page.wait_for_timeout(1500)
+    assert _step(page) == paused_at  # paused (or finished): no more steps
+    screenshot(page, "small_lm_trained")
