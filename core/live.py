@@ -332,14 +332,16 @@ def _ema(old: float, new: float, weight: float = 0.3) -> float:
     return new if old <= 0 else (1 - weight) * old + weight * new
 
 
-def advance(run: Run, time_budget_s: float, slot: ContextManager | None = None) -> SliceOutcome:
-    """Train `run` for about `time_budget_s` seconds if it is running; refresh its samples at
-    each validation point. `slot` (core.budget.SLOTS.slot(owner)) limits concurrent training."""
+def advance(run: Run, time_budget_s: float | None, slot: ContextManager | None = None, *,
+            n_steps: int | None = None) -> SliceOutcome:
+    """Train `run` for about `time_budget_s` seconds (or `n_steps` steps) if it is running;
+    refresh its samples at each validation point. `slot` (core.budget.SLOTS.slot(owner)) limits
+    concurrent training: when no slot is free, nothing happens and the outcome says `busy`."""
     if not run.active:
         return SliceOutcome()
     start = time.perf_counter()
     try:
-        result = run.trainer.train(time_budget_s=time_budget_s, slot=slot)
+        result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s, slot=slot)
     except TrainingError as exc:
         run.status, run.message = "error", str(exc)
         return SliceOutcome(finished=True, seconds=time.perf_counter() - start)
@@ -644,7 +646,11 @@ def _loss_spec_json(runs: tuple[str, ...], vocab_size: int, lecture: bool, width
 
     with debug_mode(False):
         chart = _loss_layers(runs, vocab_size, lecture, "Loss (nats per character)", width, height)
-        return json.dumps(themed(chart, lecture).to_dict())
+        spec = themed(chart, lecture).to_dict()
+    # Altair gives a chart without data an empty placeholder; the rows are sent with each tick
+    placeholder = spec.pop("data", {}).get("name")
+    spec.get("datasets", {}).pop(placeholder, None)
+    return json.dumps(spec)
 
 
 def loss_chart_spec(runs: tuple[str, ...], *, vocab_size: int = 27, lecture: bool = False,

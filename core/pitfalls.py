@@ -988,14 +988,27 @@ def module_typos_demo(seed: int = 123) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def spelling_demo() -> dict:
-    """The class names inside our GPT, and whether core.models has either spelling."""
+def buggy_find_attention_class():
+    """Code written against the lecture's class name, run against ours."""
     from core import models
 
+    return models.CasualSelfAttention  # BUG: "Casual", the lecture's spelling
+
+
+def fixed_find_attention_class():
+    """The same lookup with the right spelling."""
+    from core import models
+
+    return models.CausalSelfAttention
+
+
+def spelling_demo() -> dict:
+    """Both lookups, and the attention class names inside our GPT."""
     gpt = GPT(GPTConfig(n_layer=1, n_head=1, d_embed=8, d_ff=8, dropout=0.0), seed=0)
     names = sorted({type(m).__name__ for m in gpt.modules() if "Attention" in type(m).__name__})
-    return {"attention_classes": names, "has_causal": hasattr(models, "CausalSelfAttention"),
-            "has_casual": hasattr(models, "CasualSelfAttention")}
+    buggy, fixed = run_caught(buggy_find_attention_class), run_caught(fixed_find_attention_class)
+    return {"attention_classes": names, "buggy_error": buggy.error,
+            "fixed_class": fixed.value.__name__ if fixed.ok else None}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -190,7 +190,8 @@ def char_chips(text: str, tokenizer: CharTokenizer) -> list[TokenChip]:
     return [TokenChip(i, token_id, ch) for i, (ch, token_id) in enumerate(zip(text, tokenizer.encode(text)))]
 
 
-def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = False) -> str:
+def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = False,
+               max_height: int = 380) -> str:
     """HTML of coloured chips, the id under each token; at most `limit` chips."""
     size = "1.15rem" if lecture else "0.95rem"
     id_size = "0.85rem" if lecture else "0.7rem"
@@ -208,7 +209,9 @@ def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = 
     if len(chips) > limit:
         more = (f'<div style="color:#555;font-size:{id_size}">… showing the first {limit:,} of '
                 f'{len(chips):,} tokens</div>')
-    return f'<div style="line-height:2.1">{"".join(parts)}</div>{more}'
+    # a scroll box keeps a long text from pushing the rest of the lesson far down the page
+    return (f'<div style="line-height:2.1;max-height:{max_height}px;overflow-y:auto">'
+            f'{"".join(parts)}</div>{more}')
 
 
 @dataclass(frozen=True)
@@ -491,7 +494,8 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
                            range=[colours[0], colours[1], "#E8E8E8", "#C7E9C0", "#74C476"])
     pos_order = list(dict.fromkeys(df["pos"]))
     row_order = list(dict.fromkeys(df.sort_values("order", kind="stable")["row"]))
-    cell = 40 if lecture else 36
+    # Streamlit shrinks a chart wider than its column, squashing the cells: stay within ~760 px
+    cell = max(22, min(40 if lecture else 36, 760 // max(len(pos_order), 1)))
     base = alt.Chart(df).encode(
         x=alt.X("pos:N", sort=pos_order, title="token position : token",
                 axis=alt.Axis(labelAngle=-50, orient="top")),
@@ -552,8 +556,9 @@ class EmbeddingSteps:
              "shape": str(self.pos_table_shape)},
             {"step": "position embeddings", "code": f"pos_embedding_layer(torch.arange({T}))",
              "shape": str(tuple(self.pos_embeddings.shape))},
-            {"step": "input embeddings", "code": "token_embeddings + pos_embeddings",
-             "shape": f"{tuple(self.input_embeddings.shape)}  (({B}, {T}, {d}) + ({T}, {d}) broadcast)"},
+            {"step": f"input embeddings ({T}, {d}) added to each of the {B} rows",
+             "code": "token_embeddings + pos_embeddings",
+             "shape": str(tuple(self.input_embeddings.shape))},
         ])
 
 
@@ -606,6 +611,12 @@ def name_window_frames(name: str, context_size: int) -> list[pd.DataFrame]:
                 "pad" if y_id == IGNORE_INDEX else NAMES_TOKENIZER.itos[y_id], str(y_id)]
         frames.append(pd.DataFrame(columns, index=["input", "input id", "target", "target id"]))
     return frames
+
+
+def style_padding(table: pd.DataFrame):
+    """The table with its padded positions (target id -1) greyed out, for st.dataframe."""
+    padded = [col for col in table.columns if table.loc["target id", col] == str(IGNORE_INDEX)]
+    return table.style.set_properties(subset=padded, **{"background-color": "#ECECEC", "color": "#777"})
 
 
 # =============================================================================================

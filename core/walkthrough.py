@@ -22,6 +22,7 @@ published 4-decimal numbers of the book are reproduced exactly.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import functools
@@ -65,10 +66,11 @@ SIMPLE_STEP_LABELS = {"scores": "1 · ω scores", "weights": "2 · α weights",
                       "context": "3 · z context", "matrix": "4 · all tokens"}
 SELF_STEPS = ("weights", "qkv", "scores", "scaled", "softmax", "context")
 SELF_STEP_LABELS = {"weights": "1 · W_q W_k W_v", "qkv": "2 · Q K V", "scores": "3 · scores QKᵀ",
-                    "scaled": "4 · ÷ √d_k", "softmax": "5 · softmax", "context": "6 · context"}
-CAUSAL_STEPS = ("scores", "mask", "masked", "weights", "dropout", "context")
+                    "scaled": "4 · ÷ √d_k, and why", "softmax": "5 · softmax", "context": "6 · context"}
+CAUSAL_STEPS = ("scores", "mask", "masked", "weights", "order", "dropout", "context")
 CAUSAL_STEP_LABELS = {"scores": "1 · scaled scores", "mask": "2 · mask", "masked": "3 · masked scores",
-                      "weights": "4 · weights", "dropout": "5 · dropout", "context": "6 · context"}
+                      "weights": "4 · weights", "order": "5 · where the mask goes",
+                      "dropout": "6 · dropout", "context": "7 · context"}
 SCALE_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 SLIDE_LOGITS = (0.1, 0.4, -0.9, 0.02, 0.35, -0.62)  # the slides' example of peaky softmax
 
@@ -509,7 +511,7 @@ def sdpa_check(steps: AttentionSteps) -> SdpaCheck:
 
 
 # ----------------------------------------------------------------------------------- page 2
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)  # frozen: seeded projections are cached and shared
 class Projection:
     """W_query, W_key, W_value (d_in, d_out) in the book's x @ W convention, plus optional biases."""
 
@@ -533,14 +535,21 @@ class Projection:
         return [self.W_query, self.W_key, self.W_value]
 
 
-def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool = False):
-    """SelfAttentionV1/V2 right after torch.manual_seed(seed), as the book builds it.
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Run a block right after seeding torch's CPU generator, then restore the global state.
 
-    The global random state is restored afterwards, so other sessions in the same process
-    (and other pages) are not affected.
+    Equivalent to the book's torch.manual_seed(seed) for modules built on the CPU, without its
+    cost of seeding every accelerator, and invisible to other sessions in the same process.
     """
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(int(seed))
+        yield
+
+
+def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool = False):
+    """SelfAttentionV1/V2 right after torch.manual_seed(seed), as the book builds it."""
+    with seeded(seed):
         if variant == "v1":
             module = SelfAttentionV1(d_in, d_out)
         else:
@@ -561,9 +570,10 @@ def _module_projection(module, variant: str, seed: int) -> Projection:
     return Projection(*mats, *biases, variant=variant, seed=seed, edited=False)
 
 
+@functools.lru_cache(maxsize=128)
 def seeded_projection(d_in: int, d_out: int, variant: str, seed: int,
                       qkv_bias: bool = False) -> Projection:
-    """The weights the book's class starts with after torch.manual_seed(seed)."""
+    """The weights the book's class starts with after torch.manual_seed(seed) (cached; read-only)."""
     return _module_projection(seeded_module(d_in, d_out, variant, seed, qkv_bias), variant, seed)
 
 
@@ -577,16 +587,18 @@ def projection_for(settings: WalkthroughSettings, d_in: int) -> Projection:
     mats = [torch.tensor(m, dtype=torch.float64) for m in settings.custom_weights]
     if any(tuple(m.shape) != wanted for m in mats):
         got = tuple(mats[0].shape)
-        seeded.note = (f"The hand-edited weights have shape {got}, but the embeddings and d_out "
-                       f"now need {wanted}: the seeded weights are used instead.")
-        return seeded
+        return dataclasses.replace(seeded, note=(
+            f"The hand-edited weights have shape {got}, but the embeddings and d_out now need "
+            f"{wanted}: the seeded weights are used instead."))
     return dataclasses.replace(seeded, W_query=mats[0], W_key=mats[1], W_value=mats[2], edited=True)
 
 
 def projection_module(projection: Projection, qkv_bias: bool):
     """The book's class (V1 or V2) holding exactly `projection`'s weights, for the module check."""
     d_in, d_out = projection.W_query.shape
-    module = seeded_module(d_in, d_out, projection.variant, projection.seed, qkv_bias)
+    with torch.random.fork_rng(devices=[]):  # its random init is overwritten below
+        module = (SelfAttentionV1(d_in, d_out) if projection.variant == "v1"
+                  else SelfAttentionV2(d_in, d_out, qkv_bias=qkv_bias)).double().eval()
     with torch.no_grad():
         for name, W, b in (("W_query", projection.W_query, projection.b_query),
                            ("W_key", projection.W_key, projection.b_key),
@@ -843,8 +855,7 @@ def build_wrapper(d_in: int, d_out: int, num_heads: int, num_tokens: int, dropou
     """
     if num_heads < 1 or d_out % num_heads:
         raise ValueError(f"d_out ({d_out}) must be divisible by the number of heads ({num_heads}).")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         wrapper = MultiHeadAttentionWrapper(d_in, d_out // num_heads, num_tokens, dropout_p,
                                             num_heads, qkv_bias=qkv_bias, out_proj=True)
     if same_init:
@@ -972,12 +983,15 @@ class LessonChart(alt.LayerChart):
     does not pay for it again on each click.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, data=alt.Undefined, layer=(), **kwargs):
         # "pad": width and height are the PLOT area and the axes come on top. Streamlit's default
         # fits the whole chart (axes, legend, title) into the width, which squeezes small heatmaps
         # to a few pixels.
         kwargs.setdefault("autosize", alt.AutoSizeParams(type="pad"))
-        super().__init__(*args, **kwargs)
+        # LayerChart.__init__ deep-copies every layer to merge per-layer data, params and sizes.
+        # The builders here put the data and the size on this top-level chart and use no params,
+        # so there is nothing to merge: initialise the schema object directly.
+        alt.TopLevelLayerSpec.__init__(self, data=data, layer=list(layer), **kwargs)
 
     def to_dict(self, validate: bool = False, **kwargs):  # noqa: D102 - see the class docstring
         return super().to_dict(validate=validate, **kwargs)
@@ -1067,12 +1081,12 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
     # the numbers in the cells say what the colours mean; a legend only when they are hidden
     legend = None if show_values else alt.Legend()
     base = alt.Chart().encode(
-        x=alt.X("col:N", sort=cols, title=x_title, axis=alt.Axis(orient="top", labelAngle=angle,
+        x=alt.X(field="col", type="nominal", sort=cols, title=x_title, axis=alt.Axis(orient="top", labelAngle=angle,
                                                                labelOverlap=False)),
-        y=alt.Y("row:N", sort=rows, title=y_title),
-        tooltip=[alt.Tooltip("row:N", title=y_title or "row"),
-                 alt.Tooltip("col:N", title=x_title or "column"),
-                 alt.Tooltip("label:N", title="value")])
+        y=alt.Y(field="row", type="nominal", sort=rows, title=y_title),
+        tooltip=[alt.Tooltip(field="row", type="nominal", title=y_title or "row"),
+                 alt.Tooltip(field="col", type="nominal", title=x_title or "column"),
+                 alt.Tooltip(field="label", type="nominal", title="value")])
     rect = base.mark_rect(stroke="white").encode(
         # ColorValue with a dict condition: same Vega-Lite as alt.condition, without a slow
         # schema validation at construction (charts are rebuilt on every rerun)
@@ -1093,7 +1107,7 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
             (float((finite_vals.min() + finite_vals.max()) / 2) if len(finite_vals) else 0.0)
         dark_when = ">" if scheme == "blues" else "<"
         text = base.mark_text(fontSize=size["text"]).encode(
-            text=alt.Text("label:N"),
+            text=alt.Text(field="label", type="nominal"),
             color=alt.ColorValue("black", condition={
                 "test": f"datum.finite && datum.value {dark_when} {mid!r}", "value": "white"}))
         layers.append(text)
@@ -1140,25 +1154,25 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
     chars = max((len(t) for f in frames for t in f["text"]), default=4)
     show_text = len(names) <= max_labels and bar_w >= chars * (size["char"] - (1 if n_series > 1 else 0))
     y_scale = alt.Scale(domain=list(domain)) if domain else alt.Scale()
-    enc = dict(x=alt.X("label:N", sort=names, title=x_title,
+    enc = dict(x=alt.X(field="label", type="nominal", sort=names, title=x_title,
                        axis=alt.Axis(labelAngle=-40 if len(names) > 6 else 0)),
-               y=alt.Y("value:Q", title=y_title, scale=y_scale))
+               y=alt.Y(field="value", type="quantitative", title=y_title, scale=y_scale))
     if n_series > 1:
-        enc["xOffset"] = alt.XOffset("kind:N", sort=list(series))
+        enc["xOffset"] = alt.XOffset(field="kind", type="nominal", sort=list(series))
     base = alt.Chart().encode(**enc)
     if n_series > 1:
-        color = alt.Color("kind:N", sort=list(series), scale=alt.Scale(range=colors), title=None,
+        color = alt.Color(field="kind", type="nominal", sort=list(series), scale=alt.Scale(range=colors), title=None,
                           legend=alt.Legend(orient="top"))
     else:
         color = alt.ColorValue(colors[0], condition={"test": "datum.highlight", "value": colors[1]})
-    tooltip = [alt.Tooltip("label:N"), alt.Tooltip("text:N", title="value")]
+    tooltip = [alt.Tooltip(field="label", type="nominal"), alt.Tooltip(field="text", type="nominal", title="value")]
     if n_series > 1:
-        tooltip.insert(1, alt.Tooltip("kind:N"))
+        tooltip.insert(1, alt.Tooltip(field="kind", type="nominal"))
     bars = base.mark_bar().encode(color=color, tooltip=tooltip)
     layers = [bars]
     if show_text:
         layers.append(base.mark_text(dy=-8, fontSize=size["text"] - (1 if n_series == 1 else 2)).encode(
-            text=alt.Text("text:N"), y=alt.Y("value:Q", scale=y_scale)))
+            text=alt.Text(field="text", type="nominal"), y=alt.Y(field="value", type="quantitative", scale=y_scale)))
     width = max(200, min(bar_w * n_bars + 12 * len(names), max_width))
     return LessonChart(data=df, layer=layers, title=title, width=width,
                        height=240 if not lecture else 300)

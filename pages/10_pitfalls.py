@@ -620,10 +620,15 @@ def render_module_typos() -> None:
 
 def render_spelling() -> None:
     pitfall = header("spelling")
+    side_by_side([pf.buggy_find_attention_class], [pf.fixed_find_attention_class])
     result = pf.spelling_demo()
-    a, b = st.columns(2)
-    a.metric("core.models has CausalSelfAttention", "yes" if result["has_causal"] else "no")
-    b.metric("core.models has CasualSelfAttention", "yes" if result["has_casual"] else "no")
+    left, right = st.columns(2, gap="medium")
+    with left:
+        st.markdown("Code that uses the lecture's name cannot find our class:")
+        error_box(result["buggy_error"] or "found")
+    with right:
+        st.markdown("The right spelling finds it:")
+        st.code(f"<class '{result['fixed_class']}'>", language="text")
     st.markdown("Attention classes inside our GPT: " + ", ".join(f"`{n}`" for n in result["attention_classes"]))
     why(pitfall)
 

@@ -100,12 +100,14 @@ def scaled_step(steps) -> None:
     st.latex(rf"\frac{{Q K^\top}}{{\sqrt{{d_k}}}},\quad d_k = d_{{out}} = {head_dim},\quad "
              rf"\sqrt{{d_k}} = {math.sqrt(head_dim):.4f}")
     st.markdown("Dividing by √d_k keeps the scores' spread near 1 however wide the keys are, "
-                "so softmax does not collapse to one-hot (see the scaling panel below).")
+                "so softmax does not collapse to one-hot (see the panel below).")
     page.show_matrix(steps.scaled_scores[0], labels, labels, name="self-attention-scaled",
                      title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
                      caption=f"The scores divided by √{head_dim}; {where}.")
     page.numbers_line(f"row {q_name} =", steps.scaled_scores[0, query].tolist())
     show_code(module_cls.forward)
+    with friendly_errors("the scaling panel"):
+        scaling_panel()
 
 
 def softmax_step(steps) -> None:
@@ -194,8 +196,5 @@ with friendly_errors("self-attention"):
         page.book_badge(wt.book_reference(settings, "self"), steps.context_vec)
     {"weights": weights_step, "qkv": qkv_step, "scores": scores_step, "scaled": scaled_step,
      "softmax": softmax_step, "context": context_step}[step](steps)
-
-with friendly_errors("the scaling panel"):
-    scaling_panel()
 
 page.finish_page(settings)

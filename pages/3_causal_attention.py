@@ -154,9 +154,8 @@ def context_step(steps) -> None:
     show_code(attention.CausalAttention)
 
 
-def masking_order_panel(steps) -> None:
-    st.divider()
-    st.header("Where does the mask go?")
+def order_step(steps) -> None:
+    page.step_header(STEPS, "order", "where does the mask go?")
     st.markdown("Three ways to hide the future, always with the causal mask here: mask **before** "
                 "the softmax (the book); mask **after** it and divide each row by its new sum; "
                 "mask after it **without** renormalising.")
@@ -209,7 +208,6 @@ with friendly_errors("causal attention"):
                              wt.module_check(module, inputs, eval_steps.context_vec, batched=True))
         page.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
     {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
-     "dropout": dropout_step, "context": context_step}[step](steps)
-    masking_order_panel(steps)
+     "order": order_step, "dropout": dropout_step, "context": context_step}[step](steps)
 
 page.finish_page(settings)

@@ -5,6 +5,7 @@ single causal heads vs the class that splits one projection into heads with view
 """
 
 import streamlit as st
+import torch
 
 from core import attention
 from core import walkthrough as wt
@@ -141,15 +142,12 @@ def why_heads_differ(result: wt.MultiHead) -> None:
         return
     diffs = "  ".join(f"head {h + 1}: {d:.4f}" for h, d in enumerate(result.head_diffs))
     st.markdown(f"Largest difference from head 1's map: `{diffs}`")
-    shown = min(num_heads, 4)
-    cols = page.columns(shown)
-    for h, col in zip(range(shown), cols):
-        with col:
-            W = result.head_W_query[h]
-            page.show_matrix(W, wt.dim_names(d_in), [f"o{j + 1}" for j in range(W.shape[1])],
-                             name=f"multi-head-wq-{h + 1}", title=f"W_q of head {h + 1}",
-                             decimals=2, max_width=220, x_title="out", y_title="in",
-                             caption=f"Initial W_q of head {h + 1}; {where}.")
+    W_all = torch.cat(result.head_W_query, dim=1)  # (d_in, d_out): head h owns a block of columns
+    cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
+    page.show_matrix(W_all, wt.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
+                     title="initial W_q of every head, side by side", x_title="head · output dimension",
+                     y_title="input dimension", caption=f"Each head's initial W_q (its block of "
+                     f"{result.head_dim} columns); {where}.")
 
 
 with friendly_errors("multi-head attention"):

@@ -92,8 +92,9 @@ with friendly_errors("the tokens"):
         st.caption(f"One id per character, vocabulary of {char_vocab} (sorted; “.” is always id 0 "
                    "in this project's tokenizer, because the names GPT uses it as start/end).")
 
-    ok = "✅ equal to the text" if summary.bpe_round_trip else "❌ differs from the text"
-    ok_chars = "✅ equal to the text" if summary.char_round_trip else "❌ differs from the text"
+    ok = ":green[**✓ equal to the text**]" if summary.bpe_round_trip else ":red[**✗ differs from the text**]"
+    ok_chars = ":green[**✓ equal to the text**]" if summary.char_round_trip else \
+        ":red[**✗ differs from the text**]"
     st.markdown(f"**Decode round trip** — GPT-2: `decode(encode(text))` {ok} · "
                 f"characters: `decode(encode(text))` {ok_chars}")
 
@@ -174,7 +175,7 @@ if view is not None:
                    "(grey); a few of them are still a target.")
     else:
         st.caption("stride = max_length: every token is an input exactly once, with no overlap.")
-    max_tokens = 18 if lecture else 24
+    max_tokens = 16 if lecture else 20
     show_chart(tl.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
                name="sliding windows",
                caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how many "
@@ -239,12 +240,13 @@ if view is not None:
         sum_slice = steps.input_embeddings[0, :rows, :dims].numpy()  # (rows, dims)
         bound_ = float(max(abs(tok_slice).max(), abs(pos_slice).max(), abs(sum_slice).max()))
         domain = (-bound_, bound_)
-        cell = 40 if lecture else 34
-        cols = st.columns(3)
+        cell = 36 if lecture else 30
+        # two heatmaps per row (one in lecture mode): narrower columns would shrink the cells
+        grid = [c for _ in range(2) for c in st.columns(1 if lecture else 2)]
         parts = [("token embeddings", tok_slice, token_labels, "token_embedding_layer(x)[0]"),
                  ("position embeddings", pos_slice, pos_labels, f"pos_embedding_layer(torch.arange({x.shape[1]}))"),
                  ("input embeddings (sum)", sum_slice, sum_labels, "token + position")]
-        for col, (name, values, labels, code) in zip(cols, parts):
+        for col, (name, values, labels, code) in zip(grid, parts):
             with col:
                 show_chart(charts.heatmap(values, labels, dim_labels, fmt=".2f", lecture=lecture,
                                           cell=cell, domain=domain, x_title="embedding dimension"),
@@ -281,8 +283,8 @@ with friendly_errors("the name windows"):
                     f"{len(tables)} window{'s' if len(tables) != 1 else ''} of {context}"
                     + (f", the last with {n_pad} padded target{'s' if n_pad != 1 else ''}." if n_pad else "."))
         for i, table in enumerate(tables[:6]):
-            st.caption(f"Window {i}: inputs and targets, shape ({context},) each")
-            st.dataframe(table, width="stretch")
+            st.caption(f"Window {i}: inputs and targets, shape ({context},) each; grey = padding")
+            st.dataframe(tl.style_padding(table), width="stretch")
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

@@ -27,18 +27,20 @@ def show_chart(chart: alt.TopLevelMixin, *, name: str, caption: str, title: str 
     st.caption(caption)
     if not downloads:
         return
-    figure = charts.themed(charts.with_caption(chart, title or name, caption), lecture)
+    def figure() -> alt.TopLevelMixin:  # built only when a download is clicked
+        return charts.themed(charts.with_caption(chart, title or name, caption), lecture)
+
     slug = _slug(name)
     key = key or slug
     # a horizontal row sized to its buttons: fixed column ratios truncate the labels in the
     # narrow page columns where several charts stand side by side
     row = st.container(horizontal=True, gap="small")
     with row:
-        st.download_button("PNG", data=lambda: charts.to_png(figure, scale=2.0),
+        st.download_button("PNG", data=lambda: charts.to_png(figure(), scale=2.0),
                            file_name=f"{slug}.png", mime="image/png", key=f"png.{key}",
                            on_click="ignore", icon=":material/download:",
                            help="2x PNG with the caption, for slides")
-        st.download_button("SVG", data=lambda: charts.to_svg(figure).encode("utf-8"),
+        st.download_button("SVG", data=lambda: charts.to_svg(figure()).encode("utf-8"),
                            file_name=f"{slug}.svg", mime="image/svg+xml", key=f"svg.{key}",
                            on_click="ignore", icon=":material/download:",
                            help="Vector SVG with the caption, for slides")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import os
 from typing import Callable, Iterable
 
 import streamlit as st
@@ -10,6 +12,18 @@ import streamlit as st
 
 def source_of(fn: Callable) -> str:
     """Source text of a function or class, read from core/ at run time (never a copy)."""
+    try:
+        path = inspect.getsourcefile(fn)
+        stamp = os.path.getmtime(path) if path else 0.0
+    except (OSError, TypeError):
+        stamp = 0.0
+    return _source(fn, stamp)
+
+
+@functools.lru_cache(maxsize=512)
+def _source(fn: Callable, stamp: float) -> str:
+    # cached per file modification time: inspect.getsource of a class parses its whole module
+    # (tens of ms); an edited file has a new time, so the shown code never goes stale
     try:
         return inspect.getsource(fn)
     except (OSError, TypeError):

@@ -230,7 +230,9 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.Em
             mark_editor_shown("embeddings", _table_key(settings))
             clamp_query(settings)
         _embedding_tools(settings, is_locked)
-    valid = wt.validate_embedding_table(wt.embedding_frame(settings.tokens, settings.embeddings))
+    if table is None or _table_key_of(table) != _table_key(settings):  # else: checked already
+        table = wt.validate_embedding_table(wt.embedding_frame(settings.tokens, settings.embeddings))
+    valid = table
     for warning in valid.warnings:
         st.warning(warning, icon="⚠️")
     return valid

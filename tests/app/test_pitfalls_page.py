@@ -232,8 +232,8 @@ def test_config_and_module_typos_show_the_caught_errors():
 
 def test_spelling():
     at = open_pitfall("spelling")
-    assert metrics(at)["core.models has CasualSelfAttention"] == "no"
-    assert metrics(at)["core.models has CausalSelfAttention"] == "yes"
+    assert "module 'core.models' has no attribute 'CasualSelfAttention'" in codes(at)
+    assert "<class 'CausalSelfAttention'>" in codes(at)
 
 
 # ------------------------------------------------------------------ URL, bad links, lessons

@@ -117,11 +117,14 @@ def test_overflowing_weights_get_a_message_not_a_traceback():
     at.run()
     assert_no_exception(at)
     assert "too large" in errors(at)
-    assert "Why divide by √d_k?" in [h.value for h in at.header]  # the rest of the page still works
+    assert at.segmented_control(key=key(at, "sa_step")).value == "weights"  # controls still work
 
 
 def test_scaling_panel_follows_d_k():
     at = page()
+    assert "Why divide by √d_k?" not in [h.value for h in at.header]
+    set_step(at, "sa_step", "scaled")
+    assert "Why divide by √d_k?" in [h.value for h in at.header]
     assert numbers(at, "softmax(logits) =") == [0.18, 0.25, 0.07, 0.17, 0.24, 0.09]
     assert numbers(at, "softmax(logits × 100) =") == [0.0, 0.99, 0.0, 0.0, 0.01, 0.0]
     curve = chart(at, "Softmax slides to one-hot")

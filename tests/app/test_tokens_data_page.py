@@ -58,7 +58,7 @@ def test_default_page_shows_the_lesson(base):
     assert len(charts(base)) == 4  # windows + three embedding heatmaps
     assert not base.error
     text = " ".join(m.value for m in base.markdown)
-    assert "⌊198 / 5⌋ + 1 = 40" in text and "✅ equal to the text" in text
+    assert "⌊198 / 5⌋ + 1 = 40" in text and "✓ equal to the text" in text
 
 
 def test_window_controls_change_counts():

@@ -12,19 +12,40 @@ from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_i
 pytestmark = pytest.mark.browser
 
 
+def open_lesson(page, server_url: str, path: str) -> None:
+    """Open a lesson by its link. The app's root is opened first: on a freshly started server the
+    very first deep link shows Streamlit's "Page not found" dialog (pages from st.navigation are
+    registered by the first script run), which would cover the page."""
+    open_app(page, server_url)
+    open_app(page, f"{server_url}/{path}")
+    assert page.locator("[role='dialog']").count() == 0
+
+
+def whole_page_screenshot(page, name: str, max_height: int = 7000) -> None:
+    """Streamlit scrolls inside its own container, so a full-page shot is only the viewport:
+    grow the viewport to the content's height first, shoot, then restore it."""
+    height = page.evaluate(
+        "() => { const m = document.querySelector(\"[data-testid='stMain']\");"
+        " return m ? m.scrollHeight : document.body.scrollHeight; }")
+    page.set_viewport_size({"width": 1280, "height": min(max(int(height), 900), max_height)})
+    page.wait_for_timeout(800)  # let the charts re-layout
+    screenshot(page, name, full_page=False)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
 def _metric(page, label: str) -> str:
     box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
     return box.locator("[data-testid='stMetricValue']").inner_text().strip()
 
 
 def test_tokens_data_page_stride_shows_overlap(page, server_url):
-    open_app(page, f"{server_url}/tokens-data")
+    open_lesson(page, server_url, "tokens-data")
     assert page.get_by_role("heading", name="Tokens & data loaders").is_visible()
     assert_no_error(page)
     assert _metric(page, "Windows") == "40"
     assert page.locator(".al-chip").count() > 100  # token chips drawn
     assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
-    screenshot(page, "tokens_data")
+    whole_page_screenshot(page, "tokens_data")
 
     stride = page.get_by_label("stride", exact=True)
     stride.fill("2")
@@ -33,7 +54,7 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
     assert _metric(page, "Windows") == "100"
     assert "stride=2" in page.url
     assert_no_error(page)
-    screenshot(page, "tokens_data_stride2")
+    whole_page_screenshot(page, "tokens_data_stride2")
 
     stride.fill("0")
     stride.press("Enter")
@@ -44,7 +65,7 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
 
 
 def test_tokens_data_page_lecture_mode(page, server_url):
-    open_app(page, f"{server_url}/tokens-data?lecture=1")
+    open_lesson(page, server_url, "tokens-data?lecture=1")
     assert_no_error(page)
     screenshot(page, "tokens_data_lecture", full_page=False)
 
@@ -55,13 +76,13 @@ def _step(page) -> int:
 
 
 def test_small_lm_page_trains_live(page, server_url):
-    open_app(page, f"{server_url}/small-lm?max_steps=400&steps_per_tick=100")
+    open_lesson(page, server_url, "small-lm?max_steps=400&steps_per_tick=100")
     assert page.get_by_role("heading", name="Small language model").is_visible()
     assert_no_error(page)
     assert _step(page) == 0
-    screenshot(page, "small_lm")
+    whole_page_screenshot(page, "small_lm")
 
-    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Start", exact=True).click()
     deadline = time.monotonic() + 150
     last = 0
     while time.monotonic() < deadline:  # the fragment ticks on its own, without any click
@@ -71,10 +92,10 @@ def test_small_lm_page_trains_live(page, server_url):
             break
     assert last > 0
     if last < 400:
-        page.get_by_role("button", name="Pause").click()
+        page.get_by_role("button", name="Pause", exact=True).click()
     wait_idle(page)
     assert_no_error(page)
     paused_at = _step(page)
     page.wait_for_timeout(1500)
     assert _step(page) == paused_at  # paused (or finished): no more steps
-    screenshot(page, "small_lm_trained")
+    whole_page_screenshot(page, "small_lm_trained")

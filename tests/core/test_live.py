@@ -151,7 +151,7 @@ def test_slicing_does_not_change_the_run():
     live.start(b)
     slices = 0
     while b.active:
-        live.advance(b, 0.0)  # one step per slice
+        live.advance(b, None, n_steps=1)  # one step per slice
         slices += 1
         if b.active:
             live.pause(b)
@@ -242,7 +242,8 @@ def test_loss_chart_overlays_runs_and_its_spec_is_data_free():
     assert set(frame["kind"]) == set(live.KINDS)
     assert set(live.loss_frame(live.chart_runs(book, overlay=False))["run"]) == {"#2 lr 0.003"}
     spec = live.loss_chart_spec(("#1 lr 0.01", "#2 lr 0.003"))
-    assert "data" not in spec and "datasets" not in spec
+    assert "data" not in spec  # the rows come with each tick; only the uniform-guess rule is inline
+    assert [list(rows[0]) for rows in spec["datasets"].values()] == [["text", "uniform"]]
     assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["#1 lr 0.01", "#2 lr 0.003"]
     chart = live.loss_chart(frame).to_dict()
     assert chart["datasets"] and "uniform guess: ln 27 = 3.30" in str(chart)

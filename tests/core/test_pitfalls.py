@@ -310,7 +310,9 @@ def test_multi_head_typos_cannot_run():
 
 def test_spelling():
     result = pf.spelling_demo()
-    assert result == {"attention_classes": ["CausalSelfAttention"], "has_causal": True, "has_casual": False}
+    assert result["attention_classes"] == ["CausalSelfAttention"]
+    assert result["buggy_error"] == "AttributeError: module 'core.models' has no attribute 'CasualSelfAttention'"
+    assert result["fixed_class"] == "CausalSelfAttention"
 
 
 # ------------------------------------------------------------------ charts

@@ -1,0 +1,102 @@
+"""How long a walkthrough page takes to rerun after a control change (AppTest, in process).
+
+    python benchmarks/page_latency.py [--runs 20]
+
+For each of the four attention walkthrough pages, at the default size (the book's 6 tokens x 3
+dimensions) and at a large size (32 tokens x 64 dimensions, from a shareable link), change one
+control per rerun the way a lecturer does (the step stepper on pages 1-3, the seed on page 4) and
+time `AppTest.run()`: the whole script (entry point + page), every chart serialised. Reports the
+median and the 95th percentile per page and size.
+Targets: median <= 150 ms at the default size, <= 400 ms at the large one.
+Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ATTENTION_LAB_TORCH_THREADS", "2")
+
+from core import settings as core_settings  # noqa: E402
+from core import walkthrough as wt  # noqa: E402
+from tests.app.conftest import open_page  # noqa: E402
+
+PREFIX = "walkthrough"
+TARGET_MS = {"default": 150.0, "large": 400.0}
+PAGES = {
+    "simple_attention": ("pages/1_simple_attention.py", "step", wt.SIMPLE_STEPS),
+    "self_attention": ("pages/2_self_attention.py", "sa_step", wt.SELF_STEPS),
+    "causal_attention": ("pages/3_causal_attention.py", "causal_step", wt.CAUSAL_STEPS),
+    "multi_head": ("pages/4_multi_head.py", "weight_seed", (123, 124)),
+}
+
+
+def large_params() -> dict[str, str]:
+    """A link carrying 32 random tokens of 64 dimensions."""
+    settings = wt.WalkthroughSettings(tokens=[f"t{i + 1}" for i in range(32)],
+                                      embeddings=wt.random_embeddings(32, 64, seed=0), query=3)
+    return core_settings.to_params(settings)
+
+
+def change(at, field: str, value) -> None:
+    """Set a bound widget the way a click does (next run applies it)."""
+    key = f"{PREFIX}.{at.session_state[PREFIX + '.__gen']}.{field}"
+    widget = at.segmented_control(key=key) if field.endswith("step") else at.number_input(key=key)
+    widget.set_value(value)
+
+
+def time_page(path: str, field: str, values, query: dict | None, runs: int) -> list[float]:
+    at = open_page(path, query=query)
+    if at.exception:
+        raise RuntimeError(f"{path}: {[e.value for e in at.exception]}")
+    times = []
+    for i in range(runs + 2):  # two warm-up reruns (first-use caches)
+        change(at, field, values[(i + 1) % len(values)])
+        start = time.perf_counter()
+        at.run()
+        elapsed = (time.perf_counter() - start) * 1000
+        if at.exception:
+            raise RuntimeError(f"{path}: {[e.value for e in at.exception]}")
+        if i >= 2:
+            times.append(elapsed)
+    return times
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"median_ms": round(statistics.median(ordered), 1), "p95_ms": round(p95, 1),
+            "runs": len(ordered)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    sizes = {"default": None, "large": large_params()}
+    results: dict[str, dict] = {}
+    ok = True
+    for size, query in sizes.items():
+        results[size] = {}
+        for name, (path, field, values) in PAGES.items():
+            stats = summary(time_page(path, field, values, query, args.runs))
+            stats["meets_target"] = stats["median_ms"] <= TARGET_MS[size]
+            ok &= stats["meets_target"]
+            results[size][name] = stats
+            print(f"{size:8s} {name:18s} median {stats['median_ms']:7.1f} ms   "
+                  f"p95 {stats['p95_ms']:7.1f} ms   target {TARGET_MS[size]:.0f} ms", flush=True)
+    print(json.dumps({"benchmark": "page_latency", "sizes": {"default": "6 tokens x 3 dims",
+                      "large": "32 tokens x 64 dims"}, "target_median_ms": TARGET_MS,
+                      "results": results, "all_targets_met": ok, "cpu_count": os.cpu_count()}))
+
+
+if __name__ == "__main__":
+    main()

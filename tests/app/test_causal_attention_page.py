@@ -1,0 +1,140 @@
+"""AppTest of page 3, causal attention and dropout: the mask and −∞, the book's CausalAttention rows,
+masking order, dropout p / seed / train-eval mode, predict-then-reveal, locks and a URL round trip."""
+
+from __future__ import annotations
+
+from core import settings as core_settings
+from tests.app.conftest import assert_no_exception
+from tests.app.test_simple_attention_page import (
+    PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, set_step,
+    settings_of, warnings)
+
+PAGE = "pages/3_causal_attention.py"
+
+
+def page(query=None):
+    return open_walk(PAGE, query)
+
+
+def info(at) -> str:
+    return "\n".join(i.value for i in at.info)
+
+
+def test_defaults_show_the_mask_and_the_references():
+    at = page()
+    assert at.title[0].value == "Causal attention and dropout"
+    mask = chart(at, "mask (1 = hidden)  (6, 6)")
+    hidden = mask[mask["value"] == 1]
+    assert len(hidden) == 15 and (hidden["col_i"] > hidden["row_i"]).all()
+    assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
+    assert any("CausalAttention (eval) = these steps" in b and ":green-badge" in b for b in badges(at))
+    assert "def causal_mask" in " ".join(c.value for c in at.code)
+
+
+def test_masked_scores_show_minus_infinity_and_weights_renormalise():
+    at = page()
+    set_step(at, "causal_step", "masked")
+    masked = chart(at, "masked_fill(mask, −∞)")
+    assert (masked[masked["col_i"] > masked["row_i"]]["label"] == "−∞").all()
+    assert numbers(at, "row journey =")[2:] == [float("-inf")] * 4
+    set_step(at, "causal_step", "weights")
+    weights = numbers(at, "α_2j =")
+    assert weights[2:] == [0.0] * 4 and abs(sum(weights) - 1) < 1e-3
+    assert numbers(at, "row sums =") == [1.0] * 6
+
+
+def test_mask_toggle_off_hides_nothing():
+    at = page()
+    at.toggle(key=key(at, "causal")).set_value(False).run()
+    assert_no_exception(at)
+    assert "The mask is off" in info(at)
+    assert not any("CausalAttention (eval)" in b for b in badges(at))  # the class always masks
+    set_step(at, "causal_step", "weights")
+    assert all(w > 0 for w in numbers(at, "α_2j ="))
+    assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
+
+
+def test_book_setup_reproduces_causal_attention():
+    at = page()
+    at.button(key=f"{PREFIX}.setup.causal").click().run()
+    assert_no_exception(at)
+    set_step(at, "causal_step", "context")
+    book = [b for b in badges(at) if "the book" in b]
+    assert book and ":green-badge" in book[0] and "-0.4519 0.2216" in book[0]
+    assert numbers(at, "z^(2) =") == [-0.5874, 0.0058]
+
+
+def test_dropout_p_seed_and_train_mode():
+    at = page()
+    set_step(at, "causal_step", "dropout")
+    assert "Eval mode" in info(at)
+    at.slider(key=key(at, "dropout_p")).set_value(0.5).run()
+    assert "Eval mode" in info(at)  # p alone does nothing in eval mode
+    at.toggle(key=key(at, "train_mode")).set_value(True).run()
+    assert_no_exception(at)
+    assert settings_of(at).dropout_p == 0.5 and settings_of(at).train_mode
+    text = markdown(at)
+    assert "of 21** visible weights" in text and "1/(1 − p) = **2.0000**" in text
+    dropped = chart(at, "weights after dropout")
+    first = sorted(dropped[dropped["label"] == "✕"][["row_i", "col_i"]].itertuples(index=False))
+    assert first and all(c <= r for r, c in first)  # dropped cells are visible ones
+    assert numbers(at, "row sums =") != [1.0] * 6
+    set_step(at, "causal_step", "weights")
+    weights = chart(at, "A = softmax(masked scores)")["value"].to_numpy()
+    set_step(at, "causal_step", "dropout")
+    kept = (dropped["label"] != "✕").to_numpy() & (dropped["col_i"] <= dropped["row_i"]).to_numpy()
+    assert abs(dropped["value"].to_numpy()[kept] - 2 * weights[kept]).max() < 1e-12  # × 1/(1 − p)
+    at.number_input(key=key(at, "dropout_seed")).set_value(1).run()
+    again = chart(at, "weights after dropout")
+    assert sorted(again[again["label"] == "✕"][["row_i", "col_i"]].itertuples(index=False)) != first
+    at.toggle(key=key(at, "train_mode")).set_value(False).run()
+    assert numbers(at, "row sums =") == [1.0] * 6
+
+
+def test_masking_order_step_and_its_prediction():
+    at = page()
+    set_step(at, "causal_step", "order")
+    assert any("before softmax = after softmax + renormalise" in b and ":green-badge" in b
+               for b in badges(at))
+    captions = " ".join(c.value for c in at.caption)
+    assert "Row sums: 1.000  1.000" in captions
+    no_renorm = chart(at, "softmax, mask, no renormalising")
+    sums = no_renorm.groupby("row_i")["value"].sum().tolist()
+    assert all(s < 0.999 for s in sums[:-1]) and abs(sums[-1] - 1) < 1e-9
+    at.toggle(key=key(at, "predict")).set_value(True).run()
+    assert not any(t.startswith("softmax, mask, no renormalising") for t in charts(at))
+    radio = [r for r in at.radio if r.key.startswith(f"{PREFIX}.guess_input.rows_sum")][0]
+    radio.set_value("yes").run()
+    [b for b in at.button if b.key.startswith(f"{PREFIX}.commit.rows_sum")][0].click().run()
+    assert_no_exception(at)
+    assert "not quite" in warnings(at) and "Only the last row" in warnings(at)
+    assert chart(at, "softmax, mask, no renormalising") is not None
+
+
+def test_one_token_and_huge_values():
+    at = page()
+    apply_csv(at, "solo,1e30,2")
+    set_step(at, "causal_step", "weights")
+    assert numbers(at, "α_1j =") == [1.0]
+    apply_csv(at, "a,1e30,0\nb,-1e30,0\nc,1e30,1e30")
+    set_step(at, "causal_step", "weights")
+    rows = numbers(at, "row sums =")
+    assert rows == [1.0, 1.0, 1.0]
+
+
+def test_url_round_trip_and_lock():
+    at = page()
+    at.toggle(key=key(at, "train_mode")).set_value(True).run()
+    at.slider(key=key(at, "dropout_p")).set_value(0.3).run()
+    at.number_input(key=key(at, "dropout_seed")).set_value(11).run()
+    set_step(at, "causal_step", "dropout")
+    sums = numbers(at, "row sums =")
+    params = core_settings.to_params(settings_of(at))
+    assert {"train_mode", "dropout_p", "dropout_seed", "causal_step"} <= set(params)
+    fresh = page(params)
+    assert numbers(fresh, "row sums =") == sums
+    fresh.session_state[f"{PREFIX}.__locked"] = {"causal", "dropout_p"}
+    fresh.run()
+    assert fresh.toggle(key=key(fresh, "causal")).disabled
+    assert fresh.slider(key=key(fresh, "dropout_p")).disabled
+    assert not fresh.toggle(key=key(fresh, "train_mode")).disabled

@@ -1,0 +1,108 @@
+"""AppTest of the Inside-the-model page: the empty state, attention maps of every layer and head,
+next-character distributions, embeddings and PCA, bad input, the URL."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core import live, settings as core_settings
+from tests.app.conftest import assert_no_exception, open_page
+from tests.app.test_train_page import (  # noqa: F401 - one_thread is an autouse fixture
+    book_of, chart_rows, one_thread, texts, tiny_trained_book)
+
+PAGE = "pages/9_inside_model.py"
+
+
+def with_model(query: dict | None = None, **changes):
+    at = open_page(PAGE, query=query)
+    at.session_state["gpt.runbook"] = tiny_trained_book(n_layer=2, **changes)
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def _key(at, field: str) -> str:
+    return f"inside.{at.session_state['inside.__gen']}.{field}"
+
+
+def attention_rows(at):
+    rows = chart_rows(at)
+    return rows[rows["layer"].notna()] if "layer" in rows else rows.iloc[0:0]
+
+
+def test_without_a_model_the_page_explains():
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    assert "no trained model in this session yet" in texts(at.info)
+    assert at.button(key="empty.look inside.quick")
+
+
+def test_attention_of_every_layer_and_head_for_the_typed_name():
+    at = with_model()
+    rows = attention_rows(at)
+    assert len(rows) == 2 * 2 * 5 * 5  # 2 layers x 2 heads x (T, T) for ".emma"
+    assert set(rows["layer"]) == {"layer 1", "layer 2"} and set(rows["head"]) == {"head 1", "head 2"}
+    sums = rows.groupby(["layer", "head", "query"])["weight"].sum()
+    assert np.allclose(sums, 1.0, atol=1e-5)  # every row sums to 1 over the keys
+    assert rows["masked"].sum() == 4 * 10
+    assert "(T, T) = (5, 5)" in texts(at.markdown)
+    at.text_input(key=_key(at, "name")).input("olivia").run()
+    assert len(attention_rows(at)) == 2 * 2 * 7 * 7
+    table = at.dataframe[0].value
+    assert list(table["read so far"])[-1] == ".olivia"
+    assert_no_exception(at)
+
+
+def test_layer_and_head_pick_the_enlarged_map():
+    at = with_model()
+    at.selectbox(key=_key(at, "layer")).set_value(1).run()
+    at.selectbox(key=_key(at, "head")).set_value(1).run()
+    specs = str([el.proto.spec for el in at.get("arrow_vega_lite_chart")])
+    assert "Layer 2, head 2: attention weights" in specs
+    assert_no_exception(at)
+
+
+def test_bad_and_long_names():
+    at = with_model()
+    before = len(attention_rows(at))
+    at.text_input(key=_key(at, "name")).input("r2d2").run()
+    assert_no_exception(at)
+    assert "never saw" in texts(at.error)
+    assert len(attention_rows(at)) == before and "last name that could be read" in texts(at.caption)
+    at.text_input(key=_key(at, "name")).input("").run()
+    assert "type a name" in texts(at.error)
+    at.text_input(key=_key(at, "name")).input("maximilianus").run()
+    assert "longer than the model's context" in texts(at.warning)
+    assert len(attention_rows(at)) == 2 * 2 * 8 * 8
+
+
+def test_embeddings_heatmap_and_pca():
+    at = with_model()
+    rows = chart_rows(at)
+    pca = rows[rows["PC1"].notna()]
+    assert len(pca) == 27 and set(pca["group"]) == {"vowel", "consonant", "start/end ."}
+    run = book_of(at).current
+    df, _ = live.embedding_pca(run.model, run.tokenizer)
+    assert np.allclose(np.sort(pca["PC1"].to_numpy()), np.sort(df["PC1"].to_numpy()), atol=1e-5)
+    separation = live.vowel_separation(df)
+    assert at.metric[0].label == "Vowel / consonant separation" and at.metric[0].value == f"{separation:.2f}"
+    assert "(27, 16)" in texts(at.markdown)
+
+
+def test_mask_off_model_is_flagged():
+    at = with_model(causal=False)
+    assert "without the causal mask" in texts(at.markdown)
+    assert attention_rows(at)["masked"].sum() == 0
+
+
+def test_url_round_trip_and_clamped_layer():
+    at = with_model()
+    at.text_input(key=_key(at, "name")).input("sophia").run()
+    at.selectbox(key=_key(at, "head")).set_value(1).run()
+    params = core_settings.to_params(at.session_state["inside"])
+    assert params == {"name": "sophia", "head": "1"}
+    again = with_model(query=params)
+    assert again.session_state["inside"] == at.session_state["inside"]
+    assert len(attention_rows(again)) == len(attention_rows(at))
+    clamped = with_model(query={"layer": "7"})  # the model has 2 layers
+    assert clamped.session_state["inside"].layer == 0

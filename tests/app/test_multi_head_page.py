@@ -1,0 +1,134 @@
+"""AppTest of page 4, multi-head attention: head counts that divide d_out, one map per head, the
+concatenation and output projection, wrapper = split-head class, same-initial-weights, the book's
+wrapper row, predict-then-reveal, locks and a URL round trip."""
+
+from __future__ import annotations
+
+from core import settings as core_settings
+from tests.app.conftest import assert_no_exception
+from tests.app.test_simple_attention_page import (
+    PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, settings_of,
+    warnings)
+
+PAGE = "pages/4_multi_head.py"
+
+
+def page(query=None):
+    return open_walk(PAGE, query)
+
+
+def info(at) -> str:
+    return "\n".join(i.value for i in at.info)
+
+
+def head_titles(at) -> list[str]:
+    return sorted(t for t in charts(at) if t.startswith("head "))
+
+
+def test_defaults_one_map_per_head_and_the_checks():
+    at = page()
+    assert at.title[0].value == "Multi-head attention"
+    assert head_titles(at) == ["head 1  (6, 6)", "head 2  (6, 6)"]
+    assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2"]
+    assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
+    assert any("wrapper = split-head class" in b and ":green-badge" in b for b in badges(at))
+    assert numbers(at, "wrapper, first row =") == numbers(at, "split-head, first row =")
+    assert {"heads side by side  (6, 2)", "after out_proj  (6, 2)"} <= set(charts(at))
+    codes = " ".join(c.value for c in at.code)
+    assert "class MultiHeadAttentionWrapper" in codes and "class MultiHeadAttention(" in codes
+
+
+def test_only_divisors_are_offered_and_a_bad_count_is_explained():
+    at = page()
+    at.number_input(key=key(at, "d_out")).set_value(6).run()
+    assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2", "3", "6"]
+    at.selectbox(key=key(at, "num_heads")).set_value(3).run()
+    assert_no_exception(at)
+    assert head_titles(at) == ["head 1  (6, 6)", "head 2  (6, 6)", "head 3  (6, 6)"]
+    assert "heads side by side  (6, 6)" in charts(at)
+    assert "3 \\times (6 \\times 2)" in " ".join(l.value for l in at.latex)
+    at.number_input(key=key(at, "d_out")).set_value(4).run()  # 3 does not divide 4
+    assert_no_exception(at)
+    assert "3 heads do not divide d_out = 4" in info(at) and settings_of(at).num_heads == 2
+    at.number_input(key=key(at, "d_out")).set_value(1).run()
+    assert "can only be split into one head" in info(at)
+
+
+def test_heads_from_a_link_that_do_not_divide_are_clamped():
+    at = page({"d_out": "6", "num_heads": "4"})
+    assert settings_of(at).num_heads == 3 and "4 heads do not divide d_out = 6" in info(at)
+
+
+def test_book_wrapper_and_seed():
+    at = page()
+    at.button(key=f"{PREFIX}.setup.multi").click().run()
+    assert_no_exception(at)
+    book = [b for b in badges(at) if "the book" in b]
+    assert book and ":green-badge" in book[0] and "-0.4519 0.2216 0.4772 0.1063" in book[0]
+    concat = chart(at, "heads side by side")
+    assert concat[concat["row_i"] == 0]["value"].round(4).tolist() == [-0.4519, 0.2216, 0.4772, 0.1063]
+    before = chart(at, "head 1")["value"].tolist()
+    at.number_input(key=key(at, "weight_seed")).set_value(7).run()
+    assert chart(at, "head 1")["value"].tolist() != before
+    assert not [b for b in badges(at) if "the book" in b]
+
+
+def test_same_initial_weights_give_identical_maps():
+    at = page()
+    assert "head 2: 0.0387" in markdown(at)
+    at.toggle(key=key(at, "same_init")).set_value(True).run()
+    assert_no_exception(at)
+    assert "head 2: 0.0000" in markdown(at)
+    assert chart(at, "head 1")["value"].tolist() == chart(at, "head 2")["value"].tolist()
+
+
+def test_mask_bias_and_dropout_settings_reach_the_maps():
+    at = page()
+    at.toggle(key=key(at, "causal")).set_value(False).run()
+    assert (chart(at, "head 1")["value"] > 0).all()
+    assert any("wrapper = split-head class" in b and ":green-badge" in b for b in badges(at))
+    at.checkbox(key=key(at, "qkv_bias")).check().run()
+    assert_no_exception(at)
+    assert settings_of(at).qkv_bias
+    assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
+
+
+def test_predict_whether_heads_differ():
+    at = page()
+    at.toggle(key=key(at, "predict")).set_value(True).run()
+    assert not any(t.startswith("initial W_q of every head") for t in charts(at))
+    radio = [r for r in at.radio if r.key.startswith(f"{PREFIX}.guess_input.heads_same")][0]
+    radio.set_value("yes").run()
+    [b for b in at.button if b.key.startswith(f"{PREFIX}.commit.heads_same")][0].click().run()
+    assert_no_exception(at)
+    assert "not quite" in warnings(at) and "different initial weights" in warnings(at)
+    w = chart(at, "initial W_q of every head, side by side  (3, 2)")
+    assert list(w["col"].unique()) == ["h1·1", "h2·1"]
+
+
+def test_many_tokens_and_heads():
+    at = page()
+    apply_csv(at, "\n".join(f"t{i}," + ",".join(str((i * j) % 7 / 7) for j in range(8))
+                            for i in range(32)))
+    at.number_input(key=key(at, "d_out")).set_value(16).run()
+    at.selectbox(key=key(at, "num_heads")).set_value(16).run()
+    assert_no_exception(at)
+    assert len(head_titles(at)) == 8 and "Showing the first 8 of 16 heads." in \
+        " ".join(c.value for c in at.caption)
+    assert "values are hidden at this size" in " ".join(c.value for c in at.caption)
+
+
+def test_url_round_trip_and_lock():
+    at = page()
+    at.number_input(key=key(at, "d_out")).set_value(6).run()
+    at.selectbox(key=key(at, "num_heads")).set_value(3).run()
+    at.number_input(key=key(at, "weight_seed")).set_value(99).run()
+    first = numbers(at, "wrapper, first row =")
+    params = core_settings.to_params(settings_of(at))
+    assert params == {"d_out": "6", "num_heads": "3", "weight_seed": "99"}
+    fresh = page(params)
+    assert numbers(fresh, "wrapper, first row =") == first
+    assert len(head_titles(fresh)) == 3
+    fresh.session_state[f"{PREFIX}.__locked"] = {"num_heads"}
+    fresh.run()
+    assert fresh.selectbox(key=key(fresh, "num_heads")).disabled

@@ -1,0 +1,118 @@
+"""AppTest of the Sample page: the empty state, every control, labels and shares, the step-by-step
+bars, bad input, the URL."""
+
+from __future__ import annotations
+
+from core import live, settings as core_settings
+from tests.app.conftest import assert_no_exception, open_page
+from tests.app.test_train_page import (  # noqa: F401 - one_thread is an autouse fixture
+    book_of, chart_rows, one_thread, texts, tiny_trained_book)
+
+PAGE = "pages/8_sample_names.py"
+
+
+def with_model(query: dict | None = None, **changes):
+    """The Sample page of a session that already trained a tiny model."""
+    at = open_page(PAGE, query=query)  # the settings come from the link on the first visit
+    at.session_state["gpt.runbook"] = tiny_trained_book(**changes)
+    at.run()
+    assert_no_exception(at)
+    return at
+
+
+def names(at) -> list[str]:
+    return list(at.dataframe[0].value["name"])
+
+
+def test_without_a_model_the_page_explains_and_offers_the_quick_demo():
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    assert "no trained model in this session yet" in texts(at.info)
+    assert not at.dataframe
+    at.button(key="empty.sample.quick").click().run()
+    assert_no_exception(at)
+    run = book_of(at).current
+    assert run is not None and run.status == "running"
+    assert live.matching_preset(run.settings) == "quick_demo"
+    assert at.session_state["train"] == live.preset_settings("quick_demo")
+    assert "Start new run" in [b.label for b in at.button]  # we are on the Train page now
+
+
+def test_names_are_sampled_labelled_and_shared():
+    at = with_model()
+    book = book_of(at)
+    run = book.current
+    shown = names(at)
+    assert len(shown) == 20
+    expected = live.sample_for_page(run, live.SampleSettings())
+    assert shown == [s.name or "(empty)" for s in expected]
+    wheres = list(at.dataframe[0].value["where"])
+    assert set(wheres) <= {"new", "in the training split", "in the validation split"}
+    new_share = sum(s.label == "new" for s in expected) / len(expected)
+    assert at.metric[1].label == "New" and at.metric[1].value == f"{new_share:.0%}"
+    rows = chart_rows(at)
+    assert {"new", "in the training split", "in the validation split"} <= set(rows["where"].dropna())
+
+
+def test_every_control_changes_the_names():
+    at = with_model()
+    first = names(at)
+    at.number_input(key=_key(at, "n")).set_value(7).run()
+    assert len(names(at)) == 7 and names(at) == first[:7]  # same seed: the same first names
+    at.number_input(key=_key(at, "seed")).set_value(5).run()
+    reseeded = names(at)
+    assert reseeded != first[:7]
+    at.slider(key=_key(at, "top_k")).set_value(1).run()
+    greedy = names(at)
+    assert len(set(greedy)) == 1  # top-1 is greedy: every draw is the same name
+    at.slider(key=_key(at, "top_k")).set_value(0).run()
+    at.slider(key=_key(at, "temperature")).set_value(3.0).run()
+    assert names(at) != reseeded
+    at.text_input(key=_key(at, "prefix")).input("Jo").run()
+    assert all(n.startswith("jo") for n in names(at))
+    assert_no_exception(at)
+
+
+def test_bad_prefix_gets_a_message_and_keeps_the_last_names():
+    at = with_model()
+    at.text_input(key=_key(at, "prefix")).input("ma").run()
+    good = names(at)
+    at.text_input(key=_key(at, "prefix")).input("m4").run()
+    assert_no_exception(at)
+    assert "never saw: '4'" in texts(at.error)
+    assert names(at) == good and "last names that could be sampled" in texts(at.caption)
+
+
+def test_a_chosen_name_shows_its_step_by_step_probabilities():
+    at = with_model()
+    run = book_of(at).current
+    samples = live.sample_for_page(run, live.SampleSettings())
+    index = next(i for i, s in enumerate(samples) if len(s.name) >= 3)
+    at.selectbox(key=_key(at, "chosen")).set_value(index).run()
+    name = samples[index].name
+    steps_table = at.dataframe[1].value
+    assert list(steps_table["next"]) == list(name) + ["."]
+    at.slider(key=_key(at, "step")).set_value(2).run()
+    spec = str([el.proto.spec for el in at.get("arrow_vega_lite_chart") + at.get("vega_lite_chart")])
+    assert f"After \\u201c.{name[:2]}\\u201d" in spec or f"After “.{name[:2]}”" in spec
+    rows = chart_rows(at)
+    bars = rows[rows["char"].notna()] if "char" in rows else rows
+    assert abs(bars["p"].sum() - 1.0) < 1e-4
+    assert_no_exception(at)
+
+
+def test_url_round_trip():
+    at = with_model()
+    at.number_input(key=_key(at, "n")).set_value(9).run()
+    at.slider(key=_key(at, "temperature")).set_value(0.7).run()
+    at.text_input(key=_key(at, "prefix")).input("an").run()
+    params = core_settings.to_params(at.session_state["sample"])
+    assert params == {"n": "9", "temperature": "0.7", "prefix": "an"}
+    again = with_model(query=params)
+    assert names(again) == names(at)
+
+
+def _key(at, field: str) -> str:
+    """The bound widget key of a field of the Sample page's settings."""
+    generation = at.session_state["sample.__gen"]
+    return f"sample.{generation}.{field}"
