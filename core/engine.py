@@ -53,7 +53,6 @@ class TrainConfig:
     eval_batch_size: int = 1024  # windows per forward pass in evaluate(); speed only, same result
     seed: int = 101  # seeds the initial weights, the batch order and the dropout masks
     device: str = "auto"  # "auto", "cpu", "cuda" or "mps"; an absent device falls back to the CPU
-    length_buckets: bool = False  # batches of equal-length windows minus padding columns: faster, same expected gradient
     grad_clip: float | None = None  # clip the global gradient norm to this value; None = no clipping
     schedule: str = "constant"  # learning rate after warm-up: "constant" or "cosine" decay to the end
     warmup_steps: int = 0  # linear warm-up from ~0 to lr over this many steps
@@ -160,30 +159,6 @@ def _new_history() -> dict[str, list]:
     }
 
 
-class LengthBuckets:
-    """Windows grouped by how many real (non-padding) targets they hold.
-
-    Padding is always at the right end of a window, so a batch drawn from one group can be cut to that
-    many columns: no compute is spent on padding. A group is chosen with probability proportional to
-    its size and rows uniformly inside it, so every window is still drawn with probability 1/N.
-    """
-
-    def __init__(self, inputs: torch.Tensor, targets: torch.Tensor):
-        self.inputs, self.targets = inputs, targets  # (N, T), (N, T)
-        lengths = (targets != IGNORE_INDEX).sum(dim=1).cpu()  # (N,) real targets per window
-        self.lengths = sorted(int(n) for n in lengths.unique())
-        self.rows = [torch.nonzero(lengths == n).squeeze(1) for n in self.lengths]  # row ids per group
-        self.sizes = torch.tensor([len(r) for r in self.rows], dtype=torch.float)  # (n_groups,)
-
-    def sample(self, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        group = int(torch.multinomial(self.sizes, 1, generator=generator))
-        rows = self.rows[group]
-        picked = rows[torch.randint(len(rows), (batch_size,), generator=generator)]  # (B,)
-        picked = picked.to(self.inputs.device)
-        n_cols = self.lengths[group]
-        return self.inputs[picked, :n_cols], self.targets[picked, :n_cols]  # (B, n_cols), (B, n_cols)
-
-
 def _make_generator(device: torch.device, seed: int) -> torch.Generator:
     """A generator on `device` if torch supports one there, else on the CPU (masks then get copied)."""
     try:
@@ -236,7 +211,6 @@ class Trainer:
             "val": (val_x.to(self.device), val_y.to(self.device)),
         }
         self._sorted_splits: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        self._buckets = LengthBuckets(*self._splits["train"]) if self.config.length_buckets else None
 
         self.model = GPT(self.config.model, seed=config.seed).to(self.device)
         self._batch_generator = torch.Generator().manual_seed(config.seed)  # CPU: batch row indices
@@ -273,11 +247,9 @@ class Trainer:
         lr = learning_rate(self.config, self.step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        if self._buckets is not None:
-            inputs, targets = self._buckets.sample(self.config.batch_size, self._batch_generator)  # (B, <=T)
-        else:
-            train_x, train_y = self._splits["train"]
-            inputs, targets = random_batch(train_x, train_y, self.config.batch_size, self._batch_generator)  # (B, T)
+        train_x, train_y = self._splits["train"]
+        inputs, targets = random_batch(train_x, train_y, self.config.batch_size, self._batch_generator)  # (B, T)
+        inputs, targets = self._trim_padding(inputs, targets)  # (B, T') with T' <= T
         _, loss = self.model(inputs, targets)
         loss_value = loss.item()
         if not math.isfinite(loss_value):
@@ -293,6 +265,18 @@ class Trainer:
         self.optimizer.step()
         n_tokens = int((targets != IGNORE_INDEX).sum())
         return loss_value, n_tokens, lr
+
+    def _trim_padding(self, inputs: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Drop the trailing columns that are padding in every row of the batch.
+
+        Padding sits at the right end of each window and a causal model's earlier positions never see
+        later ones, so the loss and gradients are exactly those of the full batch, for less compute.
+        (Without the causal mask real positions do see the padding, so nothing is trimmed then.)
+        """
+        if not self.config.model.causal:
+            return inputs, targets
+        n_cols = max(1, int((targets != IGNORE_INDEX).sum(dim=1).max()))
+        return inputs[:, :n_cols], targets[:, :n_cols]  # (B, n_cols), (B, n_cols)
 
     def train(
         self,
@@ -379,10 +363,7 @@ class Trainer:
             for index, start in enumerate(range(0, len(inputs), batch)):
                 if max_batches is not None and index >= max_batches:
                     break
-                y = targets[start : start + batch]  # (b, T)
-                n_cols = max(1, int((y != IGNORE_INDEX).sum(dim=1).max()))  # padding is at the right end
-                x = inputs[start : start + batch, :n_cols]  # (b, n_cols)
-                y = y[:, :n_cols]  # (b, n_cols)
+                x, y = self._trim_padding(inputs[start : start + batch], targets[start : start + batch])  # (b, <=T)
                 logits, _ = self.model(x)  # (b, T, V)
                 loss_sum = F.cross_entropy(
                     logits.reshape(-1, logits.size(-1)), y.reshape(-1), ignore_index=IGNORE_INDEX, reduction="sum"

@@ -647,9 +647,12 @@ def _loss_spec_json(runs: tuple[str, ...], vocab_size: int, lecture: bool, width
     with debug_mode(False):
         chart = _loss_layers(runs, vocab_size, lecture, "Loss (nats per character)", width, height)
         spec = themed(chart, lecture).to_dict()
-    # Altair gives a chart without data an empty placeholder; the rows are sent with each tick
-    placeholder = spec.pop("data", {}).get("name")
-    spec.get("datasets", {}).pop(placeholder, None)
+    # Altair gives layers without data an empty placeholder dataset; drop it so those layers read
+    # the rows sent with each tick (the top-level data)
+    spec.get("datasets", {}).pop("empty", None)
+    for part in [spec] + spec.get("layer", []):
+        if part.get("data") == {"name": "empty"}:
+            del part["data"]
     return json.dumps(spec)
 
 

@@ -494,11 +494,11 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
                            range=[colours[0], colours[1], "#E8E8E8", "#C7E9C0", "#74C476"])
     pos_order = list(dict.fromkeys(df["pos"]))
     row_order = list(dict.fromkeys(df.sort_values("order", kind="stable")["row"]))
-    # Streamlit shrinks a chart wider than its column, squashing the cells: stay within ~760 px
-    cell = max(22, min(40 if lecture else 36, 760 // max(len(pos_order), 1)))
+    # the y labels take ~110 px more: the whole chart stays within the page's ~800 px
+    cell = max(22, min(40 if lecture else 36, 640 // max(len(pos_order), 1)))
     base = alt.Chart(df).encode(
         x=alt.X("pos:N", sort=pos_order, title="token position : token",
-                axis=alt.Axis(labelAngle=-50, orient="top")),
+                axis=alt.Axis(labelAngle=-55, orient="top", labelOverlap=False)),
         y=alt.Y("row:N", sort=row_order, title=None),
         tooltip=["row:N", "pos:N", alt.Tooltip("text:N", title="id / uses"), "kind:N"])
     rect = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
@@ -889,7 +889,7 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
     models = list(MODEL_LABELS.values())
     lines = alt.Chart(history).mark_line(strokeWidth=3 if lecture else 2).encode(
         x=alt.X("step:Q", title="training step"),
-        y=alt.Y("loss:Q", title="cross-entropy (nats per character)", scale=alt.Scale(zero=True)),
+        y=alt.Y("loss:Q", title="loss (nats / character)", scale=alt.Scale(zero=True)),
         color=alt.Color("model:N", scale=alt.Scale(domain=models, range=colours[:3]), title=None,
                         legend=alt.Legend(orient="top", columns=1, labelLimit=320)),
         strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=["val", "train"],
@@ -908,27 +908,35 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
 
 def matrix_heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *,
                    title: str = "", x_title: str = "", y_title: str = "", scheme: str = "blues",
-                   max_side: int = 420, domain: tuple[float, float] | None = None,
+                   max_side: int = 300, domain: tuple[float, float] | None = None,
                    lecture: bool = False) -> alt.Chart:
-    """A compact heatmap for tables too big to print a value in each cell (tooltips hold them)."""
+    """A compact heatmap for tables too big to print a value in each cell (tooltips hold them).
+
+    Cells may be taller than wide, so the row labels (characters) stay readable even when there
+    are many columns; the colour legend sits below, so the chart stays narrow.
+    """
     values = np.asarray(matrix, dtype=np.float64)
     rows, cols = unique_labels(row_labels), unique_labels(col_labels)
     r_idx, c_idx = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
     df = pd.DataFrame({"row": np.asarray(rows, dtype=object)[r_idx.ravel()],
                        "col": np.asarray(cols, dtype=object)[c_idx.ravel()],
                        "value": values.ravel()})
-    cell = max(6, min(22, max_side // max(len(rows), len(cols), 1)))
-    show_labels = cell >= 10
+    cell_w = max(5, min(22, max_side // max(len(cols), 1)))
+    cell_h = max(5, min(22, max_side // max(len(rows), 1)))
+    font = 13 if lecture else 10
+    long_cols = max((len(c) for c in cols), default=0) > 2
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
     return alt.Chart(df).mark_rect().encode(
         x=alt.X("col:N", sort=cols, title=x_title,
-                axis=alt.Axis(labels=show_labels, labelAngle=0, labelFontSize=13 if lecture else 10)),
+                axis=alt.Axis(labels=cell_w >= 9, labelOverlap=not long_cols or cell_w < 11,
+                              labelAngle=-90 if long_cols else 0, labelFontSize=min(cell_w, font))),
         y=alt.Y("row:N", sort=rows, title=y_title,
-                axis=alt.Axis(labels=show_labels, labelFontSize=13 if lecture else 10)),
-        color=alt.Color("value:Q", scale=scale, title=None),
+                axis=alt.Axis(labels=cell_h >= 9, labelOverlap=False, labelFontSize=min(cell_h, font))),
+        color=alt.Color("value:Q", scale=scale, title=None,
+                        legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=160)),
         tooltip=[alt.Tooltip("row:N", title=y_title or "row"), alt.Tooltip("col:N", title=x_title or "col"),
                  alt.Tooltip("value:Q", format=".3f")],
-    ).properties(title=title, width=cell * len(cols), height=cell * len(rows))
+    ).properties(title=title, width=cell_w * len(cols), height=cell_h * len(rows))
 
 
 def vocab_labels(vocab: Sequence[str]) -> list[str]:

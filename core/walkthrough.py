@@ -886,6 +886,78 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
                      _max_abs_diff(wrapper_out, mha_out), head_diffs, head_W)
 
 
+# ----------------------------------------------------------------------------------- page bundles
+# Everything one page shows, computed in one call: the pages cache these (keyed on the settings
+# that feed them), so a rerun that only changes the step or the lecture mode recomputes nothing.
+@dataclass(eq=False)
+class SimplePage:
+    result: SimpleAttention
+    sdpa: SdpaCheck
+
+
+def simple_page(inputs: torch.Tensor, query_idx: int) -> SimplePage:
+    result = simple_attention(inputs, query_idx)
+    return SimplePage(result, sdpa_check_simple(inputs, result.all_context))
+
+
+@dataclass(eq=False)
+class SelfPage:
+    steps: AttentionSteps
+    sdpa: SdpaCheck
+    module_diff: float  # max |SelfAttention_v1/v2.forward - the steps|
+
+
+def self_page(inputs: torch.Tensor, projection: Projection, qkv_bias: bool) -> SelfPage:
+    steps = self_attention(inputs, projection)
+    module = projection_module(projection, qkv_bias)
+    return SelfPage(steps, sdpa_check(steps), module_check(module, inputs, steps.context_vec))
+
+
+@dataclass(eq=False)
+class CausalPage:
+    steps: AttentionSteps
+    sdpa: SdpaCheck
+    module_diff: float | None  # CausalAttention (eval) vs the steps; None with the mask off
+    orders: MaskingOrders  # always with the causal mask
+
+
+def causal_page(inputs: torch.Tensor, projection: Projection, settings: WalkthroughSettings,
+                qkv_bias: bool) -> CausalPage:
+    steps = causal_attention(inputs, projection, settings)
+    module_diff = None
+    if settings.causal:
+        module = causal_module(projection, inputs.shape[0], settings.dropout_p, qkv_bias)
+        eval_steps = causal_attention(inputs, projection, dataclasses.replace(settings, train_mode=False))
+        module_diff = module_check(module, inputs, eval_steps.context_vec, batched=True)
+    orders = masking_orders(steps.scaled_scores[0], attention.causal_mask(inputs.shape[0]))
+    return CausalPage(steps, sdpa_check(steps), module_diff, orders)
+
+
+@dataclass(eq=False)
+class MultiPage:
+    result: MultiHead
+    sdpa: SdpaCheck
+
+
+def multi_page(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: int) -> MultiPage:
+    result = multi_head(inputs, settings, num_heads)
+    return MultiPage(result, sdpa_check(result.steps))
+
+
+def cache_key(settings: WalkthroughSettings, *fields: str, extra=()) -> str:
+    """A short digest of the embeddings and the named settings fields (the pages' cache key)."""
+    h = hashlib.sha1()
+    h.update(np.asarray(settings.embeddings, dtype=np.float64).tobytes())
+    h.update(repr(np.asarray(settings.embeddings).shape).encode())
+    for name in fields:
+        value = getattr(settings, name)
+        h.update(name.encode())
+        h.update(np.asarray(value, dtype=np.float64).tobytes() if name == "custom_weights" and value
+                 else repr(value).encode())
+    h.update(repr(extra).encode())
+    return h.hexdigest()
+
+
 # ----------------------------------------------------------------------------------- predictions
 def question_id(kind: str, *parts) -> str:
     """A short id that changes whenever the inputs of a question change (so it is asked anew)."""

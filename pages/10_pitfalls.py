@@ -28,6 +28,7 @@ PAGE = "pitfalls"
 RACE_KEY = "pitfalls.race"  # the session's running SGD/AdamW race (two Trainers)
 RACE_TICK_S = 0.3  # seconds of training per optimizer per fragment tick
 LAST_CORPUS_KEY = "pitfalls.last_valid_corpus"
+MAX_KEPT_RACES = 24  # finished races kept for everyone (each holds a small GPT's weights, ~0.6 MB)
 
 settings = state.page_settings(PREFIX, pf.PitfallsSettings)
 layout.lesson_panel(PREFIX, pf.PitfallsSettings, PAGE, settings)
@@ -106,6 +107,21 @@ def no_position(seed: int) -> dict:
     return pf.no_position_demo(seed)
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def config_end_id(seed: int, trained_key: tuple | None) -> dict:
+    """The lecture's generate crashing, and ours sampling from the race's AdamW model if one was
+    trained with this seed (trained_key), else from an untrained GPT."""
+    _, tokenizer = names_and_tokenizer()
+    result = finished_races().get(trained_key) if trained_key else None
+    model = pf.model_from_result(result) if result else None
+    return pf.config_end_id_demo(tokenizer, seed, model)
+
+
+@st.cache_data(show_spinner=False)
+def spelling() -> dict:
+    return pf.spelling_demo()
+
+
 @st.cache_data(show_spinner=False)
 def module_typos(seed: int) -> pd.DataFrame:
     return pf.module_typos_demo(seed)
@@ -162,22 +178,29 @@ def error_box(text: str) -> None:
     st.code(text, language="text", wrap_lines=True)
 
 
-def heatmap_row(panels: list[tuple], tokens: list[str], *, name: str, caption: str,
+@st.cache_resource(show_spinner=False, max_entries=64)
+def heatmap_figure(name: str, data_key: tuple, lecture_mode: bool, weights: bool, cell: int | None,
+                   _panels: list[tuple], _tokens: list[str]) -> alt.HConcatChart:
+    """Build the Altair figure once per (figure, data, mode): Altair's own checks cost more than
+    the math. `data_key` names the numbers (e.g. the seed); Altair charts are never mutated
+    (every .properties/.configure returns a copy), so sharing one object is safe."""
+    shape = tuple(_panels[0][0].shape)
+    charts_row = [charts.heatmap(matrix.detach().numpy(), _tokens, _tokens, title=f"{title} {shape}",
+                                 x_title="key", y_title="query", fmt=".2f", lecture=lecture_mode, cell=cell,
+                                 domain=(0.0, 1.0) if weights else None)
+                  for matrix, title in _panels]
+    return alt.hconcat(*charts_row, spacing=24).resolve_scale(color="shared" if weights else "independent")
+
+
+def heatmap_row(panels: list[tuple], tokens: list[str], *, name: str, caption: str, data_key: tuple = (),
                 weights: bool = True, cell: int | None = None) -> None:
     """Several (T, T) heatmaps side by side in ONE figure (one download for the slide).
 
     panels: (matrix, title) pairs; weights=True puts every panel on the same 0..1 colour scale."""
-    shape = tuple(panels[0][0].shape)
-    charts_row = [charts.heatmap(matrix.detach().numpy(), tokens, tokens, title=f"{title} {shape}",
-                                 x_title="key", y_title="query", fmt=".2f", lecture=lecture, cell=cell,
-                                 domain=(0.0, 1.0) if weights else None)
-                  for matrix, title in panels]
-    figure = alt.hconcat(*charts_row, spacing=24).resolve_scale(color="shared" if weights else "independent")
+    if cell is None and lecture:
+        cell = 42  # two (6, 6) panels and their labels still fit a 1280-pixel projector
+    figure = heatmap_figure(name, data_key, lecture, weights, cell, panels, tokens)
     show_chart(figure, name=name, caption=caption)
-
-
-def fmt_sums(values: Iterable[float]) -> str:
-    return ", ".join(f"{v:.3f}" for v in values)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,7 +225,7 @@ def render_softmax_dim() -> None:
     cap = f"CausalAttention(3, 2) after torch.manual_seed({seed}) on the book's six tokens (batch item 0)."
     heatmap_row([(result["buggy_weights"], "Buggy: softmax over dim=1"),
                  (result["fixed_weights"], "Fixed: softmax over dim=-1")], result["tokens"],
-                name="pitfall-softmax-dim-weights",
+                name="pitfall-softmax-dim-weights", data_key=(seed,),
                 caption="Attention weights: with dim=1 every COLUMN sums to 1, with dim=-1 every ROW does. " + cap)
     show_chart(pf.row_sums_chart(result["sums"], lecture=lecture, title="Row sums: buggy vs fixed"),
                name="pitfall-softmax-dim-row-sums",
@@ -253,7 +276,7 @@ def render_mask_after_softmax() -> None:
     cap = f"SelfAttentionV2(3, 2) after torch.manual_seed({seed}) (the book uses 789), the six tokens."
     heatmap_row([(result["buggy_weights"], "Mask after softmax"),
                  (result["renormalised_weights"], "… then renormalise (= −∞ before)")], result["tokens"],
-                name="pitfall-mask-after-weights",
+                name="pitfall-mask-after-weights", data_key=(seed,),
                 caption="Causal weights masked after the softmax, without and with renormalisation; the "
                         "renormalised weights equal the −∞-before-softmax ones (largest difference "
                         f"{result['max_diff_renorm_vs_fixed']:.1e}). " + cap)
@@ -337,6 +360,10 @@ def render_sgd() -> None:
                     options=list(pf.ADAMW_LRS), format_func=lambda v: f"{v:g}")
     with c:
         seed_input()
+    if settings.optim_steps > budget.LIMITS.max_steps:
+        st.warning(f"This server allows at most {budget.LIMITS.max_steps:,} steps per run; "
+                   f"using {budget.LIMITS.max_steps:,}.", icon=":material/warning:")
+        settings.optim_steps = budget.LIMITS.max_steps
     key = race_key()
     done = finished_races().get(key)
     run = st.session_state.get(RACE_KEY)
@@ -381,7 +408,10 @@ def race_view(key: tuple) -> None:
             st.progress(trainer.step / trainer.config.max_steps,
                         text=f"{label}: step {trainer.step} of {trainer.config.max_steps}")
         if all(t.done for t in trainers.values()) and run.get("error") is None:
-            finished_races()[key] = pf.race_result(trainers)
+            store = finished_races()
+            store[key] = pf.race_result(trainers)
+            while len(store) > MAX_KEPT_RACES:  # oldest first: dicts keep insertion order
+                store.pop(next(iter(store)), None)
             st.session_state.pop(RACE_KEY, None)
             st.rerun()  # a full rerun turns the fragment's timer off
         histories = {label: t.history for label, t in trainers.items()}
@@ -393,11 +423,14 @@ def race_view(key: tuple) -> None:
 
 def show_race(histories: dict, final: dict, key: tuple, finished: bool) -> None:
     steps, seed, lr = key
+    if finished:
+        st.markdown(f"**Validation loss after {steps} steps**, on the whole validation split:")
+    else:
+        st.markdown(f"**Latest validation loss**, on {pf.RACE_VAL_WINDOWS:,} held-out windows:")
     cols = st.columns(len(final) + 1)
-    where = "all held-out names" if finished else f"latest, {pf.RACE_VAL_WINDOWS:,} held-out windows"
     for column, (label, val) in zip(cols, final.items()):
-        column.metric(f"Validation loss, {label} ({where})", "—" if val is None else f"{val:.3f}",
-                      help="Mean cross-entropy per character (nats; a uniform guess is ln 27 = 3.30).")
+        column.metric(label, "—" if val is None else f"{val:.3f}",
+                      help="Mean cross-entropy per character, in nats (a uniform guess is ln 27 = 3.30).")
     values = [v for v in final.values() if v is not None]
     if finished and len(values) == 2:
         cols[-1].metric("SGD − AdamW", f"{values[0] - values[1]:+.3f}",
@@ -583,10 +616,9 @@ def render_config_end_id() -> None:
     pitfall = header("config_end_id")
     side_by_side([pf.BuggyLectureGPT.forward, pf.BuggyLectureGPT.generate], [models.generate], fixed_height=640)
     seed = seed_input()
-    _, tokenizer = names_and_tokenizer()
-    trained = next((r for k, r in finished_races().items() if k[1] == seed), None)
-    model = pf.model_from_result(trained) if trained else None
-    result = pf.config_end_id_demo(tokenizer, seed, model)
+    trained_key = next((k for k in reversed(finished_races()) if k[1] == seed), None)
+    result = config_end_id(seed, trained_key)
+    trained = trained_key is not None
     st.markdown("1. The lecture's `generate` as written:")
     error_box(result["first_error"])
     st.markdown("2. Its `forward` on an input one token longer than the context: the assert's own "
@@ -621,7 +653,7 @@ def render_module_typos() -> None:
 def render_spelling() -> None:
     pitfall = header("spelling")
     side_by_side([pf.buggy_find_attention_class], [pf.fixed_find_attention_class])
-    result = pf.spelling_demo()
+    result = spelling()
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown("Code that uses the lecture's name cannot find our class:")
@@ -683,9 +715,10 @@ def render_overview() -> None:
                 "here as written, beside the fix, with the numbers that show the difference.")
     with st.spinner("Running the quick demos…"):
         headlines = measured_headlines()
-    grid = st.columns(2, gap="medium")
     for i, pitfall in enumerate(pf.PITFALL_LIST, start=1):
-        with grid[(i - 1) % 2].container(border=True):
+        if i % 2 == 1:  # a new row of two cards, so the reading order is the course order
+            row = st.columns(2, gap="medium")
+        with row[(i - 1) % 2].container(border=True, height="stretch"):
             st.markdown(f"**{i} · {pitfall.title}**  \n:gray[{pitfall.where}]")
             st.markdown(pitfall.effect)
             text, button = st.columns([4, 1], vertical_alignment="center")
@@ -731,7 +764,7 @@ def step_pitfall(delta: int) -> None:
 st.title("Pitfalls")
 st.caption("The bugs of the original notebooks and slides, run live beside the correct code. "
            "Every number below is computed now, by the code shown.")
-menu, prev_col, next_col = st.columns([5, 1, 1], vertical_alignment="bottom")
+menu, prev_col, next_col = st.columns([3, 1, 1], vertical_alignment="bottom")
 with prev_col:
     st.button("Back", icon=":material/arrow_back:", key="pitfalls.prev", on_click=step_pitfall,
               args=(-1,), width="stretch")

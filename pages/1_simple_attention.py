@@ -147,8 +147,9 @@ def matrix_step(result: wt.SimpleAttention) -> None:
 
 
 with friendly_errors("simple attention"):
-    result = wt.simple_attention(inputs, query)
-    page.sdpa_badge(wt.sdpa_check_simple(inputs, result.all_context))
+    bundle = page.cached("simple", wt.cache_key(settings, "query"), wt.simple_page, inputs, query)
+    result = bundle.result
+    page.sdpa_badge(bundle.sdpa)
     {"scores": scores_step, "weights": weights_step, "context": context_step,
      "matrix": matrix_step}[step](result)
 

@@ -187,12 +187,14 @@ def scaling_panel() -> None:
 
 
 with friendly_errors("self-attention"):
-    steps = wt.self_attention(inputs, projection)
-    module = wt.projection_module(projection, settings.qkv_bias and settings.variant == "v2")
+    qkv_bias = settings.qkv_bias and settings.variant == "v2"
+    bundle = page.cached("self", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
+                                              "custom_weights"),
+                         wt.self_page, inputs, projection, qkv_bias)
+    steps = bundle.steps
     with page.badge_row():
-        page.sdpa_badge(wt.sdpa_check(steps))
-        page.check_badge(f"{module_cls.__name__}.forward = these steps",
-                         wt.module_check(module, inputs, steps.context_vec))
+        page.sdpa_badge(bundle.sdpa)
+        page.check_badge(f"{module_cls.__name__}.forward = these steps", bundle.module_diff)
         page.book_badge(wt.book_reference(settings, "self"), steps.context_vec)
     {"weights": weights_step, "qkv": qkv_step, "scores": scores_step, "scaled": scaled_step,
      "softmax": softmax_step, "context": context_step}[step](steps)

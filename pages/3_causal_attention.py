@@ -29,10 +29,15 @@ labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-with st.expander(f"Queries, keys, values: {wt.describe_weights(settings)} (as on the previous page)",
-                 icon=":material/tune:"):
-    projection = page.projection_controls(settings, d_in)
-    page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+qkv_box = st.expander(f"Queries, keys, values: {wt.describe_weights(settings)} (as on the previous page)",
+                      icon=":material/tune:", on_change="rerun", key=f"{PREFIX}.qkv_open")
+with qkv_box:
+    if qkv_box.open:
+        projection = page.projection_controls(settings, d_in)
+    else:  # closed: the same projection, without building its controls
+        projection = wt.projection_for(settings, d_in)
+        if projection.note:
+            st.warning(projection.note, icon="⚠️")
 
 with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
     query = page.query_select(settings, labels, width=220)
@@ -45,6 +50,7 @@ with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
                 min_value=0, max_value=wt.MAX_SEED, step=1, width=150)
     state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                 help="model.train(): dropout active. model.eval(): dropout off.")
+    page.book_setup_button("causal", "Book: CausalAttention, seed 123")
 step = page.stepper(settings, "causal_step", STEPS, LABELS)
 
 q_name, qi = labels[query], query + 1
@@ -159,7 +165,7 @@ def order_step(steps) -> None:
     st.markdown("Three ways to hide the future, always with the causal mask here: mask **before** "
                 "the softmax (the book); mask **after** it and divide each row by its new sum; "
                 "mask after it **without** renormalising.")
-    orders = wt.masking_orders(steps.scaled_scores[0], attention.causal_mask(num_tokens))
+    orders = bundle.orders
     sums = orders.row_sums()
     page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
     cols = page.columns(3)
@@ -196,16 +202,16 @@ def order_step(steps) -> None:
 
 
 with friendly_errors("causal attention"):
-    steps = wt.causal_attention(inputs, projection, settings)
+    qkv_bias = settings.qkv_bias and settings.variant == "v2"
+    bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
+                                                "custom_weights", "causal", "dropout_p",
+                                                "dropout_seed", "train_mode"),
+                         wt.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
+    steps = bundle.steps
     with page.badge_row():
-        page.sdpa_badge(wt.sdpa_check(steps))
-        if settings.causal:
-            module = wt.causal_module(projection, num_tokens, settings.dropout_p,
-                                      settings.qkv_bias and settings.variant == "v2")
-            eval_steps = wt.causal_attention(inputs, projection,
-                                             dataclasses.replace(settings, train_mode=False))
-            page.check_badge("CausalAttention (eval) = these steps",
-                             wt.module_check(module, inputs, eval_steps.context_vec, batched=True))
+        page.sdpa_badge(bundle.sdpa)
+        if bundle.module_diff is not None:
+            page.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)
         page.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
     {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
      "order": order_step, "dropout": dropout_step, "context": context_step}[step](steps)

@@ -4,6 +4,8 @@ Book: chapter 3.6 of *LLMs from Scratch* (course files 002, 003 and lesson 5 of 
 single causal heads vs the class that splits one projection into heads with view/transpose.
 """
 
+import dataclasses
+
 import streamlit as st
 import torch
 
@@ -151,9 +153,13 @@ def why_heads_differ(result: wt.MultiHead) -> None:
 
 
 with friendly_errors("multi-head attention"):
-    result = wt.multi_head(inputs, settings, num_heads)
+    bundle = page.cached("multi", wt.cache_key(settings, "d_out", "weight_seed", "qkv_bias", "causal",
+                                               "dropout_p", "dropout_seed", "train_mode",
+                                               "same_init", extra=num_heads),
+                         wt.multi_page, inputs, dataclasses.replace(settings), num_heads)
+    result = bundle.result
     with page.badge_row():
-        page.sdpa_badge(wt.sdpa_check(result.steps))
+        page.sdpa_badge(bundle.sdpa)
         page.check_badge("wrapper = split-head class", result.impl_diff)
         page.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
     head_maps(result)

@@ -16,10 +16,9 @@ from core import data as core_data
 from core import text_lessons as tl
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from ui import state
-from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
-from ui.text_lessons import keep_last_good, text_source
+from ui.text_lessons import keep_last_good, show_chart, text_source
 
 PREFIX = "tokens"
 PAGE = "tokens-data"
@@ -242,7 +241,8 @@ if view is not None:
         domain = (-bound_, bound_)
         cell = 36 if lecture else 30
         # two heatmaps per row (one in lecture mode): narrower columns would shrink the cells
-        grid = [c for _ in range(2) for c in st.columns(1 if lecture else 2)]
+        per_row = 1 if lecture else 2
+        grid = [c for _ in range(4 // per_row) for c in st.columns(per_row)]  # 4 slots
         parts = [("token embeddings", tok_slice, token_labels, "token_embedding_layer(x)[0]"),
                  ("position embeddings", pos_slice, pos_labels, f"pos_embedding_layer(torch.arange({x.shape[1]}))"),
                  ("input embeddings (sum)", sum_slice, sum_labels, "token + position")]
@@ -254,6 +254,13 @@ if view is not None:
                            caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
                                     f"of {output_dim}; N(0, 1) init, seed {vs.seed}."),
                            key=f"{PREFIX}.{name}")
+        with grid[3]:
+            st.markdown(
+                f"**Check one cell.** Row 0, dimension d0: token "
+                f"{tok_slice[0, 0]:+.2f} + position {pos_slice[0, 0]:+.2f} = "
+                f"**{sum_slice[0, 0]:+.2f}**. The same position row is added to every window "
+                f"of the batch, so “{tl.visible(tl.gpt2_piece(first[0]))}” gets a different vector "
+                "at position 0 than at position 3.")
         show_code([tl.embed_batch, tl.seeded_embedding])
 
 # ---------------------------------------------------------------------------------------------

@@ -19,10 +19,9 @@ from core import models as core_models
 from core import text_lessons as tl
 from core.tokenizers import CharTokenizer
 from ui import state
-from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
-from ui.text_lessons import text_source
+from ui.text_lessons import show_chart, text_source
 
 PREFIX = "small_lm"
 PAGE = "small-lm"
@@ -321,10 +320,6 @@ with friendly_errors("the cross-entropy"):
             f"Σ exp(z_c) = **{ce.denominator:.6f}** · p(target) = exp({logits[ce.target]:g}) / "
             f"{ce.denominator:.6f} = **{ce.p_target:.6f}** · loss = −log {ce.p_target:.6f} = "
             f"**{ce.by_hand:.10f}**")
-        m1, m2, m3 = st.columns(3)
-        m1.metric("By hand (float64)", f"{ce.by_hand:.10f}")
-        m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")
-        m3.metric("Difference", f"{ce.difference:.1e}", help="Only float32 rounding.")
     with right:
         show_chart(charts.bar_chart(ce.probs, [f"class {c}" for c in range(len(ce.probs))],
                                     highlight=ce.target, y_title="softmax probability",
@@ -334,6 +329,11 @@ with friendly_errors("the cross-entropy"):
                             f"(highlighted) gets p = {ce.p_target:.4f}, so the loss is "
                             f"−log p = {ce.by_hand:.4f}."),
                    key=f"{PREFIX}.ce")
+    m1, m2, m3 = st.columns(3)
+    m1.metric("By hand (float64)", f"{ce.by_hand:.10f}")
+    m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")
+    m3.metric("Difference", f"{ce.difference:.1e}", help="Only float32 rounding: PyTorch computes "
+              "in 32-bit floats, the hand computation in 64-bit.")
     show_code(tl.cross_entropy_by_hand)
 
 state.sync_url(settings)

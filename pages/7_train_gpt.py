@@ -40,8 +40,7 @@ for col, (name, title, help_text) in zip(preset_cols, PRESET_BUTTONS):
         chosen.device, chosen.overlay = settings.device, settings.overlay
         replace_settings(PREFIX, chosen)
         settings = st.session_state[PREFIX]
-matched = live.matching_preset(settings)
-preset_cols[-1].markdown(f"Preset: **{live.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**")
+preset_label = preset_cols[-1].empty()  # filled once the widgets below have written their values
 
 # ------------------------------------------------------------------ device (clamped before its widget)
 offered, absent = live.device_options()
@@ -104,6 +103,9 @@ with device_col:
           options=["constant", "cosine"])
     bound(st.number_input, "Warm-up steps", settings, "warmup_steps", prefix=PREFIX, min_value=0,
           max_value=100_000, step=50)
+
+matched = live.matching_preset(settings)
+preset_label.markdown(f"Preset: **{live.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**")
 
 # ------------------------------------------------------------------ what will be trained
 problems = live.settings_problems(settings)

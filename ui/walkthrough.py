@@ -80,6 +80,18 @@ def locked(field: str) -> bool:
     return field in state.locked_fields(PREFIX)
 
 
+# ----------------------------------------------------------------------------------- caching
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _cached(kind: str, key: str, _compute: Callable, _args: tuple):
+    # shared by every session: a pure function of (kind, key); the results are read-only
+    return _compute(*_args)
+
+
+def cached(kind: str, key: str, compute: Callable, *args):
+    """compute(*args), computed once per key (see core.walkthrough.cache_key)."""
+    return _cached(kind, key, compute, args)
+
+
 # ----------------------------------------------------------------------------------- stepper
 def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
             labels: dict[str, str]) -> str:
@@ -208,34 +220,45 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.Em
     """The shared embeddings: edit cells, rows, dimensions, random, reset, CSV. Returns the valid table."""
     num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
     is_locked = locked("embeddings") or locked("tokens")
-    with st.expander(f"Embeddings X · shape ({num_tokens}, {d_in}) · shared by the four pages",
-                     expanded=expanded, icon=":material/table_edit:"):
-        st.caption("One row per token, one column per dimension. Edit any cell or token name, "
-                   "add a row at the bottom, select rows to delete them. Every page uses the last "
-                   "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
-        current = _table_key(settings)
-        edited = synced_editor(
-            "embeddings", current, lambda: wt.embedding_frame(settings.tokens, settings.embeddings),
-            num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
-            column_config={"token": st.column_config.TextColumn("token", max_chars=wt.MAX_TOKEN_CHARS)})
-        try:
-            table = wt.validate_embedding_table(edited)
-        except ValueError as exc:
-            st.error(f"Not applied: {exc} The pages keep using the last valid embeddings, "
-                     "shape " + f"({num_tokens}, {d_in}).", icon="🚫")
-            st.button("Discard my edits", key=f"{PREFIX}.discard", on_click=_on_discard_edits)
-            table = None
-        if table is not None and _table_key_of(table) != current and not is_locked:
-            settings.tokens, settings.embeddings = table.tokens, table.embeddings
-            mark_editor_shown("embeddings", _table_key(settings))
-            clamp_query(settings)
-        _embedding_tools(settings, is_locked)
+    table = None
+    # a state-tracking expander: when it is closed its editor is not built at all (faster reruns)
+    box = st.expander(f"Embeddings X · shape ({num_tokens}, {d_in}) · shared by the four pages",
+                      expanded=expanded, icon=":material/table_edit:", on_change="rerun",
+                      key=f"{PREFIX}.embeddings_open.{int(expanded)}")
+    with box:
+        if box.open:
+            table = _editor_body(settings, is_locked)
     if table is None or _table_key_of(table) != _table_key(settings):  # else: checked already
         table = wt.validate_embedding_table(wt.embedding_frame(settings.tokens, settings.embeddings))
-    valid = table
-    for warning in valid.warnings:
+    for warning in table.warnings:
         st.warning(warning, icon="⚠️")
-    return valid
+    return table
+
+
+def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.EmbeddingTable | None:
+    """The editor, its validation, and the tools; returns the edited table when it is valid."""
+    num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
+    st.caption("One row per token, one column per dimension. Edit any cell or token name, "
+               "add a row at the bottom, select rows to delete them. Every page uses the last "
+               "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
+    current = _table_key(settings)
+    edited = synced_editor(
+        "embeddings", current, lambda: wt.embedding_frame(settings.tokens, settings.embeddings),
+        num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
+        column_config={"token": st.column_config.TextColumn("token", max_chars=wt.MAX_TOKEN_CHARS)})
+    try:
+        table = wt.validate_embedding_table(edited)
+    except ValueError as exc:
+        st.error(f"Not applied: {exc} The pages keep using the last valid embeddings, "
+                 f"shape ({num_tokens}, {d_in}).", icon="🚫")
+        st.button("Discard my edits", key=f"{PREFIX}.discard", on_click=_on_discard_edits)
+        table = None
+    if table is not None and _table_key_of(table) != current and not is_locked:
+        settings.tokens, settings.embeddings = table.tokens, table.embeddings
+        mark_editor_shown("embeddings", _table_key(settings))
+        clamp_query(settings)
+    _embedding_tools(settings, is_locked)
+    return table
 
 
 def _table_key_of(table: wt.EmbeddingTable) -> tuple:
@@ -330,8 +353,11 @@ def _copy_weights(d_in: int) -> None:
 
 def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_in: int) -> None:
     is_locked = locked("custom_weights")
-    with st.expander("Edit W_q, W_k, W_v by hand", expanded=projection.edited,
-                     icon=":material/edit:"):
+    label = "Edit W_q, W_k, W_v by hand" + (" (hand-edited weights in use)" if projection.edited else "")
+    box = st.expander(label, icon=":material/edit:", on_change="rerun", key=f"{PREFIX}.weights_open")
+    with box:
+        if not box.open:
+            return
         if not projection.edited:
             st.caption("The weights come from the seed. Copy them into tables to change any entry.")
             st.button("Copy the seeded weights into editable tables", key=f"{PREFIX}.copy_weights",

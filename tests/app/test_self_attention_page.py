@@ -10,7 +10,7 @@ from core import settings as core_settings
 from core import walkthrough as wt
 from tests.app.conftest import assert_no_exception
 from tests.app.test_simple_attention_page import (
-    PREFIX, apply_csv, badges, chart, charts, errors, key, markdown, numbers, open_walk, set_step,
+    PREFIX, apply_csv, badges, open_expander, chart, charts, errors, key, markdown, numbers, open_walk, set_step,
     settings_of, warnings)
 
 PAGE = "pages/2_self_attention.py"
@@ -91,6 +91,8 @@ def test_query_highlights_its_row():
 
 def test_hand_edited_weights_are_used_and_validated():
     at = page()
+    assert not any(b.key == f"{PREFIX}.copy_weights" for b in at.button)  # closed: not built
+    open_expander(at, f"{PREFIX}.weights_open")
     at.button(key=f"{PREFIX}.copy_weights").click().run()
     assert_no_exception(at)
     s = settings_of(at)

@@ -80,7 +80,16 @@ def warnings(at) -> str:
     return "\n".join(w.value for w in at.warning)
 
 
+def open_expander(at, state_key: str) -> None:
+    """Open a state-tracking expander (what a click on its header does)."""
+    at.session_state[state_key] = True
+    at.run()
+    assert_no_exception(at)
+
+
 def apply_csv(at, text: str):
+    if not any(t.key == f"{PREFIX}.csv_text" for t in at.text_area):
+        open_expander(at, f"{PREFIX}.embeddings_open.0")  # collapsed on pages 2-4
     at.text_area(key=f"{PREFIX}.csv_text").input(text)
     at.button(key=f"{PREFIX}.apply_csv").click()
     at.run()

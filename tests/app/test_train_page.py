@@ -44,6 +44,30 @@ def chart_rows(at) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def chart_titles(at) -> list[str]:
+    """Every title in the specs of the page's charts (layers and facets included)."""
+    import json
+
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            title = node.get("title")
+            if isinstance(title, str):
+                found.append(title)
+            elif isinstance(title, dict) and isinstance(title.get("text"), str):
+                found.append(title["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
+        walk(json.loads(el.proto.spec))
+    return found
+
+
 def loss_rows(at) -> pd.DataFrame:
     rows = chart_rows(at)
     return rows[rows.columns.intersection(["run", "step", "loss", "kind"])].dropna() \

@@ -36,7 +36,7 @@ def test_overview_then_open_a_pitfall(page, server_url):
 def test_sgd_against_adamw_race_runs_in_the_browser(page, server_url):
     open_pitfalls(page, server_url, "?pitfall=sgd&optim_steps=20&seed=777")
     page.get_by_role("button", name="Train both for 20 steps").click()
-    page.get_by_text("Validation loss, SGD lr 0.01 (lecture) (all held-out names)").wait_for(timeout=180_000)
+    page.get_by_text("on the whole validation split").wait_for(timeout=180_000)
     wait_idle(page)
     assert_no_error(page)
     assert page.locator("[data-testid='stVegaLiteChart']").count() >= 1

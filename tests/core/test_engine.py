@@ -11,7 +11,6 @@ import torch.nn.functional as F
 from core.data import IGNORE_INDEX, build_names_data, load_names, random_batch
 from core.engine import (
     PRESETS,
-    LengthBuckets,
     SliceResult,
     Trainer,
     TrainConfig,
@@ -269,8 +268,8 @@ def test_same_seed_same_losses_even_interleaved(small_data):
     assert other.history["train_loss"] != reference.history["train_loss"]
 
 
-def test_same_seed_same_losses_with_length_buckets_and_schedule(small_data):
-    config = tiny_config(max_steps=20, length_buckets=True, schedule="cosine", warmup_steps=5, grad_clip=1.0)
+def test_same_seed_same_losses_with_schedule_and_clipping(small_data):
+    config = tiny_config(max_steps=20, schedule="cosine", warmup_steps=5, grad_clip=1.0)
     runs = []
     for _ in range(2):
         trainer = Trainer(config, small_data)
@@ -306,19 +305,23 @@ def test_set_max_steps_extends_a_finished_run(small_data):
         trainer.set_max_steps(3)
 
 
-def test_length_buckets_cut_padding_and_draw_each_window_equally(small_data):
-    buckets = LengthBuckets(small_data.train_x, small_data.train_y)
-    generator = torch.Generator().manual_seed(0)
-    for _ in range(400):
-        x, y = buckets.sample(50, generator)
-        assert x.shape == y.shape and x.size(0) == 50
-        assert torch.all(y != IGNORE_INDEX)  # no padding column survives
-    # groups are drawn in proportion to their sizes, rows uniformly inside: each window has chance 1/N
-    sizes = buckets.sizes / buckets.sizes.sum()
-    draws = torch.zeros(len(sizes))
-    for _ in range(3000):
-        draws[int(torch.multinomial(buckets.sizes, 1, generator=generator))] += 1
-    assert torch.allclose(draws / draws.sum(), sizes, atol=0.03)
+def test_trimming_padding_columns_changes_nothing_but_the_cost(small_data):
+    trainer = Trainer(tiny_config(model=GPTConfig(n_layer=2, n_head=2, d_embed=16, d_ff=32, dropout=0.0)), small_data)
+    x, y = small_data.train_x[:8], small_data.train_y[:8]  # (8, 12), mostly short names
+    tx, ty = trainer._trim_padding(x, y)
+    assert tx.size(1) < x.size(1) and torch.all((y[:, tx.size(1):] == IGNORE_INDEX))
+    grads = []
+    for inputs, targets in ((x, y), (tx, ty)):
+        trainer.model.zero_grad()
+        _, loss = trainer.model(inputs, targets)
+        loss.backward()
+        grads.append((loss.item(), [p.grad.clone() for p in trainer.model.parameters()]))
+    assert grads[0][0] == pytest.approx(grads[1][0], abs=1e-6)
+    for full, trimmed in zip(grads[0][1], grads[1][1]):
+        assert torch.allclose(full, trimmed, atol=1e-6)
+    # without the causal mask, real positions see the padding: nothing may be trimmed
+    leaky = Trainer(tiny_config(model=GPTConfig(causal=False, n_layer=1, n_head=2, d_embed=16, d_ff=32)), small_data)
+    assert leaky._trim_padding(x, y)[0].shape == x.shape
 
 
 # ---------------------------------------------------------------------------------------------
