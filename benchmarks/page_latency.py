@@ -4,7 +4,7 @@
 
 For each of the four attention walkthrough pages, at the default size (the book's 6 tokens x 3
 dimensions) and at a large size (32 tokens x 64 dimensions, from a shareable link), change one
-control per rerun the way a lecturer does (the step stepper on pages 1-3, the seed on page 4) and
+control per rerun the way a lecturer does (the step stepper: the next step, cycling) and
 time `AppTest.run()`: the whole script (entry point + page), every chart serialised. Reports the
 median and the 95th percentile per page and size, of the wall time (what the target is about) and
 of the process CPU time (the same work, but not inflated when other processes share the cores;
@@ -37,7 +37,7 @@ PAGES = {
     "simple_attention": ("pages/1_simple_attention.py", "step", wt.SIMPLE_STEPS),
     "self_attention": ("pages/2_self_attention.py", "sa_step", wt.SELF_STEPS),
     "causal_attention": ("pages/3_causal_attention.py", "causal_step", wt.CAUSAL_STEPS),
-    "multi_head": ("pages/4_multi_head.py", "weight_seed", (123, 124)),
+    "multi_head": ("pages/4_multi_head.py", "mh_step", wt.MULTI_STEPS),
 }
 
 

@@ -361,7 +361,12 @@ class CausalSelfAttention(_CausalMaskMixin, nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, n_head, T, head_dim)
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False):
+    def forward(self, x: torch.Tensor, return_attn: bool = False, attn_mask: torch.Tensor | None = None):
+        """x (B, T, d_embed) -> (out (B, T, d_embed), attention weights (B, n_head, T, T) or None).
+
+        `attn_mask` (B, 1, T, T) bool, True where a query may attend to a key, replaces the causal mask;
+        the trainer uses it for rows that pack several names (each attends only within itself).
+        """
         B, T, d_embed = x.shape
         q = self._split_heads(self.query(x))  # (B, n_head, T, head_dim)
         k = self._split_heads(self.key(x))  # (B, n_head, T, head_dim)
@@ -370,10 +375,15 @@ class CausalSelfAttention(_CausalMaskMixin, nn.Module):
         dropout_active = self.training and self.attn_dropout.p > 0
         attn_weights = None
         if self.use_sdpa and not return_attn and not dropout_active:
-            context_vec = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # (B, n_head, T, head_dim)
+            if attn_mask is not None:
+                context_vec = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)  # (B, n_head, T, head_dim)
+            else:
+                context_vec = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # (B, n_head, T, head_dim)
         else:
             attn_scores = q @ k.transpose(-2, -1) * self.head_dim**-0.5  # (B, n_head, T, T)
-            if self.causal:
+            if attn_mask is not None:
+                attn_scores = attn_scores.masked_fill(~attn_mask, float("-inf"))  # (B, n_head, T, T)
+            elif self.causal:
                 attn_scores = attn_scores.masked_fill(self.causal_mask[:T, :T], float("-inf"))  # (B, n_head, T, T)
             attn_weights = torch.softmax(attn_scores, dim=-1)  # (B, n_head, T, T), rows sum to 1 over keys
             context_vec = self.attn_dropout(attn_weights) @ v  # (B, n_head, T, head_dim)
@@ -409,8 +419,8 @@ class DecoderLayer(nn.Module):
         self.layer_norm2 = nn.LayerNorm(config.d_embed, bias=config.bias)
         self.feed_forward = FeedForward(config)
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False):
-        attn_out, attn_weights = self.self_attention(self.layer_norm1(x), return_attn)  # (B, T, d_embed)
+    def forward(self, x: torch.Tensor, return_attn: bool = False, attn_mask: torch.Tensor | None = None):
+        attn_out, attn_weights = self.self_attention(self.layer_norm1(x), return_attn, attn_mask)  # (B, T, d_embed)
         x = x + attn_out  # (B, T, d_embed)
         x = x + self.feed_forward(self.layer_norm2(x))  # (B, T, d_embed)
         return x, attn_weights
@@ -432,15 +442,28 @@ class GPT(LanguageModel):
             self.lm_head = nn.Linear(config.d_embed, config.vocab_size, bias=config.bias)
         self._materialize(seed)
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, return_attn: bool = False):
-        """logits (B, T, V), loss (or None); with return_attn also a list of (B, n_head, T, T) per layer."""
-        _check_idx(idx, self.block_size)
-        T = idx.size(1)
-        positions = torch.arange(T, device=idx.device)  # (T,)
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        return_attn: bool = False,
+        *,
+        positions: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ):
+        """logits (B, T, V), loss (or None); with return_attn also a list of (B, n_head, T, T) per layer.
+
+        `positions` (B, T) and `attn_mask` (B, 1, T, T) are for packed rows (several names in one row,
+        each with positions from 0 and attending only within itself); by default positions are
+        0..T-1 and the mask is causal. Packed rows may be longer than context_size.
+        """
+        _check_idx(idx, self.block_size if positions is None else None)
+        if positions is None:
+            positions = torch.arange(idx.size(1), device=idx.device)  # (T,)
         x = self.token_embedding(idx) + self.position_embedding(positions)  # (B, T, d_embed)
         attn_list = []
         for layer in self.layers:
-            x, attn_weights = layer(x, return_attn)  # (B, T, d_embed)
+            x, attn_weights = layer(x, return_attn, attn_mask)  # (B, T, d_embed)
             attn_list.append(attn_weights)
         x = self.final_norm(x)  # (B, T, d_embed)
         logits = self.lm_head(x)  # (B, T, V)

@@ -71,6 +71,9 @@ CAUSAL_STEPS = ("scores", "mask", "masked", "weights", "order", "dropout", "cont
 CAUSAL_STEP_LABELS = {"scores": "1 · scaled scores", "mask": "2 · mask", "masked": "3 · masked scores",
                       "weights": "4 · weights", "order": "5 · where the mask goes",
                       "dropout": "6 · dropout", "context": "7 · context"}
+MULTI_STEPS = ("heads", "concat", "classes", "why")
+MULTI_STEP_LABELS = {"heads": "1 · one map per head", "concat": "2 · concat + out_proj",
+                     "classes": "3 · two classes, one result", "why": "4 · why heads differ"}
 SCALE_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 SLIDE_LOGITS = (0.1, 0.4, -0.9, 0.02, 0.35, -0.62)  # the slides' example of peaky softmax
 
@@ -104,6 +107,7 @@ class WalkthroughSettings:
     step: str = spec("scores", choices=SIMPLE_STEPS)  # page 1 stepper
     sa_step: str = spec("weights", choices=SELF_STEPS)  # page 2 stepper
     causal_step: str = spec("mask", choices=CAUSAL_STEPS)  # page 3 stepper
+    mh_step: str = spec("heads", choices=MULTI_STEPS)  # page 4 stepper
     d_out: int = spec(2, min=1, max=MAX_DIMS)  # width of queries, keys, values (all heads together)
     weight_seed: int = spec(123, min=0, max=MAX_SEED)  # torch.manual_seed before building W_q, W_k, W_v
     variant: str = spec("v1", choices=("v1", "v2"))  # v1: nn.Parameter(torch.rand), v2: nn.Linear

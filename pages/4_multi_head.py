@@ -18,6 +18,7 @@ from ui.layout import friendly_errors
 
 PREFIX = page.PREFIX
 MAX_SHOWN_HEADS = 8
+STEPS, LABELS = wt.MULTI_STEPS, wt.MULTI_STEP_LABELS
 
 settings = page.start_page(
     "multi-head", "Multi-head attention",
@@ -57,6 +58,7 @@ if len(choices) == 1:
     st.info(f"d_out = {settings.d_out} can only be split into one head; raise d_out for more.",
             icon="ℹ️")
 page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
+step = page.stepper(settings, "mh_step", STEPS, LABELS)
 
 num_heads = settings.num_heads
 head_names = [f"head {h + 1}" for h in range(num_heads)]
@@ -69,7 +71,7 @@ where = (f"{wt.describe_inputs(settings)}; {num_heads} heads × head_dim {settin
 
 
 def head_maps(result: wt.MultiHead) -> None:
-    st.header("One attention map per head")
+    page.step_header(STEPS, "heads", "one attention map per head")
     shown = min(num_heads, MAX_SHOWN_HEADS)
     if num_heads > shown:
         st.caption(f"Showing the first {shown} of {num_heads} heads.")
@@ -85,7 +87,7 @@ def head_maps(result: wt.MultiHead) -> None:
 
 
 def concat_and_project(result: wt.MultiHead) -> None:
-    st.header("Concatenate, then project")
+    page.step_header(STEPS, "concat", "concatenate, then project")
     head_dim, d_out = result.head_dim, settings.d_out
     st.latex(rf"\underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
              rf"\xrightarrow{{\text{{concat}}}} ({num_tokens} \times {d_out})"
@@ -106,7 +108,7 @@ def concat_and_project(result: wt.MultiHead) -> None:
 
 
 def two_classes(result: wt.MultiHead) -> None:
-    st.header("Two implementations, one result")
+    page.step_header(STEPS, "classes", "two implementations, one result")
     st.markdown(
         "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
         "concatenates their outputs. **MultiHeadAttention** does one big projection for all "
@@ -122,7 +124,7 @@ def two_classes(result: wt.MultiHead) -> None:
 
 
 def why_heads_differ(result: wt.MultiHead) -> None:
-    st.header("Why do the heads differ?")
+    page.step_header(STEPS, "why", "why do the heads differ?")
     st.markdown(
         "Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
         "drawn at random, so each head projects the tokens differently and gets a different map. "
@@ -162,9 +164,7 @@ with friendly_errors("multi-head attention"):
         page.sdpa_badge(bundle.sdpa)
         page.check_badge("wrapper = split-head class", result.impl_diff)
         page.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
-    head_maps(result)
-    concat_and_project(result)
-    two_classes(result)
-    why_heads_differ(result)
+    {"heads": head_maps, "concat": concat_and_project, "classes": two_classes,
+     "why": why_heads_differ}[step](result)
 
 page.finish_page(settings)

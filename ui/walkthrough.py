@@ -222,8 +222,9 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.Em
     is_locked = locked("embeddings") or locked("tokens")
     table = None
     # a state-tracking expander: when it is closed its editor is not built at all (faster reruns)
-    box = st.expander(f"Embeddings X · shape ({num_tokens}, {d_in}) · shared by the four pages",
-                      expanded=expanded, icon=":material/table_edit:", on_change="rerun",
+    # a constant label (a changing one would make a new, re-closed expander); the shape is inside
+    box = st.expander("Embeddings X · shared by the four pages", expanded=expanded,
+                      icon=":material/table_edit:", on_change="rerun",
                       key=f"{PREFIX}.embeddings_open.{int(expanded)}")
     with box:
         if box.open:
@@ -235,9 +236,21 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.Em
     return table
 
 
+TOKEN_COLUMN_PX, DIM_COLUMN_PX = 120, 72  # fixed widths: readable, and cells at known places
+
+
+def _editor_columns(d_in: int) -> dict:
+    columns = {"token": st.column_config.TextColumn("token", max_chars=wt.MAX_TOKEN_CHARS,
+                                                    width=TOKEN_COLUMN_PX)}
+    for name in wt.dim_names(d_in):
+        columns[name] = st.column_config.NumberColumn(name, width=DIM_COLUMN_PX)
+    return columns
+
+
 def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.EmbeddingTable | None:
     """The editor, its validation, and the tools; returns the edited table when it is valid."""
     num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
+    st.markdown(f"**{num_tokens} tokens × {d_in} dimensions**, shape `({num_tokens}, {d_in})`")
     st.caption("One row per token, one column per dimension. Edit any cell or token name, "
                "add a row at the bottom, select rows to delete them. Every page uses the last "
                "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
@@ -245,7 +258,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.Embedding
     edited = synced_editor(
         "embeddings", current, lambda: wt.embedding_frame(settings.tokens, settings.embeddings),
         num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
-        column_config={"token": st.column_config.TextColumn("token", max_chars=wt.MAX_TOKEN_CHARS)})
+        column_config=_editor_columns(d_in))
     try:
         table = wt.validate_embedding_table(edited)
     except ValueError as exc:
@@ -353,8 +366,9 @@ def _copy_weights(d_in: int) -> None:
 
 def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_in: int) -> None:
     is_locked = locked("custom_weights")
-    label = "Edit W_q, W_k, W_v by hand" + (" (hand-edited weights in use)" if projection.edited else "")
-    box = st.expander(label, icon=":material/edit:", on_change="rerun", key=f"{PREFIX}.weights_open")
+    # a constant label: a changing one would make a new expander and close it
+    box = st.expander("Edit W_q, W_k, W_v by hand", icon=":material/edit:", on_change="rerun",
+                      key=f"{PREFIX}.weights_open")
     with box:
         if not box.open:
             return

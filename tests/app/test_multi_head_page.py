@@ -7,8 +7,8 @@ from __future__ import annotations
 from core import settings as core_settings
 from tests.app.conftest import assert_no_exception
 from tests.app.test_simple_attention_page import (
-    PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, settings_of,
-    warnings)
+    PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, set_step,
+    settings_of, warnings)
 
 PAGE = "pages/4_multi_head.py"
 
@@ -32,8 +32,10 @@ def test_defaults_one_map_per_head_and_the_checks():
     assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2"]
     assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
     assert any("wrapper = split-head class" in b and ":green-badge" in b for b in badges(at))
+    set_step(at, "mh_step", "concat")
+    assert {"heads side by side  (6, 2)", "after out_proj  (6, 2)"} == set(charts(at))
+    set_step(at, "mh_step", "classes")
     assert numbers(at, "wrapper, first row =") == numbers(at, "split-head, first row =")
-    assert {"heads side by side  (6, 2)", "after out_proj  (6, 2)"} <= set(charts(at))
     codes = " ".join(c.value for c in at.code)
     assert "class MultiHeadAttentionWrapper" in codes and "class MultiHeadAttention(" in codes
 
@@ -45,6 +47,7 @@ def test_only_divisors_are_offered_and_a_bad_count_is_explained():
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
     assert_no_exception(at)
     assert head_titles(at) == ["head 1  (6, 6)", "head 2  (6, 6)", "head 3  (6, 6)"]
+    set_step(at, "mh_step", "concat")
     assert "heads side by side  (6, 6)" in charts(at)
     assert "3 \\times (6 \\times 2)" in " ".join(l.value for l in at.latex)
     at.number_input(key=key(at, "d_out")).set_value(4).run()  # 3 does not divide 4
@@ -65,8 +68,10 @@ def test_book_wrapper_and_seed():
     assert_no_exception(at)
     book = [b for b in badges(at) if "the book" in b]
     assert book and ":green-badge" in book[0] and "-0.4519 0.2216 0.4772 0.1063" in book[0]
+    set_step(at, "mh_step", "concat")
     concat = chart(at, "heads side by side")
     assert concat[concat["row_i"] == 0]["value"].round(4).tolist() == [-0.4519, 0.2216, 0.4772, 0.1063]
+    set_step(at, "mh_step", "heads")
     before = chart(at, "head 1")["value"].tolist()
     at.number_input(key=key(at, "weight_seed")).set_value(7).run()
     assert chart(at, "head 1")["value"].tolist() != before
@@ -75,10 +80,12 @@ def test_book_wrapper_and_seed():
 
 def test_same_initial_weights_give_identical_maps():
     at = page()
+    set_step(at, "mh_step", "why")
     assert "head 2: 0.0387" in markdown(at)
     at.toggle(key=key(at, "same_init")).set_value(True).run()
     assert_no_exception(at)
     assert "head 2: 0.0000" in markdown(at)
+    set_step(at, "mh_step", "heads")
     assert chart(at, "head 1")["value"].tolist() == chart(at, "head 2")["value"].tolist()
 
 
@@ -95,6 +102,7 @@ def test_mask_bias_and_dropout_settings_reach_the_maps():
 
 def test_predict_whether_heads_differ():
     at = page()
+    set_step(at, "mh_step", "why")
     at.toggle(key=key(at, "predict")).set_value(True).run()
     assert not any(t.startswith("initial W_q of every head") for t in charts(at))
     radio = [r for r in at.radio if r.key.startswith(f"{PREFIX}.guess_input.heads_same")][0]
@@ -116,6 +124,8 @@ def test_many_tokens_and_heads():
     assert len(head_titles(at)) == 8 and "Showing the first 8 of 16 heads." in \
         " ".join(c.value for c in at.caption)
     assert "values are hidden at this size" in " ".join(c.value for c in at.caption)
+    set_step(at, "mh_step", "concat")
+    assert "heads side by side  (32, 16)" in charts(at)
 
 
 def test_url_round_trip_and_lock():
@@ -123,11 +133,13 @@ def test_url_round_trip_and_lock():
     at.number_input(key=key(at, "d_out")).set_value(6).run()
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
     at.number_input(key=key(at, "weight_seed")).set_value(99).run()
+    set_step(at, "mh_step", "classes")
     first = numbers(at, "wrapper, first row =")
     params = core_settings.to_params(settings_of(at))
-    assert params == {"d_out": "6", "num_heads": "3", "weight_seed": "99"}
+    assert params == {"d_out": "6", "num_heads": "3", "weight_seed": "99", "mh_step": "classes"}
     fresh = page(params)
     assert numbers(fresh, "wrapper, first row =") == first
+    set_step(fresh, "mh_step", "heads")
     assert len(head_titles(fresh)) == 3
     fresh.session_state[f"{PREFIX}.__locked"] = {"num_heads"}
     fresh.run()

@@ -56,7 +56,6 @@ def test_names_are_sampled_labelled_and_shared():
 
 def test_every_control_changes_the_names():
     at = with_model()
-    first = names(at)
     at.number_input(key=_key(at, "n")).set_value(7).run()
     run = book_of(at).current
     expected = live.sample_for_page(run, live.SampleSettings(n=7))

@@ -185,7 +185,7 @@ def test_csv_edit_updates_the_result_and_the_table_shape():
     assert s.query == 1  # still a valid index
     assert numbers(at, "ω =") == [0.0, 1.0, 1.0]
     assert "CSV applied: 3 tokens × 2 dimensions." in "\n".join(x.value for x in at.success)
-    assert any("shape (3, 2)" in e.label for e in at.expander)
+    assert "**3 tokens × 2 dimensions**, shape `(3, 2)`" in markdown(at)
 
 
 def test_random_add_remove_dimension_and_reset():

@@ -224,3 +224,10 @@ def test_bad_link_values_get_a_notice():
     assert_no_exception(at)
     assert any("could not be used" in w.value for w in at.warning)
     assert metrics(at)["Windows"] == "40"
+
+
+def test_lecture_mode_shows_every_heatmap():
+    at = open_page(PAGE, query={"lecture": "1"})
+    assert_no_exception(at)
+    assert len(charts(at)) == 4
+    assert 'font-size:1.15rem' in html(at)  # bigger chips on the projector

@@ -9,6 +9,12 @@ from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_i
 pytestmark = pytest.mark.browser
 
 
+def visible(locator, timeout: float = 90_000) -> bool:
+    """Wait for the element (a loaded machine may start the rerun late), then report it."""
+    locator.first.wait_for(state="visible", timeout=timeout)
+    return locator.first.is_visible()
+
+
 def open_pitfalls(page, server_url: str, query: str = "") -> None:
     # the root first: it runs the entry point, which registers the st.navigation pages
     open_app(page, server_url)
@@ -19,16 +25,16 @@ def open_pitfalls(page, server_url: str, query: str = "") -> None:
 
 def test_overview_then_open_a_pitfall(page, server_url):
     open_pitfalls(page, server_url)
-    assert page.get_by_role("heading", name="All pitfalls at a glance").is_visible()
+    assert visible(page.get_by_role("heading", name="All pitfalls at a glance"))
     open_buttons = page.locator("[data-testid='stBaseButton-secondary']", has_text="Open")
-    assert open_buttons.count() == 14
+    assert visible(open_buttons) and open_buttons.count() == 14
     assert_no_error(page)
     screenshot(page, "pitfalls_overview")
     open_buttons.nth(1).click()  # card 2: masking by == 0
     wait_idle(page)
-    assert page.get_by_role("heading", name="Masking by").is_visible()
+    assert visible(page.get_by_role("heading", name="Masking by"))
+    assert visible(page.get_by_text("Visible positions the buggy mask hides"))
     assert "pitfall=mask_zero" in page.url
-    assert page.get_by_text("Visible positions the buggy mask hides").is_visible()
     assert_no_error(page)
     screenshot(page, "pitfalls_mask_zero")
 
@@ -45,7 +51,9 @@ def test_sgd_against_adamw_race_runs_in_the_browser(page, server_url):
 
 def test_lecture_mode_heatmaps(page, server_url):
     open_pitfalls(page, server_url, "?pitfall=softmax_dim&lecture=1")
-    assert page.get_by_role("heading", name="Softmax over the wrong dimension").is_visible()
-    assert page.get_by_text("[-0.4519, 0.2216]").is_visible()
+    assert visible(page.get_by_role("heading", name="Softmax over the wrong dimension"))
+    assert visible(page.get_by_text("[-0.4519, 0.2216]"))
+    assert visible(page.locator("[data-testid='stVegaLiteChart']"))
+    wait_idle(page)
     assert_no_error(page)
     screenshot(page, "pitfalls_softmax_dim_lecture")

@@ -12,12 +12,17 @@ from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_i
 pytestmark = pytest.mark.browser
 
 
-def open_lesson(page, server_url: str, path: str) -> None:
-    """Open a lesson by its link. The app's root is opened first: on a freshly started server the
-    very first deep link shows Streamlit's "Page not found" dialog (pages from st.navigation are
-    registered by the first script run), which would cover the page."""
+def open_lesson(page, server_url: str, path: str, heading: str) -> None:
+    """Open a lesson by its link and wait until its heading and charts are drawn.
+
+    The app's root is opened first: on a freshly started server the very first deep link shows
+    Streamlit's "Page not found" dialog (pages from st.navigation are registered by the first
+    script run), which would cover the page."""
     open_app(page, server_url)
     open_app(page, f"{server_url}/{path}")
+    page.get_by_role("heading", name=heading).wait_for(timeout=60_000)
+    page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=60_000)
+    wait_idle(page)
     assert page.locator("[role='dialog']").count() == 0
 
 
@@ -39,7 +44,7 @@ def _metric(page, label: str) -> str:
 
 
 def test_tokens_data_page_stride_shows_overlap(page, server_url):
-    open_lesson(page, server_url, "tokens-data")
+    open_lesson(page, server_url, "tokens-data", "Tokens & data loaders")
     assert page.get_by_role("heading", name="Tokens & data loaders").is_visible()
     assert_no_error(page)
     assert _metric(page, "Windows") == "40"
@@ -65,9 +70,10 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
 
 
 def test_tokens_data_page_lecture_mode(page, server_url):
-    open_lesson(page, server_url, "tokens-data?lecture=1")
+    open_lesson(page, server_url, "tokens-data?lecture=1", "Tokens & data loaders")
     assert_no_error(page)
-    screenshot(page, "tokens_data_lecture", full_page=False)
+    assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
+    whole_page_screenshot(page, "tokens_data_lecture")
 
 
 def _step(page) -> int:
@@ -76,7 +82,7 @@ def _step(page) -> int:
 
 
 def test_small_lm_page_trains_live(page, server_url):
-    open_lesson(page, server_url, "small-lm?max_steps=400&steps_per_tick=100")
+    open_lesson(page, server_url, "small-lm?max_steps=400&steps_per_tick=100", "Small language model")
     assert page.get_by_role("heading", name="Small language model").is_visible()
     assert_no_error(page)
     assert _step(page) == 0

@@ -1,0 +1,127 @@
+"""Browser tests of the four attention walkthrough pages: a real `streamlit run`, headless Chromium,
+one interaction per page (page 1: a real st.data_editor cell edit), a screenshot of each, and page 1
+in lecture mode. Screenshots go to artifacts/screenshots/ (a person looks at them)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import assert_no_error, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+TALL = {"width": 1280, "height": 2200}  # Streamlit scrolls inside its main block: a tall window
+TOKEN_PX, DIM_PX, ROW_PX = 120, 72, 35  # ui.walkthrough column widths; Streamlit's row height
+
+
+@pytest.fixture(scope="module")
+def warm_url(server_url, browser):
+    """Visit the home page once: the first visit to a non-default page of a fresh server shows
+    Streamlit's spurious "Page not found" dialog (streamlit/streamlit#9992)."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server_url, wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    context.close()
+    return server_url
+
+
+def open_walk(page, url: str) -> None:
+    """Open a page and wait until its script ran and its charts and grids are drawn."""
+    page.set_viewport_size(TALL)
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    settle(page)
+    assert page.get_by_text("Page not found").count() == 0
+
+
+def settle(page) -> None:
+    """Streamlit loads chart and grid code lazily: wait until no skeleton is left."""
+    page.wait_for_function(
+        "document.querySelectorAll(\"[data-testid='stSkeleton']\").length === 0", timeout=30_000)
+    page.wait_for_timeout(600)
+
+
+def code_text(page, label: str) -> str:
+    """The numbers printed after `label`, e.g. 'ω =' -> '0.9544  1.4950 ...'."""
+    line = page.locator("[data-testid='stMarkdownContainer'] p").filter(has_text=label).first
+    return line.locator("code").inner_text()
+
+
+def test_simple_attention_real_cell_edit(page, warm_url):
+    open_walk(page, f"{warm_url}/simple-attention")
+    assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
+    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    # journey's d1: past the row markers and the token column, second data row
+    marker = grid["width"] - 2 - TOKEN_PX - 3 * DIM_PX
+    x = grid["x"] + 1 + marker + TOKEN_PX + DIM_PX / 2
+    y = grid["y"] + 1 + ROW_PX + ROW_PX * 1 + ROW_PX / 2
+    editor = page.locator("#portal textarea, #portal input")
+    for _ in range(3):  # the grid may still be settling: retry until its cell editor opens
+        page.mouse.dblclick(x, y)
+        try:
+            editor.first.wait_for(state="visible", timeout=3_000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's timeout; try the double-click again
+            page.keyboard.press("Escape")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.95")
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    settle(page)
+    # journey = (0.95, 0.87, 0.66): its score with itself is 0.95² + 0.87² + 0.66²
+    scores = code_text(page, "ω =").split()
+    assert scores[1] == f"{0.95**2 + 0.87**2 + 0.66**2:.4f}" and scores[0] != "0.9544"
+    assert_no_error(page)
+    screenshot(page, "walkthrough_simple_attention_edited")
+
+
+def test_self_attention_next_step(page, warm_url):
+    open_walk(page, f"{warm_url}/self-attention")
+    assert page.get_by_text("Matches the book: 0.2996 0.8053").first.is_visible()
+    page.get_by_role("button", name=re.compile("Next")).click()
+    wait_idle(page)
+    settle(page)
+    assert page.get_by_role("heading", name=re.compile("Step 2 of 6")).is_visible()
+    assert code_text(page, "q^(2) =").split() == ["0.4306", "1.4551"]
+    assert_no_error(page)
+    screenshot(page, "walkthrough_self_attention")
+
+
+def test_causal_attention_mask_off(page, warm_url):
+    open_walk(page, f"{warm_url}/causal-attention")
+    assert page.get_by_role("heading", name=re.compile("Step 2 of 7")).is_visible()
+    page.locator("[data-testid='stMain'] [data-testid='stCheckbox']").filter(
+        has_text="Causal mask").first.click()
+    wait_idle(page)
+    settle(page)
+    assert page.get_by_text("The mask is off").count() == 1
+    assert "causal=0" in page.url  # the shareable link follows
+    assert_no_error(page)
+    screenshot(page, "walkthrough_causal_attention")
+
+
+def test_multi_head_one_head(page, warm_url):
+    open_walk(page, f"{warm_url}/multi-head?d_out=4")
+    assert page.get_by_text(re.compile(r"^Attention weights of head 2")).count() == 1
+    page.locator("[data-testid='stSelectbox']").filter(has_text="Heads").click()
+    page.get_by_role("option", name="4").click()
+    wait_idle(page)
+    settle(page)
+    assert page.get_by_text(re.compile(r"^Attention weights of head 4")).count() == 1
+    assert "num_heads=4" in page.url
+    assert_no_error(page)
+    screenshot(page, "walkthrough_multi_head")
+
+
+def test_simple_attention_lecture_mode(page, warm_url):
+    open_walk(page, f"{warm_url}/simple-attention?lecture=1&step=weights")
+    assert page.get_by_role("heading", name=re.compile("Step 2 of 4")).is_visible()
+    assert code_text(page, "α (softmax) =").split() == [
+        "0.1385", "0.2379", "0.2333", "0.1240", "0.1082", "0.1581"]
+    assert_no_error(page)
+    screenshot(page, "walkthrough_simple_attention_lecture")
