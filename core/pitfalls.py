@@ -37,7 +37,7 @@ from core.data import (IGNORE_INDEX, PAD_ID, NamesData, encode_corpus, get_batch
 from core.engine import TrainConfig, Trainer, lecture_config
 from core.models import GPT, GPTConfig, SingleHeadLM, generate
 from core.settings import spec
-from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
+from core.tokenizers import CharTokenizer
 
 # ---------------------------------------------------------------------------------------------
 # The catalogue

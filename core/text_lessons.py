@@ -928,7 +928,7 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str],
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
     return alt.Chart(df).mark_rect().encode(
         x=alt.X("col:N", sort=cols, title=x_title,
-                axis=alt.Axis(labels=cell_w >= 9, labelOverlap=not long_cols or cell_w < 11,
+                axis=alt.Axis(labels=cell_w >= 9, labelOverlap=long_cols and cell_w < 11,
                               labelAngle=-90 if long_cols else 0, labelFontSize=min(cell_w, font))),
         y=alt.Y("row:N", sort=rows, title=y_title,
                 axis=alt.Axis(labels=cell_h >= 9, labelOverlap=False, labelFontSize=min(cell_h, font))),

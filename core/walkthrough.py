@@ -66,14 +66,14 @@ SIMPLE_STEP_LABELS = {"scores": "1 · ω scores", "weights": "2 · α weights",
                       "context": "3 · z context", "matrix": "4 · all tokens"}
 SELF_STEPS = ("weights", "qkv", "scores", "scaled", "softmax", "context")
 SELF_STEP_LABELS = {"weights": "1 · W_q W_k W_v", "qkv": "2 · Q K V", "scores": "3 · scores QKᵀ",
-                    "scaled": "4 · ÷ √d_k, and why", "softmax": "5 · softmax", "context": "6 · context"}
+                    "scaled": "4 · ÷ √d_k", "softmax": "5 · softmax", "context": "6 · context"}
 CAUSAL_STEPS = ("scores", "mask", "masked", "weights", "order", "dropout", "context")
 CAUSAL_STEP_LABELS = {"scores": "1 · scaled scores", "mask": "2 · mask", "masked": "3 · masked scores",
-                      "weights": "4 · weights", "order": "5 · where the mask goes",
+                      "weights": "4 · weights", "order": "5 · mask order",
                       "dropout": "6 · dropout", "context": "7 · context"}
 MULTI_STEPS = ("heads", "concat", "classes", "why")
 MULTI_STEP_LABELS = {"heads": "1 · one map per head", "concat": "2 · concat + out_proj",
-                     "classes": "3 · two classes, one result", "why": "4 · why heads differ"}
+                     "classes": "3 · two classes", "why": "4 · why heads differ"}
 SCALE_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 SLIDE_LOGITS = (0.1, 0.4, -0.9, 0.02, 0.35, -0.62)  # the slides' example of peaky softmax
 
@@ -1125,12 +1125,14 @@ def values_shown(values, decimals: int = 2, lecture: bool = False, max_width: in
 def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, title: str = "",
                  x_title: str = "", y_title: str = "", lecture: bool = False, decimals: int = 2,
                  domain: tuple[float, float] | None = None, special: np.ndarray | None = None,
-                 highlight_row: int | None = None, max_width: int = 640) -> alt.LayerChart:
+                 highlight_row: int | None = None, max_width: int = 640,
+                 row_axis: bool = True) -> alt.LayerChart:
     """A heatmap with the value in every cell (when it fits) and labelled axes.
 
     `special` is an array of strings of the matrix's shape: a non-empty entry replaces the cell's
     text and greys it out (masked "−∞", dropped "✕", undefined "0/0"). Non-finite cells are grey.
-    `highlight_row` outlines the query's row.
+    `highlight_row` outlines the query's row; `row_axis=False` drops the row names (for a panel
+    standing right of one that shows them).
     """
     values = np.asarray(matrix, dtype=np.float64)
     fmt = number_format(values, decimals)
@@ -1159,7 +1161,9 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
     base = alt.Chart().encode(
         x=alt.X(field="col", type="nominal", sort=cols, title=x_title, axis=alt.Axis(orient="top", labelAngle=angle,
                                                                labelOverlap=False)),
-        y=alt.Y(field="row", type="nominal", sort=rows, title=y_title),
+        # row_axis=False: a panel to the right of one that already names the rows
+        y=alt.Y(field="row", type="nominal", sort=rows, title=y_title if row_axis else None,
+                axis=alt.Axis() if row_axis else alt.Axis(labels=False, ticks=False)),
         tooltip=[alt.Tooltip(field="row", type="nominal", title=y_title or "row"),
                  alt.Tooltip(field="col", type="nominal", title=x_title or "column"),
                  alt.Tooltip(field="label", type="nominal", title="value")])

@@ -174,7 +174,7 @@ def seed_input() -> int:
 
 def error_box(text: str) -> None:
     """A crash of the ORIGINAL code, shown as the message it raised (never a traceback)."""
-    st.markdown(f"**Raised:**")
+    st.markdown("**Raised:**")
     st.code(text, language="text", wrap_lines=True)
 
 
@@ -219,7 +219,7 @@ def render_softmax_dim() -> None:
              help="Each row is one query's weights over the keys; they should add up to 1.")
     b.metric("Row sums, fixed", "all 1.000")
     fixed_row, buggy_row = result["fixed_context_row0"], result["buggy_context_row0"]
-    c.metric("Context vector of “Your” (2,)", f"[{fixed_row[0]:.4f}, {fixed_row[1]:.4f}]",
+    c.metric("Context of “Your” (2,)", f"[{fixed_row[0]:.4f}, {fixed_row[1]:.4f}]",
              delta=f"buggy: [{buggy_row[0]:.4f}, {buggy_row[1]:.4f}]", delta_color="off", delta_arrow="off",
              help="Fixed value; document 002 prints [-0.4519, 0.2216] for seed 123.")
     cap = f"CausalAttention(3, 2) after torch.manual_seed({seed}) on the book's six tokens (batch item 0)."
@@ -349,12 +349,14 @@ def race_key() -> tuple:
 
 def render_sgd() -> None:
     pitfall = header("sgd")
-    side_by_side([pf.buggy_sgd_config, engine.lecture_config], [pf.fixed_adamw_config, engine._make_optimizer])
+    side_by_side([pf.buggy_sgd_config, engine.lecture_config],
+                 [pf.fixed_adamw_config, engine._make_optimizer])
     a, b, c = st.columns(3)
     with a:
         state.bound(st.number_input, "Steps per optimizer", settings, "optim_steps", prefix=PREFIX,
                     min_value=10, max_value=1000, step=50,
-                    help="The lecture trains 1000 steps; 300 take about 10 s each on 2 CPU cores.")
+                    help="The lecture trains 1000 steps; 300 take roughly 5-10 s per optimizer on "
+                         "2 CPU cores.")
     with b:
         state.bound(st.selectbox, "AdamW learning rate", settings, "adamw_lr", prefix=PREFIX,
                     options=list(pf.ADAMW_LRS), format_func=lambda v: f"{v:g}")
@@ -379,14 +381,22 @@ def render_sgd() -> None:
     why(pitfall)
 
 
-def _train_tick(run: dict) -> None:
+def _train_tick(run: dict) -> bool:
+    """One slice of each unfinished run; False when the server's training slots were all busy."""
     owner = st.session_state.setdefault("pitfalls.owner", uuid.uuid4().hex)
+    granted = True
     try:
         for trainer in run["trainers"].values():
             if not trainer.done:
-                trainer.train(time_budget_s=RACE_TICK_S, slot=budget.SLOTS.slot(owner, timeout=0.2))
+                result = trainer.train(time_budget_s=RACE_TICK_S, slot=budget.SLOTS.slot(owner, timeout=0.2))
+                granted = granted and result.ran
     except ValueError as exc:  # TrainingError (diverged) and bad settings
         run["error"] = str(exc)
+    if not granted:
+        ahead = budget.SLOTS.position(owner)
+        st.caption(f":material/hourglass_top: Other sessions are training; waiting for a slot"
+                   + (f" ({ahead} ahead)." if ahead else "."))
+    return granted
 
 
 def race_view(key: tuple) -> None:
@@ -471,8 +481,9 @@ def render_vocab_order() -> None:
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters whose id changed: buggy", f"{result['buggy_changed']} of {result['n_chars']}")
     m2.metric("Characters whose id changed: fixed", f"{result['fixed_changed']} of {result['n_chars']}")
-    m3.metric("Samples unchanged after the restart: buggy", f"{result['buggy_same_samples']} of {len(result['samples'])}")
-    m4.metric("Samples unchanged after the restart: fixed", f"{result['fixed_same_samples']} of {len(result['samples'])}")
+    n_samples = len(result["samples"])
+    m3.metric("Samples unchanged after the restart: buggy", f"{result['buggy_same_samples']} of {n_samples}")
+    m4.metric("Samples unchanged after the restart: fixed", f"{result['fixed_same_samples']} of {n_samples}")
     st.markdown("A bigram model is fitted on all names under **run A**'s ids and saved; its samples "
                 f"(seed {seed}) are decoded with run A's vocabulary and with **run B**'s:")
     st.dataframe(result["samples"], hide_index=True)
@@ -499,7 +510,8 @@ def render_fit_indent() -> None:
     try:
         pf.check_fit_args(iters, every)
     except ValueError as exc:
-        st.error(f"{exc}. Showing the defaults (train_iters 200, eval_iters 10) instead.", icon=":material/block:")
+        st.error(f"{exc}. Showing the defaults (train_iters 200, eval_iters 10) instead.",
+                 icon=":material/block:")
         iters, every = 200, 10
     with st.spinner("Training both loops…"):
         result = fit_indent(iters, every, seed)
@@ -514,16 +526,18 @@ def render_fit_indent() -> None:
                               y_title="validation loss (nats)", lecture=lecture)
     show_chart(chart, name="pitfall-fit-indent",
                caption=f"The slides' one-head model (n_embd 32, head 16, block 8, batch 6), Adam lr "
-                       f"{pf.FIT_LR}, on our repeated pangram; train_iters {iters}, eval_iters {every}, seed {seed}.")
+                       f"{pf.FIT_LR}, on our repeated pangram; train_iters {iters}, eval_iters {every}, "
+                       f"seed {seed}.")
     why(pitfall)
 
 
 def render_prep_global() -> None:
     pitfall = header("prep_global")
     side_by_side([pf.buggy_prep], [pf.fixed_prep])
-    corpus = state.bound(st.text_area, "Corpus passed to prep(corpus)", settings, "prep_corpus", prefix=PREFIX,
-                         max_chars=pf.MAX_CORPUS_CHARS, height=90,
-                         help=f"The notebook's global `text` is {len(pf.text)} characters of a repeated pangram.")
+    corpus = state.bound(st.text_area, "Corpus passed to prep(corpus)", settings, "prep_corpus",
+                         prefix=PREFIX, max_chars=pf.MAX_CORPUS_CHARS, height=90,
+                         help=f"The notebook's global `text` is {len(pf.text)} characters of a repeated "
+                              "pangram.")
     try:
         result = pf.prep_global_demo(corpus)
         st.session_state[LAST_CORPUS_KEY] = corpus
@@ -561,7 +575,7 @@ def render_no_position() -> None:
     with st.spinner("Training both models…"):
         result = no_position(seed)
     diffs = result["max_logit_diff"]
-    (buggy_label, buggy_diff), (fixed_label, fixed_diff) = diffs.items()
+    buggy_diff, fixed_diff = diffs.values()
     a, b = st.columns(2)
     a.metric("Largest change of the last logits: no positions", f"{buggy_diff:.1e}",
              help="Float rounding only: the prediction is the same for any order of the earlier tokens.")
@@ -614,7 +628,8 @@ def render_encode_shape() -> None:
 
 def render_config_end_id() -> None:
     pitfall = header("config_end_id")
-    side_by_side([pf.BuggyLectureGPT.forward, pf.BuggyLectureGPT.generate], [models.generate], fixed_height=640)
+    side_by_side([pf.BuggyLectureGPT.forward, pf.BuggyLectureGPT.generate], [models.generate],
+                 fixed_height=640)
     seed = seed_input()
     trained_key = next((k for k in reversed(finished_races()) if k[1] == seed), None)
     result = config_end_id(seed, trained_key)
@@ -630,10 +645,11 @@ def render_config_end_id() -> None:
     st.markdown(f"4. And the stop test could never fire: `tokenizer.encode('.')` is `{result['end_id']}`, "
                 f"so `0 == {result['end_id']}` is **{result['end_test']}**.")
     which = ("the AdamW model trained on the SGD-vs-AdamW pitfall" if trained else
-             "an untrained GPT (random letters; train one on the SGD-vs-AdamW pitfall with this seed to sample real names)")
+             "an untrained GPT (random letters; train the race on the SGD-vs-AdamW pitfall with this "
+             "seed to sample from a trained one)")
     st.markdown(f"**Fixed:** `core.models.generate(..., stop_token=0)` samples from {which}:")
-    st.dataframe(pd.DataFrame({"sample": range(1, len(result["fixed_names"]) + 1), "name": result["fixed_names"]}),
-                 hide_index=True, width=360)
+    samples = pd.DataFrame({"sample": range(1, len(result["fixed_names"]) + 1), "name": result["fixed_names"]})
+    st.dataframe(samples, hide_index=True, width=360)
     why(pitfall)
 
 

@@ -68,30 +68,31 @@ def scores_step(result: wt.SimpleAttention) -> None:
 
 def weights_step(result: wt.SimpleAttention) -> None:
     page.step_header(STEPS, "weights", "α, the attention weights")
-    chart_col, text_col = page.columns([1, 1], gap="large")
-    with text_col:
-        st.markdown("Softmax turns the scores into positive weights that add up to 1. "
-                    "Plain normalisation (divide by the sum) also adds up to 1, but keeps "
-                    "negative scores negative and breaks when the sum is 0.")
+    st.markdown("Softmax turns the scores into positive weights that add up to 1. Plain "
+                "normalisation (divide by the sum) also adds up to 1, but keeps negative scores "
+                "negative and breaks when the sum is 0.")
+    soft_col, plain_col = page.columns(2)
+    with soft_col:
         st.latex(rf"\alpha_{{{qi}j}} = \mathrm{{softmax}}(\omega_{{{qi}}})_j = "
                  rf"\frac{{\exp(\omega_{{{qi}j}})}}{{\sum_{{k=1}}^{{{num_tokens}}} \exp(\omega_{{{qi}k}})}}")
+    with plain_col:
         st.latex(rf"\alpha^{{\text{{plain}}}}_{{{qi}j}} = "
                  rf"\frac{{\omega_{{{qi}j}}}}{{\sum_{{k=1}}^{{{num_tokens}}} \omega_{{{qi}k}}}}")
-    with chart_col:
-        if ask_top_token(result):
-            series = {"softmax": result.attn_weights.tolist()}
-            if result.attn_weights_plain is not None:
-                series["plain ω / Σω"] = result.attn_weights_plain.tolist()
-            page.show_bars(result.attn_weights, labels, series=series, name="simple-attention-weights",
-                           title=f"α: weights of query “{q_name}”", x_title="token j",
-                           y_title=f"α_{qi}j", caption=f"Softmax of the scores beside plain "
-                           f"normalisation, query “{q_name}”; {where}.")
-            page.numbers_line("α (softmax) =", result.attn_weights.tolist())
-            sums = f"Σα = {float(result.attn_weights.sum()):.4f} (softmax)"
-            if result.attn_weights_plain is not None:
-                page.numbers_line("α (plain) =", result.attn_weights_plain.tolist())
-                sums += f", {float(result.attn_weights_plain.sum()):.4f} (plain)"
-            st.markdown(sums)
+    if ask_top_token(result):
+        series = {"softmax": result.attn_weights.tolist()}
+        if result.attn_weights_plain is not None:
+            series["plain ω / Σω"] = result.attn_weights_plain.tolist()
+        # full width: two bars per token with their four-decimal values written on them
+        page.show_bars(result.attn_weights, labels, series=series, name="simple-attention-weights",
+                       title=f"α: weights of query “{q_name}”", x_title="token j",
+                       y_title=f"α_{qi}j", max_width=640, caption=f"Softmax of the scores beside "
+                       f"plain normalisation, query “{q_name}”; {where}.")
+        page.numbers_line("α (softmax) =", result.attn_weights.tolist())
+        sums = f"Σα = {float(result.attn_weights.sum()):.4f} (softmax)"
+        if result.attn_weights_plain is not None:
+            page.numbers_line("α (plain) =", result.attn_weights_plain.tolist())
+            sums += f", {float(result.attn_weights_plain.sum()):.4f} (plain)"
+        st.markdown(sums)
     if result.plain_note:
         st.info(f"Plain normalisation: {result.plain_note}", icon="ℹ️")
     show_code([attention.attn_weights_softmax, attention.attn_weights_plain])

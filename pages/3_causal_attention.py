@@ -168,7 +168,7 @@ def order_step(steps) -> None:
     orders = bundle.orders
     sums = orders.row_sums()
     page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
-    cols = page.columns(3)
+    cols = page.columns([1.3, 1, 1])  # the first panel also carries the row names
     hidden = attention.causal_mask(num_tokens).numpy()
     undefined = np.zeros_like(hidden, dtype=object)
     undefined[:] = ""
@@ -185,13 +185,13 @@ def order_step(steps) -> None:
         "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "
         "of it away. Only the last row, which hides nothing, still sums to 1."
         if not wt.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
-    for col, (key, title, matrix, special) in zip(cols, panels):
+    for i, (col, (key, title, matrix, special)) in enumerate(zip(cols, panels)):
         with col:
             if key == "after_no_renorm" and not reveal_last:
                 st.markdown(f"**{title}**: hidden until you commit your guess.")
                 continue
             page.show_matrix(matrix, labels, labels, name=f"masking-order-{key}", title=title,
-                             domain=(0, 1), max_width=300, special=special,
+                             domain=(0, 1), max_width=240, special=special, row_axis=i == 0,
                              x_title="key j", y_title="query i",
                              caption=f"Row sums: {'  '.join(f'{s:.3f}' for s in sums[key])}.")
     if orders.undefined_rows:

@@ -75,14 +75,14 @@ def head_maps(result: wt.MultiHead) -> None:
     shown = min(num_heads, MAX_SHOWN_HEADS)
     if num_heads > shown:
         st.caption(f"Showing the first {shown} of {num_heads} heads.")
-    per_row = min(shown, 4)
+    per_row = 2  # two maps with readable values per row (stacked in lecture mode)
     for start in range(0, shown, per_row):
         cols = page.columns(per_row)
         for h, col in zip(range(start, min(start + per_row, shown)), cols):
             with col:
                 page.show_matrix(result.steps.attn_weights[h], labels, labels,
                                  name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
-                                 domain=(0, 1), max_width=260, x_title="key j", y_title="query i",
+                                 domain=(0, 1), max_width=300, x_title="key j", y_title="query i",
                                  caption=f"Attention weights of head {h + 1}; {where}.")
 
 

@@ -220,7 +220,7 @@ if view is not None:
         output_dim = settings.output_dim
         steps = tl.embed_batch(x, _token_table(output_dim, vs.seed), _pos_table(output_dim, vs.seed))
         st.subheader("Shapes, step by step")
-        st.dataframe(steps.shape_rows(), hide_index=True, width="stretch")
+        st.table(steps.shape_rows().set_index("step"))
         st.markdown(
             f"The batch `{tuple(x.shape)}` of ids becomes `{tuple(steps.input_embeddings.shape)}`: "
             f"every id picks one row of the `{steps.token_table_shape}` token table, every position "

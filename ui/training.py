@@ -182,7 +182,10 @@ def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
 def _loss_chart(view: live.TickView, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
-    st.vega_lite_chart(view.frame, view.spec, width="content")
+    # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
+    spec = {**view.spec, "data": {"name": "loss_rows"},
+            "datasets": {**view.spec.get("datasets", {}), "loss_rows": view.frame}}
+    st.vega_lite_chart(spec=spec, width="content")
     st.caption(caption)
     lecture = state.lecture_mode()
     frame, vocab_size = view.frame.copy(), view.vocab_size

@@ -482,7 +482,7 @@ def columns(spec, **kwargs):
 def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, title: str,
                 caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
                 domain=None, special=None, highlight_row: int | None = None,
-                max_width: int = 640) -> None:
+                max_width: int = 640, row_axis: bool = True) -> None:
     """A labelled heatmap with its shape in the title; says so when the cells are too small for text."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
@@ -491,7 +491,7 @@ def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, 
     chart = wt.matrix_chart(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
                             x_title=x_title, y_title=y_title, lecture=lecture, decimals=decimals,
                             domain=domain, special=special, highlight_row=highlight_row,
-                            max_width=max_width)
+                            max_width=max_width, row_axis=row_axis or lecture)
     fits = wt.values_shown(values, decimals, lecture, max_width, special)
     if not fits:
         caption += " The values are hidden at this size (too many columns to print them): " \

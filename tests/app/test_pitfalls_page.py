@@ -84,13 +84,13 @@ def test_softmax_dim_rows_do_not_sum_to_one():
     at = open_pitfall("softmax_dim")
     low, high = (float(x) for x in metrics(at)["Row sums, buggy"].split(" … "))
     assert low < 0.5 and high > 1.5
-    assert metrics(at)["Context vector of “Your” (2,)"] == "[-0.4519, 0.2216]"
+    assert metrics(at)["Context of “Your” (2,)"] == "[-0.4519, 0.2216]"
     sums = next(t for t in chart_tables(at) if "row_sum" in t.columns)
     buggy = sums[sums["version"] == "buggy dim=1"]["row_sum"]
     fixed = sums[sums["version"] == "fixed dim=-1"]["row_sum"]
     assert (buggy - 1).abs().max() > 0.5 and (fixed - 1).abs().max() < 1e-6
     number_input(at, "Seed").set_value(7).run()
-    assert metrics(at)["Context vector of “Your” (2,)"] != "[-0.4519, 0.2216]"
+    assert metrics(at)["Context of “Your” (2,)"] != "[-0.4519, 0.2216]"
 
 
 def test_mask_zero_hides_a_genuine_zero_score():

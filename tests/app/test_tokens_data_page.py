@@ -53,7 +53,7 @@ def test_default_page_shows_the_lesson(base):
     assert m["Windows"] == str((203 - 4 - 1) // 5 + 1) == "40"
     assert m["Batches"] == "5" and m["Windows dropped"] == "0"
     assert 'id 8421"' in html(base)  # "Before", the first GPT-2 token, as a chip
-    shapes = base.dataframe[3].value["shape"].tolist()
+    shapes = base.table[0].value["shape"].tolist()
     assert shapes[0] == "(8, 4)" and shapes[2] == "(8, 4, 256)" and shapes[4] == "(4, 256)"
     assert len(charts(base)) == 4  # windows + three embedding heatmaps
     assert not base.error
@@ -83,7 +83,7 @@ def test_tokens_embeddings_and_names_controls():
     at.toggle(key=key("allow_special")).set_value(False).run()
     assert metrics(at)["GPT-2 tokens"] == "208"  # the marker is read as 7 plain tokens
     at.number_input(key=key("output_dim")).set_value(64).run()
-    assert at.dataframe[3].value["shape"].tolist()[2] == "(8, 4, 64)"
+    assert at.table[0].value["shape"].tolist()[2] == "(8, 4, 64)"
     at.slider(key=key("show_dims")).set_value(3).run()
     heat = charts(at)[1].proto.spec
     assert '"d2"' in heat and '"d3"' not in heat
@@ -208,7 +208,7 @@ def test_url_round_trip_reproduces_the_numbers():
     again = open_page(PAGE, query=params)
     assert_no_exception(again)
     assert metrics(again) == shown
-    assert again.dataframe[3].value["shape"].tolist()[2] == "(2, 3, 16)"
+    assert again.table[0].value["shape"].tolist()[2] == "(2, 3, 16)"
 
 
 def test_own_text_never_goes_into_the_link():

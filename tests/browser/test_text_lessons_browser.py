@@ -49,7 +49,7 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
     assert_no_error(page)
     assert _metric(page, "Windows") == "40"
     assert page.locator(".al-chip").count() > 100  # token chips drawn
-    assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
+    page.locator("[data-testid='stVegaLiteChart']").nth(3).wait_for(timeout=60_000)  # all four charts
     whole_page_screenshot(page, "tokens_data")
 
     stride = page.get_by_label("stride", exact=True)
@@ -72,7 +72,7 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
 def test_tokens_data_page_lecture_mode(page, server_url):
     open_lesson(page, server_url, "tokens-data?lecture=1", "Tokens & data loaders")
     assert_no_error(page)
-    assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
+    page.locator("[data-testid='stVegaLiteChart']").nth(3).wait_for(timeout=60_000)  # all four charts
     whole_page_screenshot(page, "tokens_data_lecture")
 
 

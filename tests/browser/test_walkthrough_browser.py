@@ -71,7 +71,13 @@ def test_simple_attention_real_cell_edit(page, warm_url):
     page.keyboard.press("Control+A")
     page.keyboard.type("0.95")
     page.keyboard.press("Enter")
-    wait_idle(page)
+    # the edit reaches the server a moment after Enter: wait for the recomputed scores
+    expected = f"{0.95**2 + 0.87**2 + 0.66**2:.4f}"
+    for _ in range(40):
+        wait_idle(page)
+        if code_text(page, "ω =").split()[1] == expected:
+            break
+        page.wait_for_timeout(250)
     settle(page)
     # journey = (0.95, 0.87, 0.66): its score with itself is 0.95² + 0.87² + 0.66²
     scores = code_text(page, "ω =").split()

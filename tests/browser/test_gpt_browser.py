@@ -1,0 +1,103 @@
+"""Browser test of the names-GPT pages: train live until the curve has two validation points,
+screenshot, stop; then the Sample and Inside-the-model pages of the same session, screenshot each;
+back on the Train page the run is where it was."""
+
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+VAL_INTERVAL = 20
+QUERY = {"context_size": "8", "n_layer": "2", "n_head": "2", "d_embed": "32", "d_ff": "64",
+         "batch_size": "32", "max_steps": "3000", "val_interval": str(VAL_INTERVAL), "warmup_steps": "20"}
+
+
+def progress_text(page) -> str:
+    bar = page.locator("[data-testid='stProgress']")
+    return bar.first.inner_text() if bar.count() else ""
+
+
+def current_step(page) -> int:
+    match = re.search(r"step ([\d,]+) of", progress_text(page))
+    return int(match.group(1).replace(",", "")) if match else 0
+
+
+def wait_for_step(page, step: int, timeout_s: float = 240) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        now = current_step(page)
+        if now >= step:
+            return now
+        page.wait_for_timeout(500)
+    raise AssertionError(f"training did not reach step {step} in {timeout_s} s "
+                         f"(progress: {progress_text(page)!r})")
+
+
+def shoot(page, name: str) -> None:
+    """A tall viewport (Streamlit scrolls inside its own container), no hover tooltip."""
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(400)
+    path = screenshot(page, name)
+    assert path.exists()
+
+
+def test_train_live_then_sample_and_look_inside(page, server_url):
+    page.set_viewport_size({"width": 1280, "height": 2600})
+    # the root first: it runs the entry point, which registers the st.navigation pages (a fresh
+    # server otherwise shows a spurious "Page not found" for a page's own URL)
+    open_app(page, server_url)
+    open_app(page, f"{server_url}/train?{urlencode(QUERY)}")
+    assert page.get_by_text("Page not found").count() == 0
+    assert page.get_by_role("heading", name="Train the names GPT").is_visible()
+    assert_no_error(page)
+    page.get_by_role("button", name="Start new run").click()
+
+    # the fragment ticks on its own: no clicks, the step count rises
+    wait_for_step(page, 1, timeout_s=120)
+    reached = wait_for_step(page, 2 * VAL_INTERVAL + 5)
+    page.wait_for_timeout(1500)  # one more tick: the curve is redrawn with both validation points
+    metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
+    val_metric = next(m for m in metrics if "Validation loss" in m)
+    assert re.search(r"\d\.\d{3}", val_metric), val_metric
+    assert page.locator("[data-testid='stVegaLiteChart']").count() >= 1
+    assert "Names sampled at step" in page.locator("[data-testid='stMarkdown']").all_inner_texts().__str__()
+    assert_no_error(page)
+    shoot(page, "train_gpt_live")
+
+    page.get_by_role("button", name="Stop").click()
+    # the click's rerun waits for the running tick to end: wait for its result, not for idleness
+    deadline = time.monotonic() + 60
+    while "stopped" not in progress_text(page) and time.monotonic() < deadline:
+        page.wait_for_timeout(300)
+    assert "stopped" in progress_text(page)
+    wait_idle(page)
+    stopped_at = current_step(page)
+    assert stopped_at >= reached
+    page.wait_for_timeout(1500)
+    assert current_step(page) == stopped_at  # nothing trains after Stop
+
+    page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Sample names").is_visible()
+    assert page.locator("[data-testid='stDataFrame']").count() >= 1
+    assert page.locator("[data-testid='stMetric']").filter(has_text="New").count() == 1
+    assert_no_error(page)
+    shoot(page, "sample_names")
+
+    page.locator("[data-testid='stSidebarNav']").get_by_text("Inside the model").click()
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Inside the model").is_visible()
+    assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
+    assert_no_error(page)
+    shoot(page, "inside_model")
+
+    page.locator("[data-testid='stSidebarNav']").get_by_text("Train the names GPT").click()
+    wait_idle(page)
+    assert current_step(page) == stopped_at and "stopped" in progress_text(page)  # the run was kept
