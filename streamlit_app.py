@@ -7,6 +7,7 @@ import streamlit as st
 from core import budget
 from ui import nav
 from ui.layout import apply_lecture_style
+from ui.state import ENTRY_FLAG
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/neurology:", layout="wide")
 budget.configure_torch_threads()
@@ -31,4 +32,5 @@ elif "lecture" in st.query_params:
     del st.query_params["lecture"]
 apply_lecture_style()
 
+st.session_state[ENTRY_FLAG] = True
 page.run()

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, free_port  # noqa: E402
 
 # Pages and one cheap interaction each: (url path, role, accessible name)
-WALK = [("simple-attention", "button", "Next"), ("causal-attention", "button", "Next"),
-        ("multi-head", "button", "Next"), ("self-attention", "button", "Next")]
+WALK = [("simple_attention", "button", "Next"), ("causal_attention", "button", "Next"),
+        ("multi_head", "button", "Next"), ("self_attention", "button", "Next")]
 
 
 def rss_bytes(pid: int) -> int:
@@ -104,7 +104,7 @@ async def student(i: int, browser, url: str, trains: bool, seconds: float, stats
         await wait_idle(page, 90_000)
         stats["first_render"].append(time.monotonic() - t0)
         if trains:
-            await page.goto(f"{url}/train", wait_until="domcontentloaded")
+            await page.goto(f"{url}/train_gpt", wait_until="domcontentloaded")
             await wait_idle(page, 90_000)
             await page.get_by_role("button", name="Start").first.click()
             stats["trainers_started"] += 1

@@ -298,7 +298,8 @@ def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:
         seen.setdefault(t, []).append(i + 1)
     repeats = {t: rows for t, rows in seen.items() if len(rows) > 1}
     if repeats:
-        listed = ", ".join(f"“{t}” (rows {', '.join(map(str, rows))})" for t, rows in list(repeats.items())[:4])
+        listed = ", ".join(f"“{t}” (rows {', '.join(map(str, rows))})"
+                           for t, rows in list(repeats.items())[:4])
         warnings.append(f"Repeated token names: {listed}. The charts add the position "
                         "(“one #4”) to tell them apart; rename them to make the charts clearer.")
     largest = float(np.abs(values).max())
@@ -1159,8 +1160,8 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
     # the numbers in the cells say what the colours mean; a legend only when they are hidden
     legend = None if show_values else alt.Legend()
     base = alt.Chart().encode(
-        x=alt.X(field="col", type="nominal", sort=cols, title=x_title, axis=alt.Axis(orient="top", labelAngle=angle,
-                                                               labelOverlap=False)),
+        x=alt.X(field="col", type="nominal", sort=cols, title=x_title,
+                axis=alt.Axis(orient="top", labelAngle=angle, labelOverlap=False)),
         # row_axis=False: a panel to the right of one that already names the rows
         y=alt.Y(field="row", type="nominal", sort=rows, title=y_title if row_axis else None,
                 axis=alt.Axis() if row_axis else alt.Axis(labels=False, ticks=False)),
@@ -1241,18 +1242,21 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
         enc["xOffset"] = alt.XOffset(field="kind", type="nominal", sort=list(series))
     base = alt.Chart().encode(**enc)
     if n_series > 1:
-        color = alt.Color(field="kind", type="nominal", sort=list(series), scale=alt.Scale(range=colors), title=None,
+        color = alt.Color(field="kind", type="nominal", sort=list(series),
+                          scale=alt.Scale(range=colors), title=None,
                           legend=alt.Legend(orient="top"))
     else:
         color = alt.ColorValue(colors[0], condition={"test": "datum.highlight", "value": colors[1]})
-    tooltip = [alt.Tooltip(field="label", type="nominal"), alt.Tooltip(field="text", type="nominal", title="value")]
+    tooltip = [alt.Tooltip(field="label", type="nominal"),
+               alt.Tooltip(field="text", type="nominal", title="value")]
     if n_series > 1:
         tooltip.insert(1, alt.Tooltip(field="kind", type="nominal"))
     bars = base.mark_bar().encode(color=color, tooltip=tooltip)
     layers = [bars]
     if show_text:
         layers.append(base.mark_text(dy=-8, fontSize=size["text"] - (1 if n_series == 1 else 2)).encode(
-            text=alt.Text(field="text", type="nominal"), y=alt.Y(field="value", type="quantitative", scale=y_scale)))
+            text=alt.Text(field="text", type="nominal"),
+            y=alt.Y(field="value", type="quantitative", scale=y_scale)))
     width = max(200, min(bar_w * n_bars + 12 * len(names), max_width))
     return LessonChart(data=df, layer=layers, title=title, width=width,
                        height=240 if not lecture else 300)

@@ -112,7 +112,8 @@ def context_step(result: wt.SimpleAttention) -> None:
     with chart_col:
         page.show_bars(result.context_vec, dims, name="simple-attention-context",
                        title=f"z: context vector of “{q_name}”", x_title="dimension",
-                       y_title=f"z^({qi})", caption=f"Weighted sum of the inputs for query “{q_name}”; {where}.")
+                       y_title=f"z^({qi})",
+                       caption=f"Weighted sum of the inputs for query “{q_name}”; {where}.")
         page.numbers_line("z =", result.context_vec.tolist())
     matrix = torch.cat([result.contributions, result.context_vec[None]], dim=0)  # (T + 1, d_in)
     page.show_matrix(matrix, labels + ["z = Σ"], dims, name="simple-attention-contributions",

@@ -63,7 +63,7 @@ text, text_origin = text_source(PREFIX, settings, "text_choice", tl.TOKEN_TEXTS,
 st.caption(f"Using {text_origin}: {len(text):,} characters.")
 if settings.text_choice != "own":
     with st.expander("Read the text", icon=":material/article:"):
-        st.text(text)
+        st.code(text, language=None, wrap_lines=True)
 
 # ---------------------------------------------------------------------------------------------
 st.header("2 · Two tokenizers")

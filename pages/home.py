@@ -3,6 +3,9 @@
 import streamlit as st
 
 from ui import nav
+from ui.state import ensure_entry_point
+
+ensure_entry_point()
 
 st.title("Attention Lab")
 st.markdown(

@@ -23,7 +23,10 @@ def show_chart(chart: alt.TopLevelMixin, *, name: str, caption: str, title: str 
                key: str | None = None, downloads: bool = True) -> None:
     """Render `chart` (themed for the current mode), its caption and the figure downloads."""
     lecture = lecture_mode()
-    st.altair_chart(charts.themed(chart, lecture), width="content")
+    # "pad" keeps the spec's plot size and adds room for axes and legend around it; the default
+    # "fit" squeezes everything into the width, shrinking heatmap cells until labels vanish
+    sized = chart.properties(autosize=alt.AutoSizeParams(type="pad"))
+    st.altair_chart(charts.themed(sized, lecture), width="content")
     st.caption(caption)
     if not downloads:
         return

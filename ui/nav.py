@@ -18,7 +18,8 @@ class Lesson:
     title: str      # navigation label
     icon: str       # material icon
     section: str    # navigation group
-    url: str        # url_path, kept stable because links are shared
+    url: str        # url_path = the name Streamlit infers from the file name, so a deep link
+                    # resolves to the same page whether or not the entry point has run yet
     blurb: str      # one line for the home page
 
     @property
@@ -28,23 +29,23 @@ class Lesson:
 
 LESSONS = [
     Lesson("pages/1_simple_attention.py", "Simple attention", ":material/looks_one:", "Attention",
-           "simple-attention", "One query, dot products, softmax and the context vector, on the book's six tokens."),
+           "simple_attention", "One query, dot products, softmax and the context vector, on the book's six tokens."),
     Lesson("pages/2_self_attention.py", "Trainable weights", ":material/looks_two:", "Attention",
-           "self-attention", "W_q, W_k, W_v; queries, keys and values; why we scale by √d_k."),
+           "self_attention", "W_q, W_k, W_v; queries, keys and values; why we scale by √d_k."),
     Lesson("pages/3_causal_attention.py", "Causal mask & dropout", ":material/looks_3:", "Attention",
-           "causal-attention", "Hide the future, renormalise, and drop weights at random while training."),
+           "causal_attention", "Hide the future, renormalise, and drop weights at random while training."),
     Lesson("pages/4_multi_head.py", "Multi-head attention", ":material/looks_4:", "Attention",
-           "multi-head", "Several heads side by side, concatenation and the output projection."),
+           "multi_head", "Several heads side by side, concatenation and the output projection."),
     Lesson("pages/5_tokens_data.py", "Tokens & data loaders", ":material/text_fields:", "Data and a first LM",
-           "tokens-data", "GPT-2 BPE vs characters, the sliding-window loader, token + position embeddings."),
+           "tokens_data", "GPT-2 BPE vs characters, the sliding-window loader, token + position embeddings."),
     Lesson("pages/6_small_lm.py", "Small language model", ":material/insights:", "Data and a first LM",
-           "small-lm", "A bigram table against one self-attention head, trained side by side."),
+           "small_lm", "A bigram table against one self-attention head, trained side by side."),
     Lesson("pages/7_train_gpt.py", "Train the names GPT", ":material/model_training:", "The names GPT",
-           "train", "Train a character GPT on 32k first names live, on CPU, CUDA or MPS."),
+           "train_gpt", "Train a character GPT on 32k first names live, on CPU, CUDA or MPS."),
     Lesson("pages/8_sample_names.py", "Sample names", ":material/casino:", "The names GPT",
-           "sample", "Sample new names with temperature, top-k and a prefix."),
+           "sample_names", "Sample new names with temperature, top-k and a prefix."),
     Lesson("pages/9_inside_model.py", "Inside the model", ":material/visibility:", "The names GPT",
-           "inside", "Attention maps of every layer and head, embeddings and their PCA."),
+           "inside_model", "Attention maps of every layer and head, embeddings and their PCA."),
     Lesson("pages/10_pitfalls.py", "Pitfalls", ":material/bug_report:", "For teachers",
            "pitfalls", "The bugs of the original notebooks, run live beside the correct code."),
 ]

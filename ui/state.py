@@ -19,6 +19,23 @@ import streamlit as st
 from core import settings as core_settings
 
 GLOBAL_PARAMS = ("lecture",)  # kept in the URL on every page
+ENTRY_FLAG = "_entry_point_ran"  # set by streamlit_app.py on every run, before the page runs
+
+
+def ensure_entry_point() -> None:
+    """Make sure the page runs inside streamlit_app.py (navigation, lecture mode, threads).
+
+    A fresh server that sees a `pages/` folder routes the very first deep link (e.g. a shared
+    `/pitfalls?...` link) straight to the page file, Streamlit's old multipage mode, until some
+    run calls `st.navigation`. Then we switch that mode off and rerun: the rerun goes through the
+    entry point and lands on the same page, because our url paths equal the inferred ones.
+    """
+    if st.session_state.get(ENTRY_FLAG):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    st.rerun()
 
 
 def _gen_key(prefix: str) -> str:
@@ -31,6 +48,7 @@ def _locked_key(prefix: str) -> str:
 
 def page_settings(prefix: str, cls: type) -> Any:
     """The session's settings object for `prefix`, loaded from the URL on first use."""
+    ensure_entry_point()
     ss = st.session_state
     if prefix not in ss:
         params = {k: v for k, v in st.query_params.to_dict().items() if k not in GLOBAL_PARAMS}

@@ -10,8 +10,8 @@ from core import settings as core_settings
 from core import walkthrough as wt
 from tests.app.conftest import assert_no_exception
 from tests.app.test_simple_attention_page import (
-    PREFIX, apply_csv, badges, open_expander, chart, charts, errors, key, markdown, numbers, open_walk, set_step,
-    settings_of, warnings)
+    PREFIX, apply_csv, badges, chart, charts, errors, key, markdown, numbers, open_expander,
+    open_walk, set_step, settings_of, warnings)
 
 PAGE = "pages/2_self_attention.py"
 

@@ -8,7 +8,6 @@ The helpers at the top are shared by the other walkthrough page tests.
 from __future__ import annotations
 
 import json
-import re
 
 import pyarrow as pa
 import pytest

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from core import settings as core_settings
-from core import text_lessons as tl
 from tests.app.conftest import assert_no_exception, open_page
 
 PAGE = "pages/5_tokens_data.py"

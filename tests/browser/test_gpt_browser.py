@@ -53,7 +53,7 @@ def test_train_live_then_sample_and_look_inside(page, server_url):
     # the root first: it runs the entry point, which registers the st.navigation pages (a fresh
     # server otherwise shows a spurious "Page not found" for a page's own URL)
     open_app(page, server_url)
-    open_app(page, f"{server_url}/train?{urlencode(QUERY)}")
+    open_app(page, f"{server_url}/train_gpt?{urlencode(QUERY)}")
     assert page.get_by_text("Page not found").count() == 0
     assert page.get_by_role("heading", name="Train the names GPT").is_visible()
     assert_no_error(page)

@@ -44,7 +44,7 @@ def _metric(page, label: str) -> str:
 
 
 def test_tokens_data_page_stride_shows_overlap(page, server_url):
-    open_lesson(page, server_url, "tokens-data", "Tokens & data loaders")
+    open_lesson(page, server_url, "tokens_data", "Tokens & data loaders")
     assert page.get_by_role("heading", name="Tokens & data loaders").is_visible()
     assert_no_error(page)
     assert _metric(page, "Windows") == "40"
@@ -70,7 +70,7 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
 
 
 def test_tokens_data_page_lecture_mode(page, server_url):
-    open_lesson(page, server_url, "tokens-data?lecture=1", "Tokens & data loaders")
+    open_lesson(page, server_url, "tokens_data?lecture=1", "Tokens & data loaders")
     assert_no_error(page)
     page.locator("[data-testid='stVegaLiteChart']").nth(3).wait_for(timeout=60_000)  # all four charts
     whole_page_screenshot(page, "tokens_data_lecture")
@@ -82,7 +82,7 @@ def _step(page) -> int:
 
 
 def test_small_lm_page_trains_live(page, server_url):
-    open_lesson(page, server_url, "small-lm?max_steps=400&steps_per_tick=100", "Small language model")
+    open_lesson(page, server_url, "small_lm?max_steps=400&steps_per_tick=100", "Small language model")
     assert page.get_by_role("heading", name="Small language model").is_visible()
     assert_no_error(page)
     assert _step(page) == 0

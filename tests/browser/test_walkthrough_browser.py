@@ -52,14 +52,8 @@ def code_text(page, label: str) -> str:
     return line.locator("code").inner_text()
 
 
-def test_simple_attention_real_cell_edit(page, warm_url):
-    open_walk(page, f"{warm_url}/simple-attention")
-    assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
-    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
-    # journey's d1: past the row markers and the token column, second data row
-    marker = grid["width"] - 2 - TOKEN_PX - 3 * DIM_PX
-    x = grid["x"] + 1 + marker + TOKEN_PX + DIM_PX / 2
-    y = grid["y"] + 1 + ROW_PX + ROW_PX * 1 + ROW_PX / 2
+def edit_cell(page, x: float, y: float, text: str) -> None:
+    """Double-click a grid cell, replace its content with `text`, press Enter."""
     editor = page.locator("#portal textarea, #portal input")
     for _ in range(3):  # the grid may still be settling: retry until its cell editor opens
         page.mouse.dblclick(x, y)
@@ -69,25 +63,51 @@ def test_simple_attention_real_cell_edit(page, warm_url):
         except Exception:  # noqa: BLE001 - playwright's timeout; try the double-click again
             page.keyboard.press("Escape")
     page.keyboard.press("Control+A")
-    page.keyboard.type("0.95")
+    page.keyboard.type(text) if text else page.keyboard.press("Delete")
     page.keyboard.press("Enter")
-    # the edit reaches the server a moment after Enter: wait for the recomputed scores
-    expected = f"{0.95**2 + 0.87**2 + 0.66**2:.4f}"
+
+
+def wait_for_scores(page, index: int, expected: str) -> list[str]:
+    """The edit reaches the server a moment after Enter: wait for the recomputed ω line."""
     for _ in range(40):
         wait_idle(page)
-        if code_text(page, "ω =").split()[1] == expected:
+        scores = code_text(page, "ω =").split()
+        if scores[index] == expected:
             break
         page.wait_for_timeout(250)
     settle(page)
-    # journey = (0.95, 0.87, 0.66): its score with itself is 0.95² + 0.87² + 0.66²
-    scores = code_text(page, "ω =").split()
-    assert scores[1] == f"{0.95**2 + 0.87**2 + 0.66**2:.4f}" and scores[0] != "0.9544"
+    return code_text(page, "ω =").split()
+
+
+def test_simple_attention_real_cell_edit(page, warm_url):
+    open_walk(page, f"{warm_url}/simple_attention")
+    assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
+    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    marker = grid["width"] - 2 - TOKEN_PX - 3 * DIM_PX  # the row-marker column on the left
+
+    def cell(column: int, row: int) -> tuple[float, float]:  # column 0 = token, 1 = d1, ...
+        x = grid["x"] + 1 + marker + (TOKEN_PX / 2 if column == 0 else
+                                      TOKEN_PX + DIM_PX * (column - 1) + DIM_PX / 2)
+        return x, grid["y"] + 1 + ROW_PX + ROW_PX * row + ROW_PX / 2
+
+    # a valid edit: journey's d1 0.55 -> 0.95; its score with itself is 0.95² + 0.87² + 0.66²
+    edit_cell(page, *cell(1, 1), "0.95")
+    expected = f"{0.95**2 + 0.87**2 + 0.66**2:.4f}"
+    scores = wait_for_scores(page, 1, expected)
+    assert scores[1] == expected and scores[0] != "0.9544"
     assert_no_error(page)
     screenshot(page, "walkthrough_simple_attention_edited")
 
+    # an invalid edit: clear the name "starts"; the table shows it, the math keeps the last valid
+    edit_cell(page, *cell(0, 2), "")
+    page.get_by_text("has no token name").first.wait_for(timeout=20_000)
+    assert page.get_by_text("The pages keep using the last valid embeddings").count() >= 1
+    assert code_text(page, "ω =").split() == scores
+    screenshot(page, "walkthrough_simple_attention_invalid_edit")
+
 
 def test_self_attention_next_step(page, warm_url):
-    open_walk(page, f"{warm_url}/self-attention")
+    open_walk(page, f"{warm_url}/self_attention")
     assert page.get_by_text("Matches the book: 0.2996 0.8053").first.is_visible()
     page.get_by_role("button", name=re.compile("Next")).click()
     wait_idle(page)
@@ -99,7 +119,7 @@ def test_self_attention_next_step(page, warm_url):
 
 
 def test_causal_attention_mask_off(page, warm_url):
-    open_walk(page, f"{warm_url}/causal-attention")
+    open_walk(page, f"{warm_url}/causal_attention")
     assert page.get_by_role("heading", name=re.compile("Step 2 of 7")).is_visible()
     page.locator("[data-testid='stMain'] [data-testid='stCheckbox']").filter(
         has_text="Causal mask").first.click()
@@ -112,7 +132,7 @@ def test_causal_attention_mask_off(page, warm_url):
 
 
 def test_multi_head_one_head(page, warm_url):
-    open_walk(page, f"{warm_url}/multi-head?d_out=4")
+    open_walk(page, f"{warm_url}/multi_head?d_out=4")
     assert page.get_by_text(re.compile(r"^Attention weights of head 2")).count() == 1
     page.locator("[data-testid='stSelectbox']").filter(has_text="Heads").click()
     page.get_by_role("option", name="4").click()
@@ -125,7 +145,7 @@ def test_multi_head_one_head(page, warm_url):
 
 
 def test_simple_attention_lecture_mode(page, warm_url):
-    open_walk(page, f"{warm_url}/simple-attention?lecture=1&step=weights")
+    open_walk(page, f"{warm_url}/simple_attention?lecture=1&step=weights")
     assert page.get_by_role("heading", name=re.compile("Step 2 of 4")).is_visible()
     assert code_text(page, "α (softmax) =").split() == [
         "0.1385", "0.2379", "0.2333", "0.1240", "0.1082", "0.1581"]
