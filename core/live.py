@@ -65,9 +65,15 @@ def _fast_altair(builder: Callable) -> Callable:
     @functools.wraps(builder)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with debug_mode(False):
-            return builder(*args, **kwargs)
+            return _padded(builder(*args, **kwargs))
 
     return wrapper
+
+
+def _padded(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """Keep the plot at its set size and add the legend and axes around it. Without this,
+    Streamlit applies "fit", which shrinks a heatmap's cells to make room for its legend."""
+    return chart.properties(autosize=alt.AutoSizeParams(type="pad", contains="padding"))
 
 
 # =============================================================================================
@@ -624,7 +630,8 @@ def _loss_layers(runs: tuple[str, ...], vocab_size: int, lecture: bool, title: s
     rule_text = alt.Chart(rule_data).mark_text(align="left", dx=4, dy=-7, color="#555",
                                                fontSize=15 if lecture else 11).encode(
         y="uniform:Q", x=alt.value(4), text="text:N")
-    return alt.layer(lines, points, rule, rule_text).properties(title=title, width=width, height=height)
+    return _padded(alt.layer(lines, points, rule, rule_text).properties(title=title, width=width,
+                                                                         height=height))
 
 
 @_fast_altair
@@ -814,7 +821,7 @@ def shares_chart(samples: list[SampledName], *, lecture: bool = False) -> alt.La
     df["text"] = [f"{s:.0%} ({c})" for s, c in zip(df["share"], df["count"])]
     colours = palette(lecture)
     base = alt.Chart(df).encode(
-        y=alt.Y("where:N", sort=list(df["where"]), title=None),
+        y=alt.Y("where:N", sort=list(df["where"]), title=None, axis=alt.Axis(labelOverlap=False)),
         x=alt.X("share:Q", title="share of the sampled names", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")))
     bars = base.mark_bar().encode(color=alt.Color("where:N", sort=list(df["where"]), legend=None,
@@ -1088,3 +1095,17 @@ def vowel_separation(df: pd.DataFrame) -> float:
     gap = np.linalg.norm(vowels.mean(0) - consonants.mean(0))
     spread = np.concatenate([vowels - vowels.mean(0), consonants - consonants.mean(0)])
     return float(gap / (np.linalg.norm(spread, axis=1).mean() + 1e-12))
+
+
+@functools.lru_cache(maxsize=16)
+def _initial_separation(config_items: tuple, seed: int) -> float:
+    model = GPT(GPTConfig(**dict(config_items)), seed=seed)
+    tokenizer = CharTokenizer.from_text("abcdefghijklmnopqrstuvwxyz"[: model.config.vocab_size - 1])
+    return vowel_separation(embedding_pca(model, tokenizer)[0])
+
+
+def initial_separation(run: Run) -> float:
+    """Vowel/consonant separation of the same model before training (same architecture, seed)."""
+    config = run.trainer.config
+    return _initial_separation(tuple(sorted(config.model.to_dict().items())), config.seed)
+

@@ -94,7 +94,7 @@ def weights_step(result: wt.SimpleAttention) -> None:
             sums += f", {float(result.attn_weights_plain.sum()):.4f} (plain)"
         st.markdown(sums)
     if result.plain_note:
-        st.info(f"Plain normalisation: {result.plain_note}", icon="ℹ️")
+        st.info(f"Plain normalisation: {result.plain_note}", icon=":material/info:")
     show_code([attention.attn_weights_softmax, attention.attn_weights_plain])
 
 

@@ -37,7 +37,7 @@ with qkv_box:
     else:  # closed: the same projection, without building its controls
         projection = wt.projection_for(settings, d_in)
         if projection.note:
-            st.warning(projection.note, icon="⚠️")
+            st.warning(projection.note, icon=":material/warning:")
 
 with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
     query = page.query_select(settings, labels, width=220)
@@ -80,7 +80,7 @@ def mask_step(steps) -> None:
     st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
              r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
     if not settings.causal:
-        st.info("The mask is off: nothing is hidden, every query sees every token.", icon="ℹ️")
+        st.info("The mask is off: nothing is hidden, every query sees every token.", icon=":material/info:")
     page.show_matrix(steps.mask.to(int), labels, labels, name="causal-mask", decimals=0,
                      title="mask (1 = hidden)", x_title="key j", y_title="query i",
                      highlight_row=query, caption=f"True above the diagonal: token i may only "
@@ -129,9 +129,9 @@ def dropout_step(steps) -> None:
              r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
     if not settings.train_mode:
         st.info("Eval mode (`model.eval()`): dropout is off, the weights pass through unchanged. "
-                "Switch on **Training mode** to see it.", icon="ℹ️")
+                "Switch on **Training mode** to see it.", icon=":material/info:")
     elif settings.dropout_p == 0:
-        st.info("p = 0: nothing is dropped. Raise **Dropout p**.", icon="ℹ️")
+        st.info("p = 0: nothing is dropped. Raise **Dropout p**.", icon=":material/info:")
     else:
         st.markdown(f"p = {view.p:g}: **{view.n_dropped} of {view.n_visible}** visible weights "
                     f"were dropped (seed {settings.dropout_seed}); the others were multiplied by "
@@ -197,7 +197,7 @@ def order_step(steps) -> None:
     if orders.undefined_rows:
         st.warning("In some rows every visible weight underflowed to 0 in the softmax (the largest "
                    "score was in the hidden future), so renormalising divides 0 by 0 (marked "
-                   "0/0). Masking before the softmax has no such problem.", icon="⚠️")
+                   "0/0). Masking before the softmax has no such problem.", icon=":material/warning:")
     show_code(wt.masking_orders)
 
 

@@ -53,10 +53,10 @@ with controls:
     state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
                 help="Give every head head 1's initial weights: what if they all started equal?")
 if heads_note:
-    st.info(heads_note, icon="ℹ️")
+    st.info(heads_note, icon=":material/info:")
 if len(choices) == 1:
     st.info(f"d_out = {settings.d_out} can only be split into one head; raise d_out for more.",
-            icon="ℹ️")
+            icon=":material/info:")
 page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
 step = page.stepper(settings, "mh_step", STEPS, LABELS)
 
@@ -132,7 +132,7 @@ def why_heads_differ(result: wt.MultiHead) -> None:
         "instead of converging to the same thing. Turn on **Same initial weights** to see the "
         "other case: identical heads give identical maps.")
     if num_heads < 2:
-        st.info("Choose at least 2 heads to compare them.", icon="ℹ️")
+        st.info("Choose at least 2 heads to compare them.", icon=":material/info:")
         return
     differs = result.head_diffs[1] > 1e-12
     revealed = page.predict_then_reveal(

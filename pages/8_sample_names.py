@@ -106,19 +106,16 @@ with friendly_errors("the next-character probabilities"):
               help="Step t: the model has read “.” and the first t letters and weighs the next one.")
     else:
         settings.step = 0
-    bars_col, heat_col = st.columns([3, 2])
-    with bars_col:
-        show_chart(live.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
-                   name="next-character-bars",
-                   caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
-                            f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
-                            f"distribution before temperature and top-k."),
-                   key="sample.bars")
-    with heat_col:
-        show_chart(live.steps_heatmap(steps, lecture=lecture_mode()), name="next-character-every-step",
-                   caption=(f"Every step of “{name}” at once: one row per step, colour = probability of "
-                            "each next character (0 to 1)."),
-                   key="sample.heat")
+    show_chart(live.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
+               name="next-character-bars",
+               caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
+                        f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
+                        f"distribution before temperature and top-k."),
+               key="sample.bars")
+    show_chart(live.steps_heatmap(steps, lecture=lecture_mode()), name="next-character-every-step",
+               caption=(f"Every step of “{name}” at once: one row per step (what was read → what "
+                        "came), colour = probability of each next character (0 to 1)."),
+               key="sample.heat")
     st.dataframe(live.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")

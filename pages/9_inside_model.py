@@ -90,38 +90,37 @@ if inspection is not None:
                key="inside.head")
 
     st.subheader("What it expects next, at every position")
-    left, right = st.columns([3, 2])
-    with left:
-        show_chart(live.next_char_chart(inspection, lecture=lecture_mode()), name="next-character-by-position",
-                   caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
-                            f"of “{text}”; {run.label}, step {run.step:,}."),
-                   key="inside.next")
-    with right:
-        st.dataframe(live.top_predictions(inspection), hide_index=True)
+    show_chart(live.next_char_chart(inspection, lecture=lecture_mode()), name="next-character-by-position",
+               caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
+                        f"of “{text}”; {run.label}, step {run.step:,}."),
+               key="inside.next")
+    st.dataframe(live.top_predictions(inspection), hide_index=True)
 
 st.subheader("Character embeddings")
 weights_shape = tuple(run.model.token_embedding.weight.shape)
 st.markdown(f"The token embedding matrix has one row per character: shape `{weights_shape}`. Training "
             "moves characters that behave alike (that can follow and precede the same letters) close "
             "together; after training, vowels and consonants separate.")
-emb_col, pca_col = st.columns([3, 2])
-with emb_col:
-    show_chart(live.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()),
-               name="token-embedding-matrix",
-               caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
-                       f"{run.label}, step {run.step:,}.",
-               key="inside.embedding")
+pca_frame, ratios = live.embedding_pca(run.model, run.tokenizer)
+separation = live.vowel_separation(pca_frame)
+pca_col, metric_col = st.columns([3, 1])
 with pca_col:
-    pca_frame, ratios = live.embedding_pca(run.model, run.tokenizer)
-    separation = live.vowel_separation(pca_frame)
     show_chart(live.pca_chart(pca_frame, ratios, lecture=lecture_mode()), name="embedding-pca",
                caption=(f"2-D PCA of the {weights_shape[0]} character embeddings ({ratios.sum():.0%} of the "
                         f"variance); {run.label}, step {run.step:,}. Vowel/consonant separation "
                         f"{separation:.2f} (centroid gap over spread)."),
                key="inside.pca")
+with metric_col:
     st.metric("Vowel / consonant separation", f"{separation:.2f}",
               help="Distance between the vowel and consonant centres in the PCA plane, divided by "
                    "the average spread within the groups. Near 0 for random embeddings.")
+    st.caption(f"The same model before training (seed {run.trainer.config.seed}): "
+               f"{live.initial_separation(run):.2f}.")
+show_chart(live.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()),
+           name="token-embedding-matrix",
+           caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
+                   f"{run.label}, step {run.step:,}.",
+           key="inside.embedding")
 
 show_code([live.inspect_name, CausalSelfAttention.forward, live.embedding_pca])
 sync_url(settings)

@@ -21,6 +21,8 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 h1 { font-size: 2.4rem !important; } h2 { font-size: 1.9rem !important; }
 [data-testid="stHeader"], [data-testid="stToolbar"], footer { display: none; }
 .katex { font-size: 1.35em !important; }
+[data-testid="stSidebar"] { font-size: 16px; }
+[data-testid="stSidebarNavLink"] span { font-size: 1rem; }
 [data-testid="stMetricValue"] { font-size: 2.6rem !important; }
 [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 2.6rem !important; }
 </style>

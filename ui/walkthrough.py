@@ -232,7 +232,7 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.Em
     if table is None or _table_key_of(table) != _table_key(settings):  # else: checked already
         table = wt.validate_embedding_table(wt.embedding_frame(settings.tokens, settings.embeddings))
     for warning in table.warnings:
-        st.warning(warning, icon="⚠️")
+        st.warning(warning, icon=":material/warning:")
     return table
 
 
@@ -263,7 +263,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.Embedding
         table = wt.validate_embedding_table(edited)
     except ValueError as exc:
         st.error(f"Not applied: {exc} The pages keep using the last valid embeddings, "
-                 f"shape ({num_tokens}, {d_in}).", icon="🚫")
+                 f"shape ({num_tokens}, {d_in}).", icon=":material/block:")
         st.button("Discard my edits", key=f"{PREFIX}.discard", on_click=_on_discard_edits)
         table = None
     if table is not None and _table_key_of(table) != current and not is_locked:
@@ -352,7 +352,7 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> wt.Projecti
                     help="nn.Linear(..., bias=True) adds a bias vector to Q, K and V (V2 only).")
     projection = wt.projection_for(settings, d_in)
     if projection.note:
-        st.warning(projection.note, icon="⚠️")
+        st.warning(projection.note, icon=":material/warning:")
     _weights_editor(settings, projection, d_in)
     return wt.projection_for(settings, d_in)
 
@@ -393,7 +393,7 @@ def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_
                 try:
                     values = wt.validate_weight_table(edited, name, tuple(W.shape))
                 except ValueError as exc:
-                    st.error(f"Not applied: {exc}", icon="🚫")
+                    st.error(f"Not applied: {exc}", icon=":material/block:")
                     continue
                 if values != settings.custom_weights[k]:
                     settings.custom_weights[k] = values
@@ -458,9 +458,9 @@ def predict_then_reveal(settings: WalkthroughSettings, qid: str, prompt: str, op
             return False
         guess = ss[guess_key]
         if is_right(guess):
-            st.success(f"You guessed **{format_func(guess)}**: right! {answer}", icon="🎉")
+            st.success(f"You guessed **{format_func(guess)}**: right! {answer}", icon=":material/celebration:")
         else:
-            st.warning(f"You guessed **{format_func(guess)}**: not quite. {answer}", icon="💡")
+            st.warning(f"You guessed **{format_func(guess)}**: not quite. {answer}", icon=":material/lightbulb:")
         st.button("Ask me again", key=f"{PREFIX}.again.{qid}",
                   on_click=lambda: (ss.pop(guess_key, None), ss.pop(input_key, None)))
     return True

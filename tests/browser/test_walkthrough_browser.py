@@ -55,14 +55,15 @@ def code_text(page, label: str) -> str:
 def edit_cell(page, x: float, y: float, text: str) -> None:
     """Double-click a grid cell, replace its content with `text`, press Enter."""
     editor = page.locator("#portal textarea, #portal input")
-    for _ in range(3):  # the grid may still be settling: retry until its cell editor opens
+    for _ in range(4):  # the grid may still be settling: retry until its cell editor opens
         page.mouse.dblclick(x, y)
         try:
             editor.first.wait_for(state="visible", timeout=3_000)
             break
         except Exception:  # noqa: BLE001 - playwright's timeout; try the double-click again
             page.keyboard.press("Escape")
-    page.keyboard.press("Control+A")
+    assert editor.first.is_visible(), "the cell editor of st.data_editor did not open"
+    page.keyboard.press("Control+A")  # inside the cell editor: select its text
     page.keyboard.type(text) if text else page.keyboard.press("Delete")
     page.keyboard.press("Enter")
 
