@@ -533,36 +533,47 @@ def lecture_config() -> TrainConfig:
 
 
 def quick_demo_config() -> TrainConfig:
-    """Goal: validation loss <= 2.10 within 30 s on 2 CPU cores."""
+    """Goal: validation loss <= 2.10 within 30 s on 2 CPU cores (~0.6M characters of training).
+
+    The lecture's architecture without dropout; AdamW with warm-up and cosine decay; names packed into
+    rows of 32 tokens so no compute goes to padding.
+    """
     return TrainConfig(
         model=GPTConfig(context_size=12, n_layer=3, n_head=4, d_embed=64, d_ff=256, dropout=0.0),
         optimizer="adamw",
-        lr=1e-2,
-        weight_decay=0.01,
-        batch_size=64,
-        max_steps=1500,
+        lr=8e-3,
+        weight_decay=0.05,
+        batch_size=30,
+        pack_length=32,
+        max_steps=700,
         val_interval=100,
         seed=101,
         grad_clip=1.0,
         schedule="cosine",
-        warmup_steps=100,
+        warmup_steps=50,
+        min_lr_ratio=0.05,
     )
 
 
 def best_config() -> TrainConfig:
-    """Goal: validation loss <= 1.92 within 5 minutes on 2 CPU cores."""
+    """Goal: validation loss <= 1.92 within 5 minutes on 2 CPU cores (~4M characters of training).
+
+    Wider and deeper than the lecture's model, with dropout against over-fitting (many epochs).
+    """
     return TrainConfig(
-        model=GPTConfig(context_size=16, n_layer=4, n_head=4, d_embed=128, d_ff=512, dropout=0.1),
+        model=GPTConfig(context_size=12, n_layer=4, n_head=4, d_embed=96, d_ff=384, dropout=0.1),
         optimizer="adamw",
-        lr=3e-3,
+        lr=6e-3,
         weight_decay=0.1,
-        batch_size=128,
-        max_steps=6000,
+        batch_size=30,
+        pack_length=32,
+        max_steps=4400,
         val_interval=500,
         seed=101,
         grad_clip=1.0,
         schedule="cosine",
         warmup_steps=200,
+        min_lr_ratio=0.05,
     )
 
 

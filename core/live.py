@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import json
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
@@ -252,7 +253,7 @@ def device_notice(requested: str) -> str | None:
 # =============================================================================================
 
 
-@dataclass
+@dataclass(eq=False)
 class Run:
     """One training run: the trainer, where it stands, and what the audience sees of it."""
 
@@ -270,6 +271,10 @@ class Run:
     message: str = ""  # last problem (a diverged loss), shown on the page
     _frame_key: tuple = ()  # cache key of `_frame`
     _frame: pd.DataFrame | None = None  # per-step + smoothed + validation rows for the chart
+    # Held while the run trains and while it is saved: a download is generated in another thread
+    # (Streamlit runs deferred downloads off the script thread), so it must never copy weights
+    # that an optimizer step is halfway through updating.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def step(self) -> int:
@@ -346,21 +351,22 @@ def advance(run: Run, time_budget_s: float | None, slot: ContextManager | None =
     if not run.active:
         return SliceOutcome()
     start = time.perf_counter()
-    try:
-        result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s, slot=slot)
-    except TrainingError as exc:
-        run.status, run.message = "error", str(exc)
-        return SliceOutcome(finished=True, seconds=time.perf_counter() - start)
-    if not result.ran:
-        return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
-    if result.steps:
-        run.steps_per_s = _ema(run.steps_per_s, result.steps_per_s)
-        run.tokens_per_s = _ema(run.tokens_per_s, result.tokens_per_s)
-    finished = run.trainer.done
-    if finished:
-        run.status = "done"
-    if result.val_points or finished or run.samples_step < 0:
-        refresh_samples(run)
+    with run.lock:
+        try:
+            result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s, slot=slot)
+        except TrainingError as exc:
+            run.status, run.message = "error", str(exc)
+            return SliceOutcome(finished=True, seconds=time.perf_counter() - start)
+        if not result.ran:
+            return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
+        if result.steps:
+            run.steps_per_s = _ema(run.steps_per_s, result.steps_per_s)
+            run.tokens_per_s = _ema(run.tokens_per_s, result.tokens_per_s)
+        finished = run.trainer.done
+        if finished:
+            run.status = "done"
+        if result.val_points or finished or run.samples_step < 0:
+            refresh_samples(run)
     seconds = time.perf_counter() - start
     if result.steps and seconds > 0:
         run.wall_steps_per_s = _ema(run.wall_steps_per_s, result.steps / seconds)
@@ -434,7 +440,7 @@ def extend(run: Run, extra_steps: int) -> None:
 # -- the session's runs ----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)
 class RunBook:
     """The runs of one session (kept in its session state; freed with it)."""
 
@@ -711,7 +717,8 @@ def tick(book: RunBook, time_budget_s: float, *, overlay: bool = True,
 
 def run_to_checkpoint(run: Run) -> bytes:
     """The run's model, training config, vocabulary and loss history as a .pt file's bytes."""
-    return save_checkpoint(run.model, run.trainer.config, run.tokenizer, run.history)
+    with run.lock:  # never between two halves of an optimizer step (see Run.lock)
+        return save_checkpoint(run.model, run.trainer.config, run.tokenizer, run.history)
 
 
 def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
@@ -827,7 +834,7 @@ def shares_chart(samples: list[SampledName], *, lecture: bool = False) -> alt.La
     bars = base.mark_bar().encode(color=alt.Color("where:N", sort=list(df["where"]), legend=None,
                                                   scale=alt.Scale(range=colours[:3])))
     text = base.mark_text(align="left", dx=4, fontSize=16 if lecture else 12).encode(text="text:N")
-    return alt.layer(bars, text).properties(width=420, height=130 if not lecture else 170)
+    return alt.layer(bars, text).properties(width=280, height=130 if not lecture else 170)
 
 
 @dataclass

@@ -16,9 +16,10 @@ from core import data as core_data
 from core import text_lessons as tl
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from ui import state
+from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
-from ui.text_lessons import keep_last_good, show_chart, text_source
+from ui.text_lessons import keep_last_good, text_source
 
 PREFIX = "tokens"
 PAGE = "tokens-data"

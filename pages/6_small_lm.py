@@ -19,9 +19,10 @@ from core import models as core_models
 from core import text_lessons as tl
 from core.tokenizers import CharTokenizer
 from ui import state
+from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
-from ui.text_lessons import show_chart, text_source
+from ui.text_lessons import text_source
 
 PREFIX = "small_lm"
 PAGE = "small-lm"

@@ -5,25 +5,16 @@
   valid text stays in use. The user's text lives in session state only, never in the URL.
 * `keep_last_good`: run a computation; on a user-fixable error show the message and return the
   previous valid result instead of losing it.
-* `show_chart`: `ui.charts.show_chart` with "pad" autosize, so a chart's width and height mean its
-  plot area (Streamlit otherwise squeezes axes and legend into that size and the cells shrink).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-import altair as alt
 import streamlit as st
 
 from core import text_lessons as tl
-from ui import charts as ui_charts
 from ui import state
-
-
-def show_chart(chart: alt.TopLevelMixin, **kwargs: Any) -> None:
-    """Show a chart at the size it asks for (plot area), caption and downloads included."""
-    ui_charts.show_chart(chart.properties(autosize=alt.AutoSizeParams(type="pad")), **kwargs)
 
 
 def keep_last_good(key: str, compute: Callable[[], Any], what: str) -> tuple[Any, bool]:

@@ -292,6 +292,8 @@ def upload_panel(book: live.RunBook) -> None:
         return
     results = st.session_state.setdefault("gpt.upload_results", {})
     if upload.file_id not in results:
+        for old_id in list(results)[:-4]:  # keep the outcome of the last few files only
+            del results[old_id]
         try:
             run = live.run_from_checkpoint(upload.getvalue(), upload.name)
         except ValueError as exc:  # CheckpointError is a ValueError
@@ -319,8 +321,10 @@ def model_picker(book: live.RunBook, key: str) -> live.Run | None:
     if not runs:
         return None
     ids = [r.run_id for r in runs]
-    if st.session_state.get(key) not in ids:
+    seen_key = f"{key}.seen_current"  # a new current run (trained or uploaded) becomes the pick
+    if st.session_state.get(key) not in ids or st.session_state.get(seen_key) != book.current_id:
         st.session_state[key] = book.current_id if book.current_id in ids else ids[0]
+    st.session_state[seen_key] = book.current_id
     chosen = st.selectbox("Model", ids, key=key,
                           format_func=lambda i: _picker_label(book.get(i)),
                           help="Any run of this session (or an uploaded checkpoint).")

@@ -232,3 +232,23 @@ def test_own_corpus_stays_out_of_the_link():
     at.text_area(key="small_lm.own_text").set_value("my private diary entry. " * 10).run()
     params = core_settings.to_params(at.session_state[PREFIX])
     assert params == {"corpus": "own"}
+
+
+def test_model_and_sampling_controls():
+    at = fresh()
+    at.slider(key=key("batch_size")).set_value(16).run()
+    at.slider(key=key("n_embd")).set_value(24).run()
+    at.slider(key=key("head_size")).set_value(8).run()
+    at.select_slider(key=key("lr")).set_value(0.003).run()
+    at.number_input(key=key("seed")).set_value(7).run()
+    config = at.session_state["small_lm.race"].config  # untrained: rebuilt with every change
+    assert (config.batch_size, config.n_embd, config.head_size, config.lr, config.seed) == (16, 24, 8, 0.003, 7)
+    assert "(B, T, C) = (16, 8, 24)" in " ".join(m.value for m in at.markdown)
+    at.slider(key=key("sample_chars")).set_value(30).run()
+    assert [len(s) for s in samples(at)] == [31, 31, 31]  # the first character + 30 sampled
+    before = samples(at)
+    at.slider(key=key("temperature")).set_value(0.05).run()  # sharpens even untrained logits
+    assert samples(at) != before
+    at.number_input(key=key("max_steps")).set_value(20).run()
+    assert at.get("progress")[0].proto.text.endswith("of 20")
+    assert_no_exception(at)

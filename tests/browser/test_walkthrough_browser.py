@@ -63,8 +63,11 @@ def edit_cell(page, x: float, y: float, text: str) -> None:
         except Exception:  # noqa: BLE001 - playwright's timeout; try the double-click again
             page.keyboard.press("Escape")
     assert editor.first.is_visible(), "the cell editor of st.data_editor did not open"
+    editor.first.focus()
+    page.wait_for_timeout(200)  # keystrokes typed before the editor has focus are lost
     page.keyboard.press("Control+A")  # inside the cell editor: select its text
-    page.keyboard.type(text) if text else page.keyboard.press("Delete")
+    page.keyboard.type(text, delay=30) if text else page.keyboard.press("Delete")
+    page.wait_for_timeout(200)
     page.keyboard.press("Enter")
 
 

@@ -1,7 +1,6 @@
 """core/live.py: settings <-> configs, runs trained in slices, labels, charts, checkpoints,
 the Sample and Inside-the-model computations."""
 
-import dataclasses
 import io
 import math
 
