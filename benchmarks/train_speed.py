@@ -29,7 +29,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # must precede the torch im
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402

@@ -29,7 +29,8 @@ labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-qkv_box = st.expander(f"Queries, keys, values: {wt.describe_weights(settings)} (as on the previous page)",
+# a constant label: a changing one (e.g. with the seed in it) would close the expander on each edit
+qkv_box = st.expander("Queries, keys, values: W_q, W_k, W_v as on the previous page",
                       icon=":material/tune:", on_change="rerun", key=f"{PREFIX}.qkv_open")
 with qkv_box:
     if qkv_box.open:
@@ -38,6 +39,7 @@ with qkv_box:
         projection = wt.projection_for(settings, d_in)
         if projection.note:
             st.warning(projection.note, icon=":material/warning:")
+st.caption(wt.describe_weights(settings, projection))
 
 with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
     query = page.query_select(settings, labels, width=220)

@@ -26,7 +26,7 @@ HOSTILE_SCALARS = ["nan", "-inf", "1e309", "-99999999999", "99999999999", "", "[
 def settings_objects(at) -> dict[str, object]:
     """The page's settings dataclasses found in session state, by prefix."""
     found = {}
-    for key in at.session_state.filtered_state:
+    for key in list(at.session_state):
         if "." in key:
             continue
         value = at.session_state[key]
@@ -39,8 +39,9 @@ def hostile_params(obj) -> list[dict[str, str]]:
     """One URL per hostile value, setting every field of `obj` to it at once."""
     names = [f.name for f in dataclasses.fields(obj)]
     cases = [{name: value for name in names} for value in HOSTILE_SCALARS]
-    cases.append({name: "x" * 70_000 for name in names})  # over the per-value cap
-    cases.append({name: json.dumps([[1e308] * 70] * 70) for name in names})
+    # two fields only: Streamlit itself drops a whole query string over 512 KiB
+    cases.append({name: "x" * 70_000 for name in names[:2]})  # over our per-value cap
+    cases.append({name: json.dumps([[1e308] * 70] * 70) for name in names[:2]})
     return cases
 
 
@@ -51,7 +52,8 @@ def test_hostile_url_params_fall_back_to_defaults_with_a_notice(page):
     objects = settings_objects(at)
     assert objects, f"{page} keeps no settings dataclass in session state"
     for prefix, obj in objects.items():
-        for params in hostile_params(obj)[:: 3]:  # every third case keeps the run time sane
+        cases = hostile_params(obj)
+        for params in cases[::3] + cases[-2:]:  # a spread of cases keeps the run time sane
             hostile = open_page(page, query=params)
             assert_no_exception(hostile)
             state = hostile.session_state[prefix]
@@ -100,6 +102,8 @@ def test_sessions_do_not_share_state():
     field = next(f for f in dataclasses.fields(obj) if f.type in (int, "int"))
     changed = getattr(obj, field.name) + 1
     setattr(first.session_state[prefix], field.name, changed)
+    # a new widget generation makes the widgets take the changed value (as a lesson load does)
+    first.session_state[f"{prefix}.__gen"] = first.session_state[f"{prefix}.__gen"] + 1
     first.run()
     second.run()
     assert getattr(first.session_state[prefix], field.name) == changed

@@ -322,3 +322,22 @@ def test_url_round_trip():
     assert_no_exception(again)
     assert again.session_state["train"] == at.session_state["train"]
     assert again.metric[0].value == at.metric[0].value
+
+
+def test_when_every_training_slot_is_taken_the_page_waits_its_turn():
+    import contextlib
+
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    run = current(at)
+    with contextlib.ExitStack() as others:
+        for i in range(budget.SLOTS.capacity):  # other sessions hold every slot
+            assert others.enter_context(budget.SLOTS.slot(f"other-session-{i}"))
+        step = run.step
+        at.run()
+        assert_no_exception(at)
+        assert run.step == step and run.status == "running"
+        assert "runs ahead of you, retrying…" in texts(at.info) or \
+            "run ahead of you, retrying…" in texts(at.info)
+    at.run()  # the slots are free again: training carries on by itself
+    assert run.step > step and "ahead of you" not in texts(at.info)
