@@ -57,7 +57,7 @@ class TrainConfig:
     eval_batch_size: int = 1024  # windows per forward pass in evaluate(); speed only, same result
     seed: int = 101  # seeds the initial weights, the batch order and the dropout masks
     device: str = "auto"  # "auto", "cpu", "cuda" or "mps"; an absent device falls back to the CPU
-    pack_length: int | None = None  # pack whole names into rows of this many tokens (no compute on padding); None = one window per row
+    pack_length: int | None = None  # pack whole names into rows of this many tokens (None: one window a row)
     grad_clip: float | None = None  # clip the global gradient norm to this value; None = no clipping
     schedule: str = "constant"  # learning rate after warm-up: "constant" or "cosine" decay to the end
     warmup_steps: int = 0  # linear warm-up from ~0 to lr over this many steps

@@ -229,7 +229,8 @@ class SingleHeadLM(LanguageModel):
         seed: int = 0,
     ):
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("n_embd", n_embd), ("block_size", block_size), ("head_size", head_size)):
+        sizes = {"vocab_size": vocab_size, "n_embd": n_embd, "block_size": block_size, "head_size": head_size}
+        for name, value in sizes.items():
             if int(value) < 1:
                 raise ValueError(f"{name} must be positive, got {value}")
         self.vocab_size = vocab_size

@@ -165,7 +165,9 @@ def _future_leak(model, t_change=5, T=8):
     with torch.no_grad():
         a, _ = model(idx)[:2]
         b, _ = model(changed)[:2]
-    return (a[:, :t_change] - b[:, :t_change]).abs().max().item(), (a[:, t_change:] - b[:, t_change:]).abs().max().item()
+    past = (a[:, :t_change] - b[:, :t_change]).abs().max().item()
+    present = (a[:, t_change:] - b[:, t_change:]).abs().max().item()
+    return past, present
 
 
 @pytest.mark.parametrize("use_sdpa", [True, False])
