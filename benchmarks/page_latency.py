@@ -12,6 +12,8 @@ median and the 95th percentile per page and size, of the wall time (what the tar
 of the process CPU time (the same work, but not inflated when other processes share the cores;
 the load average is printed too, so a slow figure on a busy machine can be told apart).
 Targets: median <= 150 ms at the default size, <= 400 ms at the large one.
+Torch's intra-op threads follow the app (core.budget: ATTENTION_LAB_TORCH_THREADS, default 2); on
+a busy machine the tiny tensors here run faster with 1 (waking a thread pool costs more than the op).
 Last line: one JSON object.
 """
 
@@ -27,8 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("ATTENTION_LAB_TORCH_THREADS", "2")
 
+from core import budget  # noqa: E402
 from core import settings as core_settings  # noqa: E402
 from core import walkthrough as wt  # noqa: E402
 from tests.app.conftest import open_page  # noqa: E402
@@ -123,6 +125,7 @@ def main() -> None:
     print(json.dumps({"benchmark": "page_latency", "sizes": {"default": "6 tokens x 3 dims",
                       "large": "32 tokens x 64 dims"}, "target_median_ms": TARGET_MS,
                       "results": results, "all_targets_met": ok, "cpu_count": os.cpu_count(),
+                      "torch_threads": budget.LIMITS.torch_threads,
                       "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}))
 
 

@@ -106,6 +106,8 @@ class TrainSettings:
     grad_clip: float = spec(_QUICK.grad_clip or 0.0, min=0.0, max=1000.0)  # 0 = no clipping
     schedule: str = spec(_QUICK.schedule, choices=SCHEDULES)  # learning rate after warm-up
     warmup_steps: int = spec(_QUICK.warmup_steps, min=0, max=100_000)  # linear warm-up steps
+    min_lr_ratio: float = spec(_QUICK.min_lr_ratio, min=0.0, max=1.0)  # cosine ends at lr * this
+    pack_length: int = spec(_QUICK.pack_length or 0, min=0, max=256)  # names packed in rows; 0 = off
     overlay: bool = spec(True)  # draw the session's earlier runs on the same chart
 
     def problems(self) -> list[str]:
@@ -115,6 +117,9 @@ class TrainSettings:
 def settings_problems(settings: TrainSettings) -> list[str]:
     """Cross-field rules of the Train page, in words for the student (empty when it can run)."""
     problems = []
+    if 0 < settings.pack_length < settings.context_size:
+        problems.append(f"packed rows ({settings.pack_length} tokens) must hold at least one window "
+                        f"of the context ({settings.context_size}); use 0 to switch packing off.")
     if settings.n_head > 0 and settings.d_embed % settings.n_head != 0:
         problems.append(f"d_embed ({settings.d_embed}) must be divisible by the number of heads "
                         f"({settings.n_head}): each head gets d_embed / heads dimensions.")
@@ -131,7 +136,8 @@ def settings_from_config(config: TrainConfig) -> TrainSettings:
         optimizer=config.optimizer, val_interval=config.val_interval, seed=config.seed,
         device=str(config.device).partition(":")[0], weight_decay=float(config.weight_decay),
         grad_clip=float(config.grad_clip or 0.0), schedule=config.schedule,
-        warmup_steps=config.warmup_steps)
+        warmup_steps=config.warmup_steps, min_lr_ratio=float(config.min_lr_ratio),
+        pack_length=config.pack_length or 0)
 
 
 def to_train_config(settings: TrainSettings, vocab_size: int = 27) -> TrainConfig:
@@ -147,7 +153,16 @@ def to_train_config(settings: TrainSettings, vocab_size: int = 27) -> TrainConfi
                        max_steps=settings.max_steps, val_interval=settings.val_interval,
                        seed=settings.seed, device=settings.device,
                        grad_clip=float(settings.grad_clip) if settings.grad_clip > 0 else None,
-                       schedule=settings.schedule, warmup_steps=settings.warmup_steps)
+                       schedule=settings.schedule, warmup_steps=settings.warmup_steps,
+                       min_lr_ratio=float(settings.min_lr_ratio), pack_length=packing(settings))
+
+
+def packing(settings: TrainSettings) -> int | None:
+    """Rows of packed names, or None. Packing keeps each name from seeing the others through the
+    causal mask, so a mask-off run ("break it") trains one window per row instead."""
+    if settings.pack_length <= 0 or not settings.causal:
+        return None
+    return max(settings.pack_length, settings.context_size)
 
 
 def preset_settings(name: str) -> TrainSettings:
@@ -514,6 +529,8 @@ _LABEL_PARTS: list[tuple[str, Callable[[Any], str]]] = [
     ("grad_clip", lambda v: f"clip {v:g}" if v else "no clip"),
     ("schedule", lambda v: f"{v} lr"),
     ("warmup_steps", lambda v: f"warm-up {v}"),
+    ("min_lr_ratio", lambda v: f"final lr ×{v:g}"),
+    ("pack_length", lambda v: f"packed {v}" if v else "not packed"),
     ("max_steps", lambda v: f"{v:,} steps"),
     ("seed", lambda v: f"seed {v}"),
     ("device", lambda v: str(v)),

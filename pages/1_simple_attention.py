@@ -16,7 +16,7 @@ from ui.layout import friendly_errors
 STEPS, LABELS = wt.SIMPLE_STEPS, wt.SIMPLE_STEP_LABELS
 
 settings = page.start_page(
-    "simple-attention", "Simple attention",
+    "simple_attention", "Simple attention",
     "Lessons 1–2 of *Coding attention mechanisms* (LLMs from Scratch, 3.3): a query scores every "
     "token by a dot product (ω), softmax turns the scores into weights (α), and the weighted sum "
     "of the inputs is the context vector (z). No trainable weights yet.")

@@ -19,7 +19,7 @@ from ui.layout import friendly_errors
 STEPS, LABELS = wt.SELF_STEPS, wt.SELF_STEP_LABELS
 
 settings = page.start_page(
-    "self-attention", "Self-attention with trainable weights",
+    "self_attention", "Self-attention with trainable weights",
     "Lesson 3 of *Coding attention mechanisms* (LLMs from Scratch, 3.4): three trainable matrices "
     "turn each embedding into a query, a key and a value. Scores are queries · keys, scaled by "
     "1/√d_k, softmaxed by row; the context vectors are the weighted sums of the values.")

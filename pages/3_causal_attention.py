@@ -20,7 +20,7 @@ STEPS, LABELS = wt.CAUSAL_STEPS, wt.CAUSAL_STEP_LABELS
 PREFIX = page.PREFIX
 
 settings = page.start_page(
-    "causal-attention", "Causal attention and dropout",
+    "causal_attention", "Causal attention and dropout",
     "Lesson 4 of *Coding attention mechanisms* (LLMs from Scratch, 3.5): a language model must not "
     "look at later tokens, so scores above the diagonal are set to −∞ before the softmax; dropout "
     "then zeroes random attention weights while training and rescales the rest by 1/(1 − p).")

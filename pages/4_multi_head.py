@@ -21,7 +21,7 @@ MAX_SHOWN_HEADS = 8
 STEPS, LABELS = wt.MULTI_STEPS, wt.MULTI_STEP_LABELS
 
 settings = page.start_page(
-    "multi-head", "Multi-head attention",
+    "multi_head", "Multi-head attention",
     "Lesson 5 of *Coding attention mechanisms* (LLMs from Scratch, 3.6): several heads attend "
     "in parallel, each with its own W_q, W_k, W_v of width d_out / heads; their outputs are "
     "concatenated and mixed by an output projection.")

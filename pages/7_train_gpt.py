@@ -103,6 +103,15 @@ with device_col:
           options=["constant", "cosine"])
     bound(st.number_input, "Warm-up steps", settings, "warmup_steps", prefix=PREFIX, min_value=0,
           max_value=100_000, step=50)
+    bound(st.number_input, "Cosine ends at (share of the peak lr)", settings, "min_lr_ratio", prefix=PREFIX,
+          min_value=0.0, max_value=1.0, step=0.05, format="%g")
+    bound(st.number_input, "Pack names into rows of (tokens, 0 = off)", settings, "pack_length",
+          prefix=PREFIX, min_value=0, max_value=256, step=8,
+          help="Whole names back to back in each row, each attending only to itself: no compute is "
+               "spent on padding. The batch size then counts rows.")
+    if settings.pack_length and not settings.causal:
+        st.caption("Packing needs the causal mask (names in a row must not see each other), so this "
+                   "mask-off run trains one window per row.")
 
 matched = live.matching_preset(settings)
 preset_label.markdown(f"Preset: **{live.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**")

@@ -75,8 +75,8 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
         if st.button("Start new run", key="train.start", type="primary", icon=":material/play_arrow:",
                      disabled=blocked, help="Train a new model with the settings above; "
                      "earlier runs stay on the chart."):
-            start_new_run(book, settings)
-            st.rerun()
+            if start_new_run(book, settings) is not None:
+                st.rerun()  # otherwise the error stays on screen
     with cols[1]:
         if status == "running":
             if st.button("Pause", key="train.pause", icon=":material/pause:"):
@@ -86,8 +86,8 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
         else:
             can_resume = run is not None and status in ("idle", "paused") and not run.trainer.done
             if st.button("Resume", key="train.resume", icon=":material/resume:", disabled=not can_resume):
-                _resume(run)
-                st.rerun()
+                if _resume(run):
+                    st.rerun()
     with cols[2]:
         if st.button("Stop", key="train.stop", icon=":material/stop:",
                      disabled=status not in ("running", "paused", "idle"),
@@ -106,23 +106,25 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
                      disabled=blocked, help="Train the same model with the causal mask off: "
                      "each position can read the character it must predict."):
             broken = dataclasses.replace(settings, causal=False)
-            start_new_run(book, broken)
-            st.rerun()
+            if start_new_run(book, broken) is not None:
+                st.rerun()
 
 
-def _resume(run: live.Run) -> None:
+def _resume(run: live.Run) -> bool:
     try:
         live.start(run)
     except ValueError as exc:
         st.error(str(exc), icon="🚫")
+        return False
+    return True
 
 
 def continue_controls(book: live.RunBook) -> None:
     """For a finished, stopped or uploaded run: train some more steps."""
     run = book.current
-    if run is None or run.status not in ("done", "stopped", "paused", "error") or run.status == "error":
-        return
-    if run.status == "paused" and not run.trainer.done:
+    finished = run is not None and (run.status in ("done", "stopped")
+                                    or (run.status == "paused" and run.trainer.done))
+    if not finished:
         return
     left, right = st.columns([1, 2])
     with left:

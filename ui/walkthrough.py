@@ -49,8 +49,12 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
 
 
 def _reset_all() -> None:
-    locked = state.locked_fields(PREFIX)
-    state.replace_settings(PREFIX, WalkthroughSettings(), locked)
+    """Defaults everywhere, except the controls a lesson locked (they keep the lesson's values)."""
+    locked_now = state.locked_fields(PREFIX)
+    current, fresh = st.session_state[PREFIX], WalkthroughSettings()
+    for field in locked_now:
+        setattr(fresh, field, getattr(current, field))
+    state.replace_settings(PREFIX, fresh, locked_now)
 
 
 def finish_page(settings: WalkthroughSettings) -> None:

@@ -368,3 +368,16 @@ def test_locked_controls_are_disabled_and_hold_their_value():
     at.session_state[key(at, "query")] = 4  # even a forced widget value does not get through
     at.run()
     assert settings_of(at).query == 1 and numbers(at, "ω =") == BOOK_SCORES
+
+
+def test_reset_walkthrough_restores_defaults_but_keeps_locked_values():
+    at = open_walk()
+    apply_csv(at, "a,1,2\nb,3,4")
+    set_step(at, "step", "context")
+    at.session_state[f"{PREFIX}.__locked"] = {"step"}
+    at.run()
+    at.button(key=f"{PREFIX}.reset_all").click().run()
+    assert_no_exception(at)
+    assert_book_table(at)
+    assert settings_of(at).step == "context"  # locked by the lesson: kept
+    assert numbers(at, "z =") == BOOK_CONTEXT

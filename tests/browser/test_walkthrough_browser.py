@@ -9,11 +9,15 @@ import re
 import pytest
 
 from tests.browser.conftest import assert_no_error, screenshot, wait_idle
+from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
 
 TALL = {"width": 1280, "height": 2200}  # Streamlit scrolls inside its main block: a tall window
 TOKEN_PX, DIM_PX, ROW_PX = 120, 72, 35  # ui.walkthrough column widths; Streamlit's row height
+URL = {lesson.file: lesson.url for lesson in LESSONS}  # the pages' url paths, as the app names them
+SIMPLE, SELF = URL["pages/1_simple_attention.py"], URL["pages/2_self_attention.py"]
+CAUSAL, MULTI = URL["pages/3_causal_attention.py"], URL["pages/4_multi_head.py"]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +88,7 @@ def wait_for_scores(page, index: int, expected: str) -> list[str]:
 
 
 def test_simple_attention_real_cell_edit(page, warm_url):
-    open_walk(page, f"{warm_url}/simple_attention")
+    open_walk(page, f"{warm_url}/{SIMPLE}")
     assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
     grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
     marker = grid["width"] - 2 - TOKEN_PX - 3 * DIM_PX  # the row-marker column on the left
@@ -111,7 +115,7 @@ def test_simple_attention_real_cell_edit(page, warm_url):
 
 
 def test_self_attention_next_step(page, warm_url):
-    open_walk(page, f"{warm_url}/self_attention")
+    open_walk(page, f"{warm_url}/{SELF}")
     assert page.get_by_text("Matches the book: 0.2996 0.8053").first.is_visible()
     page.get_by_role("button", name=re.compile("Next")).click()
     wait_idle(page)
@@ -123,7 +127,7 @@ def test_self_attention_next_step(page, warm_url):
 
 
 def test_causal_attention_mask_off(page, warm_url):
-    open_walk(page, f"{warm_url}/causal_attention")
+    open_walk(page, f"{warm_url}/{CAUSAL}")
     assert page.get_by_role("heading", name=re.compile("Step 2 of 7")).is_visible()
     page.locator("[data-testid='stMain'] [data-testid='stCheckbox']").filter(
         has_text="Causal mask").first.click()
@@ -136,7 +140,7 @@ def test_causal_attention_mask_off(page, warm_url):
 
 
 def test_multi_head_one_head(page, warm_url):
-    open_walk(page, f"{warm_url}/multi_head?d_out=4")
+    open_walk(page, f"{warm_url}/{MULTI}?d_out=4")
     assert page.get_by_text(re.compile(r"^Attention weights of head 2")).count() == 1
     page.locator("[data-testid='stSelectbox']").filter(has_text="Heads").click()
     page.get_by_role("option", name="4").click()
@@ -149,7 +153,7 @@ def test_multi_head_one_head(page, warm_url):
 
 
 def test_simple_attention_lecture_mode(page, warm_url):
-    open_walk(page, f"{warm_url}/simple_attention?lecture=1&step=weights")
+    open_walk(page, f"{warm_url}/{SIMPLE}?lecture=1&step=weights")
     assert page.get_by_role("heading", name=re.compile("Step 2 of 4")).is_visible()
     assert code_text(page, "α (softmax) =").split() == [
         "0.1385", "0.2379", "0.2333", "0.1240", "0.1082", "0.1581"]
