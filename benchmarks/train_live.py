@@ -11,7 +11,7 @@
 3. "best" preset through the live loop: target validation <= 1.92 within 5 minutes.
 
 Torch uses the app's thread setting (core.budget, ATTENTION_LAB_TORCH_THREADS) unless --threads.
-Usage: python benchmarks/train_live.py [--steps 300] [--repeats 2] [--skip-best] [--threads N]
+Usage: python benchmarks/train_live.py [--steps 200] [--repeats 4] [--skip-best] [--threads N]
 The last line printed is one JSON object.
 """
 
@@ -105,8 +105,8 @@ def preset_race(training, name: str, limit_s: float, target: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=300, help="steps per throughput measurement")
-    parser.add_argument("--repeats", type=int, default=2, help="headless/live pairs, alternated")
+    parser.add_argument("--steps", type=int, default=200, help="steps per throughput measurement")
+    parser.add_argument("--repeats", type=int, default=4, help="headless/live pairs, alternated")
     parser.add_argument("--skip-best", action="store_true", help="skip the 5-minute 'best' race")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the app's)")
     args = parser.parse_args()

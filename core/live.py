@@ -704,27 +704,38 @@ def chart_runs(book: RunBook, overlay: bool) -> list[Run]:
 
 
 @dataclass
-class TickView:
-    """What one tick of the Train page draws: the slice's outcome and the refreshed chart."""
+class ChartView:
+    """The loss chart of the Train page: its rows and its (cached, data-free) spec."""
 
-    outcome: SliceOutcome  # what the training slice did
     frame: pd.DataFrame  # the chart's rows (run, step, loss, kind)
     spec: dict  # the loss chart's Vega-Lite spec (themed, without data)
     vocab_size: int  # for the uniform-guess rule
 
 
-def tick(book: RunBook, time_budget_s: float, *, overlay: bool = True,
-         slot: ContextManager | None = None, lecture: bool = False) -> TickView:
-    """One tick of the Train page: train the current run for a slice (if it is running), then
-    rebuild the loss chart from the accumulated history. The page's fragment and
-    benchmarks/train_live.py both call exactly this."""
+def chart_view(book: RunBook, *, overlay: bool = True, lecture: bool = False) -> ChartView:
+    """The loss chart's rows and spec for the runs on the Train page's chart."""
     run = book.current
-    outcome = advance(run, time_budget_s, slot) if run is not None else SliceOutcome()
     frame = loss_frame(chart_runs(book, overlay))
     vocab_size = run.tokenizer.vocab_size if run is not None else 27
     runs = tuple(dict.fromkeys(frame["run"])) if len(frame) else ()
-    return TickView(outcome, frame, loss_chart_spec(runs, vocab_size=vocab_size, lecture=lecture),
-                    vocab_size)
+    return ChartView(frame, loss_chart_spec(runs, vocab_size=vocab_size, lecture=lecture), vocab_size)
+
+
+@dataclass
+class TickView(ChartView):
+    """What one tick did (the training slice) and the chart after it."""
+
+    outcome: SliceOutcome = field(default_factory=SliceOutcome)
+
+
+def tick(book: RunBook, time_budget_s: float, *, overlay: bool = True,
+         slot: ContextManager | None = None, lecture: bool = False) -> TickView:
+    """One tick: train the current run for a slice (if it is running), then rebuild the chart.
+    (The page draws first and trains second, so what it shows never fades while a slice runs.)"""
+    run = book.current
+    outcome = advance(run, time_budget_s, slot) if run is not None else SliceOutcome()
+    view = chart_view(book, overlay=overlay, lecture=lecture)
+    return TickView(view.frame, view.spec, view.vocab_size, outcome)
 
 
 # =============================================================================================

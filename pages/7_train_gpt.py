@@ -149,7 +149,7 @@ if run is not None and run.status in ("running", "paused") and run.settings != s
     differing = [f for f in live._TRAINING_FIELDS if getattr(run.settings, f) != getattr(settings, f)]
     if differing:
         st.caption(f"The settings differ from {run.label} ({', '.join(differing)}); they apply to the "
-                   "next **Start new run**. The current run keeps its own settings.")
+                   "next run (**Start**). The current run keeps its own settings.")
 training.run_controls(book, settings, blocked=blocked)
 training.continue_controls(book)
 bound(st.checkbox, "Show the session's earlier runs on the same chart", settings, "overlay", prefix=PREFIX)
@@ -171,7 +171,8 @@ with st.expander("Break it: what happens without the causal mask?", icon=":mater
         "validation loss, because the validation windows leak in the same way.\n\n"
         "Generation is where the cheat shows: when the model writes a new name, the next character "
         "does not exist yet, so there is nothing to copy. A model that only learned to copy has "
-        "learned nothing about names, and its samples turn to garbage. A low loss means nothing "
+        "learned nothing about names, and its samples turn to garbage (often empty names, or one "
+        "letter over and over). A low loss means nothing "
         "if the test leaks the answer.")
 
 # ------------------------------------------------------------------ checkpoints

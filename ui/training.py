@@ -70,11 +70,11 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
     ticking fragment starts or stops with it."""
     run = book.current
     status = run.status if run else None
-    cols = st.columns([1.25, 1, 1, 1, 1.6])
+    cols = st.columns([1, 1.25, 1, 1, 1.15])
     with cols[0]:
-        if st.button("Start new run", key="train.start", type="primary", icon=":material/play_arrow:",
-                     disabled=blocked, help="Train a new model with the settings above; "
-                     "earlier runs stay on the chart."):
+        if st.button("Start", key="train.start", type="primary", icon=":material/play_arrow:",
+                     disabled=blocked, help="Start a new run: train a new model with the settings "
+                     "above; earlier runs stay on the chart."):
             if start_new_run(book, settings) is not None:
                 st.rerun()  # otherwise the error stays on screen
     with cols[1]:
@@ -102,9 +102,9 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
             budget.SLOTS.leave(book.owner)
             st.rerun()
     with cols[4]:
-        if st.button("Break it: mask off", key="train.break", icon=":material/heart_broken:",
-                     disabled=blocked, help="Train the same model with the causal mask off: "
-                     "each position can read the character it must predict."):
+        if st.button("Break it", key="train.break", icon=":material/heart_broken:",
+                     disabled=blocked, help="Start a new run of the same model with the causal "
+                     "mask off: each position can read the character it must predict."):
             broken = dataclasses.replace(settings, causal=False)
             if start_new_run(book, broken) is not None:
                 st.rerun()
@@ -158,17 +158,13 @@ def live_panel(book: live.RunBook, settings: live.TrainSettings) -> None:
 
 
 def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
+    """Draw the run as it stands, then train the next slice. Drawing first keeps the elements
+    fresh: Streamlit fades a fragment's elements that a running tick has not redrawn yet."""
     run = book.current
-    budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
-    view = live.tick(book, budget_s, overlay=settings.overlay,
-                     slot=budget.SLOTS.slot(book.owner) if run is not None and run.active else None,
-                     lecture=state.lecture_mode())
-    if view.outcome.busy:
-        ahead = max(1, budget.SLOTS.position(book.owner) + budget.SLOTS.running)
-        st.info(f"busy: {ahead} run{'s' if ahead > 1 else ''} ahead of you, retrying…",
-                icon=":material/hourglass_top:")
+    view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
+    busy_box = st.empty()
     if run is None:
-        st.info("No run yet. Pick a preset or set the values above, then press **Start new run**. "
+        st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
                 icon=":material/model_training:")
     else:
@@ -177,11 +173,19 @@ def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
         _loss_chart(view, _chart_caption(book, settings))
     if run is not None:
         _samples(run)
-    if view.outcome.finished:
+    if run is None or not run.active:
+        return
+    budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
+    outcome = live.advance(run, budget_s, slot=budget.SLOTS.slot(book.owner))
+    if outcome.busy:
+        ahead = max(1, budget.SLOTS.position(book.owner) + budget.SLOTS.running)
+        busy_box.info(f"busy: {ahead} run{'s' if ahead > 1 else ''} ahead of you, retrying…",
+                      icon=":material/hourglass_top:")
+    if outcome.finished:
         st.rerun(scope="app")  # the controls above change (Resume greys out, "more steps" appears)
 
 
-def _loss_chart(view: live.TickView, caption: str) -> None:
+def _loss_chart(view: live.ChartView, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
@@ -223,17 +227,24 @@ def _progress(run: live.Run) -> None:
     smoothed = live.smooth(history["train_loss"])
     cols = st.columns(5)
     cols[0].metric("Step", f"{run.step:,}")
-    cols[1].metric("Train loss (smoothed)", f"{smoothed[-1]:.3f}" if len(smoothed) else "–")
-    cols[2].metric("Validation loss", f"{run.trainer.last_val_loss:.3f}"
+    cols[1].metric("Train loss", f"{smoothed[-1]:.3f}" if len(smoothed) else "–",
+                   help="Training loss per character (nats), smoothed over the recent steps.")
+    cols[2].metric("Val loss", f"{run.trainer.last_val_loss:.3f}"
                    if run.trainer.last_val_loss is not None else "–",
-                   help="Mean cross-entropy per character on the held-out names, in nats.")
+                   help="Validation loss: mean cross-entropy per character on the held-out names, "
+                        "in nats, at the last validation point.")
     cols[3].metric("Steps/s", f"{run.steps_per_s:,.1f}")
-    cols[4].metric("Tokens/s", f"{run.tokens_per_s:,.0f}",
+    cols[4].metric("Tokens/s", _compact(run.tokens_per_s),
                    help="Non-padding target characters per second of training.")
     if run.message:
         st.error(run.message, icon="🚫")
     if run.trainer.device_message:
         st.warning(run.trainer.device_message, icon=":material/memory:")
+
+
+def _compact(value: float) -> str:
+    """12,345 -> "12.3k": fits a metric on a projector."""
+    return f"{value / 1000:,.1f}k" if value >= 10_000 else f"{value:,.0f}"
 
 
 def _chart_caption(book: live.RunBook, settings: live.TrainSettings) -> str:
