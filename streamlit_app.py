@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import streamlit as st
+import os
 
-from core import budget
-from ui import nav
+# OpenMP threads that spin while waiting steal the cores other sessions need: on a busy server
+# matrix multiplies ran ~10x slower. Must be set before torch is first imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import streamlit as st  # noqa: E402
+
+from core import budget  # noqa: E402
+from ui import nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import ENTRY_FLAG
 

@@ -17,6 +17,7 @@ Shape letters: b = batch size, T = number of tokens, H = num_heads.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, fields, replace
 
 import torch
@@ -110,6 +111,12 @@ def all_context_vecs(attn_weights, inputs):
 # ---------------------------------------------------------------------------------------------
 # 2. The book's classes (book 3.4 - 3.6)
 # ---------------------------------------------------------------------------------------------
+
+
+# The book's classes draw their initial weights from torch's global generator right after
+# torch.manual_seed(...). Several sessions run in one server process (threads), so whoever seeds
+# and builds must hold this lock for both steps, or another thread's draw can land in between.
+GLOBAL_RNG_LOCK = threading.RLock()
 
 
 def causal_mask(num_tokens: int) -> torch.Tensor:

@@ -190,7 +190,7 @@ def run_caught(fn: Callable, *args, **kwargs) -> Caught:
         return Caught(error=f"{type(exc).__name__}: {exc}")
 
 
-_GLOBAL_RNG_LOCK = threading.Lock()
+_GLOBAL_RNG_LOCK = attention.GLOBAL_RNG_LOCK  # shared with every other user of the book seeds
 
 
 def _seeded(seed: int, build: Callable[[], Any]) -> Any:

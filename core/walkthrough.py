@@ -547,7 +547,7 @@ def seeded(seed: int):
     Equivalent to the book's torch.manual_seed(seed) for modules built on the CPU, without its
     cost of seeding every accelerator, and invisible to other sessions in the same process.
     """
-    with torch.random.fork_rng(devices=[]):
+    with attention.GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(int(seed))
         yield
 

@@ -10,6 +10,7 @@ waits in session state, and the next tick (or the next visit to the Train page) 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
@@ -161,18 +162,22 @@ def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
     """Draw the run as it stands, then train the next slice. Drawing first keeps the elements
     fresh: Streamlit fades a fragment's elements that a running tick has not redrawn yet."""
     run = book.current
-    view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
-    busy_box = st.empty()
-    if run is None:
-        st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
-                "The loss curve, progress and sampled names appear here while it trains.",
-                icon=":material/model_training:")
-    else:
-        _progress(run)
-    if len(view.frame):
-        _loss_chart(view, _chart_caption(book, settings))
-    if run is not None:
-        _samples(run)
+    # Under the run's lock: when a click arrives mid-slice, Streamlit may start the new script run
+    # in a fresh thread while the old one finishes its slice; the drawing then waits for the slice
+    # to end instead of reading a history that is being appended to.
+    with run.lock if run is not None else contextlib.nullcontext():
+        view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
+        busy_box = st.empty()
+        if run is None:
+            st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
+                    "The loss curve, progress and sampled names appear here while it trains.",
+                    icon=":material/model_training:")
+        else:
+            _progress(run)
+        if len(view.frame):
+            _loss_chart(view, _chart_caption(book, settings))
+        if run is not None:
+            _samples(run)
     if run is None or not run.active:
         return
     budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
