@@ -6,7 +6,6 @@ import streamlit as st
 from core import live
 from core.sampling import next_char_distributions, sample_names
 from ui import training
-from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.state import bound, lecture_mode, page_settings, set_field, sync_url
@@ -82,11 +81,14 @@ table_col, chart_col = st.columns([2, 3])
 with table_col:
     st.dataframe(live.samples_table(samples), hide_index=True, height=min(420, 38 + 35 * len(samples)))
 with chart_col:
-    show_chart(live.shares_chart(samples, lecture=lecture_mode()), name="sampled-names-shares",
-               caption=(f"Where {len(samples)} sampled names stand against the data: {run.label}, step "
-                        f"{run.step:,}; temperature {settings.temperature:g}, top-k "
-                        f"{settings.top_k or 'all'}, prefix “{settings.prefix}”, seed {settings.seed}."),
-               key="sample.shares")
+    sample_key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
+                  settings.prefix, settings.seed)
+    training.show_cached_chart(
+        lambda: live.shares_chart(samples, lecture=lecture_mode()), sample_key,
+        name="sampled-names-shares", key="sample.shares",
+        caption=(f"Where {len(samples)} sampled names stand against the data: {run.label}, step "
+                 f"{run.step:,}; temperature {settings.temperature:g}, top-k "
+                 f"{settings.top_k or 'all'}, prefix “{settings.prefix}”, seed {settings.seed}."))
 
 # ------------------------------------------------------------------ one name, step by step
 st.subheader("What the model weighed, step by step")
@@ -106,16 +108,17 @@ with friendly_errors("the next-character probabilities"):
               help="Step t: the model has read “.” and the first t letters and weighs the next one.")
     else:
         settings.step = 0
-    show_chart(live.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
-               name="next-character-bars",
-               caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
-                        f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
-                        f"distribution before temperature and top-k."),
-               key="sample.bars")
-    show_chart(live.steps_heatmap(steps, lecture=lecture_mode()), name="next-character-every-step",
-               caption=(f"Every step of “{name}” at once: one row per step (what was read → what "
-                        "came), colour = probability of each next character (0 to 1)."),
-               key="sample.heat")
+    training.show_cached_chart(
+        lambda: live.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
+        (run.run_id, run.step, name, settings.step), name="next-character-bars", key="sample.bars",
+        caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
+                 f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
+                 "distribution before temperature and top-k."))
+    training.show_cached_chart(
+        lambda: live.steps_heatmap(steps, lecture=lecture_mode()), (run.run_id, run.step, name),
+        name="next-character-every-step", key="sample.heat",
+        caption=(f"Every step of “{name}” at once: one row per step (what was read → what came), "
+                 "colour = probability of each next character (0 to 1)."))
     st.dataframe(live.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")

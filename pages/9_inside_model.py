@@ -6,7 +6,6 @@ import streamlit as st
 from core import live
 from core.models import CausalSelfAttention
 from ui import training
-from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.state import bound, lecture_mode, page_settings, set_field, sync_url
@@ -79,21 +78,25 @@ if inspection is not None:
     st.markdown(f"Input “{text}”: {T} positions. Each map is `(T, T) = ({T}, {T})`: row = the position "
                 "reading (query), column = the position it attends to (key); every row sums to 1. "
                 "Grey cells are masked (the future)." + mask_note)
-    show_chart(live.attention_grid_chart(inspection, lecture=lecture_mode()), name="attention-all-heads",
-               caption=(f"Attention weights of all {n_layer} layers × {n_head} heads for “{text}”, "
-                        f"{run.label}, step {run.step:,} (colour 0 to 1)."),
-               key="inside.grid")
-    show_chart(live.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
-               name=f"attention-layer{settings.layer + 1}-head{settings.head + 1}",
-               caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
-                        f"{run.label}, step {run.step:,}."),
-               key="inside.head")
+    name_key = (run.run_id, run.step, text)  # the model at this step, reading this name
+    training.show_cached_chart(
+        lambda: live.attention_grid_chart(inspection, lecture=lecture_mode()), name_key,
+        name="attention-all-heads", key="inside.grid",
+        caption=(f"Attention weights of all {n_layer} layers × {n_head} heads for “{text}”, "
+                 f"{run.label}, step {run.step:,} (colour 0 to 1)."))
+    training.show_cached_chart(
+        lambda: live.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
+        name_key + (settings.layer, settings.head),
+        name=f"attention-layer{settings.layer + 1}-head{settings.head + 1}", key="inside.head",
+        caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
+                 f"{run.label}, step {run.step:,}."))
 
     st.subheader("What it expects next, at every position")
-    show_chart(live.next_char_chart(inspection, lecture=lecture_mode()), name="next-character-by-position",
-               caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
-                        f"of “{text}”; {run.label}, step {run.step:,}."),
-               key="inside.next")
+    training.show_cached_chart(
+        lambda: live.next_char_chart(inspection, lecture=lecture_mode()), name_key,
+        name="next-character-by-position", key="inside.next",
+        caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
+                 f"of “{text}”; {run.label}, step {run.step:,}."))
     st.dataframe(live.top_predictions(inspection), hide_index=True)
 
 st.subheader("Character embeddings")
@@ -105,22 +108,23 @@ pca_frame, ratios = live.embedding_pca(run.model, run.tokenizer)
 separation = live.vowel_separation(pca_frame)
 pca_col, metric_col = st.columns([3, 1])
 with pca_col:
-    show_chart(live.pca_chart(pca_frame, ratios, lecture=lecture_mode()), name="embedding-pca",
-               caption=(f"2-D PCA of the {weights_shape[0]} character embeddings ({ratios.sum():.0%} of the "
-                        f"variance); {run.label}, step {run.step:,}. Vowel/consonant separation "
-                        f"{separation:.2f} (centroid gap over spread)."),
-               key="inside.pca")
+    training.show_cached_chart(
+        lambda: live.pca_chart(pca_frame, ratios, lecture=lecture_mode()), (run.run_id, run.step),
+        name="embedding-pca", key="inside.pca",
+        caption=(f"2-D PCA of the {weights_shape[0]} character embeddings ({ratios.sum():.0%} of the "
+                 f"variance); {run.label}, step {run.step:,}. Vowel/consonant separation "
+                 f"{separation:.2f} (centroid gap over spread)."))
 with metric_col:
     st.metric("Vowel / consonant separation", f"{separation:.2f}",
               help="Distance between the vowel and consonant centres in the PCA plane, divided by "
                    "the average spread within the groups. Near 0 for random embeddings.")
     st.caption(f"The same model before training (seed {run.trainer.config.seed}): "
                f"{live.initial_separation(run):.2f}.")
-show_chart(live.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()),
-           name="token-embedding-matrix",
-           caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
-                   f"{run.label}, step {run.step:,}.",
-           key="inside.embedding")
+training.show_cached_chart(
+    lambda: live.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()), (run.run_id, run.step),
+    name="token-embedding-matrix", key="inside.embedding",
+    caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
+            f"{run.label}, step {run.step:,}.")
 
 show_code([live.inspect_name, CausalSelfAttention.forward, live.embedding_pca])
 sync_url(settings)

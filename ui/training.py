@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
+import re
 
+import altair as alt
 import streamlit as st
 
 from core import budget, charts, live
@@ -200,19 +203,57 @@ def _loss_chart(view: live.ChartView, caption: str) -> None:
     st.caption(caption)
     lecture = state.lecture_mode()
     frame, vocab_size = view.frame.copy(), view.vocab_size
+    _downloads(lambda: live.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
+               "Names GPT: loss", caption, "names-gpt-loss", "train.loss", lecture)
+
+
+def _downloads(build, title: str, caption: str, slug: str, key: str, lecture: bool) -> None:
+    """PNG (2x) and SVG buttons; the figure (with its caption) is made only when clicked."""
 
     def figure():
-        chart = live.loss_chart(frame, vocab_size=vocab_size, lecture=lecture)
-        return charts.themed(charts.with_caption(chart, "Names GPT: loss", caption), lecture)
+        return charts.themed(charts.with_caption(build(), title, caption), lecture)
 
     left, right, _ = st.columns([1, 1, 4])
-    left.download_button("PNG", data=lambda: charts.to_png(figure(), scale=2.0), file_name="names-gpt-loss.png",
-                         mime="image/png", key="png.train.loss", on_click="ignore",
+    left.download_button("PNG", data=lambda: charts.to_png(figure(), scale=2.0), file_name=f"{slug}.png",
+                         mime="image/png", key=f"png.{key}", on_click="ignore",
                          icon=":material/download:", help="2x PNG with the caption, for slides")
     right.download_button("SVG", data=lambda: charts.to_svg(figure()).encode("utf-8"),
-                          file_name="names-gpt-loss.svg", mime="image/svg+xml", key="svg.train.loss",
+                          file_name=f"{slug}.svg", mime="image/svg+xml", key=f"svg.{key}",
                           on_click="ignore", icon=":material/download:",
                           help="Vector SVG with the caption, for slides")
+
+
+CHART_CACHE = "gpt.chart_specs"  # session cache of validated chart specs (bounded)
+MAX_CACHED_CHARTS = 24
+
+
+def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: str) -> None:
+    """Like ui.charts.show_chart, but the chart is built and validated once per `cache_key`.
+
+    Altair builds and validates a spec on every rerun (20-90 ms per chart); the Sample and Inside
+    pages draw up to six charts that only change when the model, the name or a setting does, so
+    their specs are kept (as JSON, per session, at most MAX_CACHED_CHARTS) and re-sent as they are.
+    """
+    lecture = state.lecture_mode()
+    cache = st.session_state.setdefault(CHART_CACHE, {})
+    full_key = (key, cache_key, lecture)
+    if full_key not in cache:
+        chart = build()
+        try:
+            spec = json.dumps(charts.themed(chart, lecture).to_dict())
+        except alt.MaxRowsError:  # a very large map: let Streamlit send it (no row limit there)
+            spec = None
+        cache[full_key] = (chart, spec)
+        while len(cache) > MAX_CACHED_CHARTS:
+            cache.pop(next(iter(cache)))
+    chart, spec = cache[full_key]
+    if spec is None:
+        st.altair_chart(charts.themed(chart, lecture), width="content")
+    else:
+        st.vega_lite_chart(spec=json.loads(spec), width="content")
+    st.caption(caption)
+    _downloads(lambda: chart, name, caption, re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60],
+               key, lecture)
 
 
 def _fmt_seconds(seconds: float | None) -> str:
