@@ -827,16 +827,21 @@ def sample_for_page(run: Run, settings: SampleSettings) -> list[SampledName]:
                         max_len=max(30, len(prefix) + 1), train_names=train_set, val_names=val_set)
 
 
-def clean_prefix(prefix: str, tokenizer: CharTokenizer) -> str:
-    """The prefix in the model's alphabet (lower-cased, spaces trimmed), or ValueError saying why."""
-    text = str(prefix).strip().lower()
+def _in_alphabet(text: str, tokenizer: CharTokenizer, what: str) -> str:
+    """`text` lower-cased and trimmed, or ValueError if it holds "." or characters outside the vocab."""
+    text = str(text).strip().lower()
     if BOUNDARY_TOKEN in text:
-        raise ValueError('the prefix must not contain "." (it marks the start and end of a name).')
+        raise ValueError(f'{what} must not contain "." (it marks the start and end of a name).')
     unknown = sorted(set(text) - set(tokenizer.vocab))
     if unknown:
-        raise ValueError("the prefix has characters the model never saw: "
+        raise ValueError(f"{what} has characters the model never saw: "
                          + ", ".join(repr(c) for c in unknown) + " (names use the letters a–z).")
     return text
+
+
+def clean_prefix(prefix: str, tokenizer: CharTokenizer) -> str:
+    """The prefix in the model's alphabet (lower-cased, spaces trimmed), or ValueError saying why."""
+    return _in_alphabet(prefix, tokenizer, "the prefix")
 
 
 def samples_table(samples: list[SampledName]) -> pd.DataFrame:
@@ -947,16 +952,9 @@ class Inspection:
 
 def clean_name(name: str, tokenizer: CharTokenizer) -> str:
     """The typed name in the model's alphabet, or ValueError saying what is wrong."""
-    text = str(name).strip().lower()
-    if not text:
+    if not str(name).strip():
         raise ValueError("type a name (letters a–z).")
-    if BOUNDARY_TOKEN in text:
-        raise ValueError('a name must not contain "." (it marks the start and end of a name).')
-    unknown = sorted(set(text) - set(tokenizer.vocab))
-    if unknown:
-        raise ValueError("the name has characters the model never saw: "
-                         + ", ".join(repr(c) for c in unknown) + " (names use the letters a–z).")
-    return text
+    return _in_alphabet(name, tokenizer, "the name")
 
 
 @torch.no_grad()

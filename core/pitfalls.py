@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import random
-import threading
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence

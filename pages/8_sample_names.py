@@ -7,8 +7,8 @@ from core import live
 from core.sampling import next_char_distributions, sample_names
 from ui import training
 from ui.code import show_code
-from ui.layout import friendly_errors, lesson_panel
-from ui.state import bound, lecture_mode, page_settings, set_field, sync_url
+from ui.layout import friendly_errors
+from ui.state import bound, lecture_mode, set_field, sync_url
 
 PREFIX = "sample"
 LAST_KEY = "sample.last_valid"  # the last names that could be sampled, kept through bad input
@@ -20,15 +20,7 @@ st.markdown(
     "again. **Temperature** divides the scores before the softmax (below 1: safer, more common "
     "names; above 1: wilder ones); **top-k** keeps only the k most likely characters.")
 
-settings = page_settings(PREFIX, live.SampleSettings)
-lesson_panel(PREFIX, live.SampleSettings, "sample", settings)
-book = training.runbook()
-run = training.model_picker(book, key="sample.model")
-
-if run is None:
-    training.empty_state(book, "sample")
-    sync_url(settings)
-    st.stop()
+settings, book, run = training.model_page(PREFIX, live.SampleSettings, "sample")
 
 cols = st.columns(5)
 with cols[0]:

@@ -7,8 +7,8 @@ from core import live
 from core.models import CausalSelfAttention
 from ui import training
 from ui.code import show_code
-from ui.layout import friendly_errors, lesson_panel
-from ui.state import bound, lecture_mode, page_settings, set_field, sync_url
+from ui.layout import friendly_errors
+from ui.state import bound, lecture_mode, set_field, sync_url
 
 PREFIX = "inside"
 
@@ -18,15 +18,7 @@ st.markdown(
     "(attention weights, one map per layer and head), what it expects next at every position, "
     "and how it has arranged the 27 characters in its embedding space.")
 
-settings = page_settings(PREFIX, live.InsideSettings)
-lesson_panel(PREFIX, live.InsideSettings, "inside", settings)
-book = training.runbook()
-run = training.model_picker(book, key="inside.model")
-
-if run is None:
-    training.empty_state(book, "look inside")
-    sync_url(settings)
-    st.stop()
+settings, book, run = training.model_page(PREFIX, live.InsideSettings, "look inside")
 
 config = run.trainer.config.model
 if settings.layer >= config.n_layer:

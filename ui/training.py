@@ -414,3 +414,23 @@ def empty_state(book: live.RunBook, what: str) -> None:
         if start_new_run(book, settings) is not None:
             st.switch_page(TRAIN_PAGE)
     st.page_link(TRAIN_PAGE, label="Open the Train page", icon=":material/arrow_forward:")
+
+
+def model_page(prefix: str, settings_cls: type, what: str):
+    """Common start of the pages that use a trained model (Sample, Inside the model).
+
+    Loads the page's settings and lesson panel, lets the student pick a model of this session;
+    with no model yet it shows the empty state, keeps the link in sync and stops the page.
+    Returns (settings, book, run).
+    """
+    from ui.layout import lesson_panel
+
+    settings = state.page_settings(prefix, settings_cls)
+    lesson_panel(prefix, settings_cls, prefix, settings)
+    book = runbook()
+    run = model_picker(book, key=f"{prefix}.model")
+    if run is None:
+        empty_state(book, what)
+        state.sync_url(settings)
+        st.stop()
+    return settings, book, run

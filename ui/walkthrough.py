@@ -222,7 +222,6 @@ def _table_key(settings: WalkthroughSettings) -> tuple:
 
 def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.EmbeddingTable:
     """The shared embeddings: edit cells, rows, dimensions, random, reset, CSV. Returns the valid table."""
-    num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
     is_locked = locked("embeddings") or locked("tokens")
     table = None
     # a state-tracking expander: when it is closed its editor is not built at all (faster reruns)
