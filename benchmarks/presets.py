@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch: see benchmarks/train_speed.py
+os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 import argparse  # noqa: E402
 import json  # noqa: E402

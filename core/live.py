@@ -21,6 +21,7 @@ because the model changed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -366,14 +367,17 @@ def advance(run: Run, time_budget_s: float | None, slot: ContextManager | None =
     if not run.active:
         return SliceOutcome()
     start = time.perf_counter()
-    with run.lock:
+    slot = contextlib.nullcontext() if slot is None else slot
+    with run.lock, slot as granted:
+        if granted is False:
+            return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
         try:
-            result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s, slot=slot)
+            # in a low-priority worker thread: a busy server serves clicks before training
+            result = budget.TRAIN_WORKERS.run(
+                lambda: run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s))
         except TrainingError as exc:
             run.status, run.message = "error", str(exc)
             return SliceOutcome(finished=True, seconds=time.perf_counter() - start)
-        if not result.ran:
-            return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
         if result.steps:
             run.steps_per_s = _ema(run.steps_per_s, result.steps_per_s)
             run.tokens_per_s = _ema(run.tokens_per_s, result.tokens_per_s)

@@ -4,3 +4,4 @@ import os
 
 os.environ.setdefault("ATTENTION_LAB_TORCH_THREADS", "2")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (see streamlit_app.py)
+os.environ.setdefault("GOMP_SPINCOUNT", "30000")

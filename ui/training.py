@@ -363,7 +363,11 @@ def upload_panel(book: live.RunBook) -> None:
             budget.SLOTS.leave(book.owner)
             results[upload.file_id] = ("ok", f"Loaded {upload.name} as run {run.label} "
                                              f"(step {run.step:,}). Resume or add steps to train it "
-                                             "further, or open the Sample page.")
+                                             "further, or open the Sample page."
+                                             + (" A checkpoint holds the weights but not AdamW's "
+                                                "running averages, so further training starts the "
+                                                "optimizer afresh: the loss can jump for a few steps."
+                                                if run.trainer.config.optimizer == "adamw" else ""))
     kind, message = results[upload.file_id]
     if kind == "error":
         st.error(message, icon="🚫")

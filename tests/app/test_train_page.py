@@ -274,6 +274,8 @@ def test_checkpoint_download_then_upload_gives_identical_samples():
     _upload(at, "names.pt", data)
     assert_no_exception(at)
     assert "Loaded names.pt" in texts(at.success)
+    # the page says what a checkpoint does not carry (AdamW's state) before anyone trains on
+    assert ("AdamW's running averages" in texts(at.success)) == (original.trainer.config.optimizer == "adamw")
     uploaded = current(at)
     assert uploaded is not original and uploaded.origin == "names.pt" and uploaded.step == original.step
     settings = live.SampleSettings(n=15, seed=11, temperature=0.9)
