@@ -32,6 +32,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,15 @@ def rss_bytes(pid: int) -> int:
         except OSError:
             continue
     return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process, all its threads (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 class MemoryWatch(threading.Thread):
@@ -120,7 +130,7 @@ async def student(i: int, browser, url: str, trains: bool, seconds: float, think
     deadline = time.monotonic() + seconds
     try:
         t0 = time.monotonic()
-        await page.goto(url, wait_until="domcontentloaded")
+        await page.goto(url, wait_until="domcontentloaded", timeout=90_000)
         await page.wait_for_selector("[data-testid='stApp']", timeout=90_000)
         await wait_idle(page, 90_000)
         stats["first_render"].append(time.monotonic() - t0)
@@ -135,6 +145,8 @@ async def student(i: int, browser, url: str, trains: bool, seconds: float, think
                 if await page.locator("[data-testid='stException']").count():
                     stats["errors"].append(f"student {i}: exception box on the train page")
                     break
+            progress = await page.get_by_text(re.compile(r"step [\d,]+ of")).first.inner_text()
+            stats["trainer_steps"].append(int(re.search(r"step ([\d,]+) of", progress)[1].replace(",", "")))
             return
         n = 0
         while time.monotonic() < deadline:
@@ -164,7 +176,8 @@ async def student(i: int, browser, url: str, trains: bool, seconds: float, think
 async def classroom(url: str, args: argparse.Namespace, stats: dict) -> None:
     from playwright.async_api import async_playwright
 
-    arrivals = sorted(random.Random(0).uniform(0, args.arrival_s) for _ in range(args.students))
+    rng = random.Random(0)  # the same arrival pattern on every run
+    arrivals = sorted(rng.uniform(0, args.arrival_s) for _ in range(args.students))
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                            args=CHROMIUM_ARGS)
@@ -205,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     watch.start()
     if args.client_nice > 0:
         os.nice(args.client_nice)  # this process and the browsers it starts; the server keeps its own
-    stats: dict = {"first_render": [], "latency": [], "errors": [], "trainers_started": 0}
+    stats: dict = {"first_render": [], "latency": [], "errors": [], "trainers_started": 0,
+                   "trainer_steps": []}
+    cpu_start = os.times()
     t0 = time.monotonic()
     try:
         asyncio.run(classroom(f"http://127.0.0.1:{port}", args, stats))
@@ -214,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         wall = time.monotonic() - t0
         server_alive = proc.poll() is None
+        server_cpu = cpu_seconds(proc.pid)
         watch.stop.set()
         watch.join()
         proc.terminate()
@@ -222,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
 
+    # Everything else this benchmark started (Playwright's driver and every Chromium process) has
+    # exited and been reaped by now, so its CPU time sits in this process's children times.
+    cpu_end = os.times()
+    children_cpu = (cpu_end.children_user + cpu_end.children_system
+                    - cpu_start.children_user - cpu_start.children_system)
     lat, first = stats["latency"], stats["first_render"]
     result = {
         "students": args.students, "trainers": args.trainers, "seconds": args.seconds,
@@ -236,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         "interaction_median_s": round(statistics.median(lat), 3) if lat else None,
         "interaction_p95_s": round(percentile(lat, 0.95), 3) if lat else None,
         "trainers_started": stats["trainers_started"],
+        "trainer_steps": stats["trainer_steps"],
+        # who used the 2 cores: the server (all sessions, training included) vs the browsers
+        "server_cpu_s": round(server_cpu, 1),
+        "browsers_cpu_s": round(max(0.0, children_cpu - server_cpu), 1),
         "errors": len(stats["errors"]), "server_alive": server_alive,
     }
     result["pass"] = bool(result["errors"] == 0 and server_alive

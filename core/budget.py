@@ -8,31 +8,26 @@ their place in the queue.
 
 Settings (environment variables, read once at import):
 - ATTENTION_LAB_TORCH_THREADS     threads per torch op (default 2, or 1 when hosted)
-- ATTENTION_LAB_MAX_CONCURRENT    training slices running at once (default 2)
+- ATTENTION_LAB_MAX_CONCURRENT    training slices running at once (default 2, hosted 1)
 - ATTENTION_LAB_HOSTED            "1" applies the hosted caps below (default off)
 - ATTENTION_LAB_MAX_STEPS         cap on steps of one run (default 20000, hosted 3000)
 - ATTENTION_LAB_MAX_PARAMS        cap on model parameters (default 5_000_000, hosted 400_000)
-- ATTENTION_LAB_TRAIN_NICE        nice value of the threads that train (default 10; 0 turns it off)
 
-Training runs at a lower CPU priority than everything else the server does. A slice of training is
-handed to a small pool of worker threads whose Linux nice value is raised once when they start (the
-nice value is per thread on Linux; raising it needs no privilege). The script thread that asked for
-the slice just waits. So when the cores are busy, a student clicking "Next" on a walkthrough page is
-served first and training takes what is left; when they are idle, training runs at full speed.
+Training is not given a lower thread priority (a Linux nice value per thread): the training thread
+holds Python's GIL for much of a small model's step, and when the OS lets a low-priority holder
+wait, every session of the server waits with it. Measured in benchmarks/classroom_load.py: with
+training threads at nice 19 the whole server stalled (first page renders 90 s, 4-96 training steps
+in 2 minutes). Fairness comes from the slot limit and one torch thread per slice instead.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar
-
-T = TypeVar("T")
+from typing import Iterator
 
 
 def _env_int(name: str, default: int) -> int:
@@ -51,7 +46,7 @@ class Limits:
     max_concurrent: int   # training slices that may run at the same moment
     max_steps: int        # longest run, in optimisation steps
     max_params: int       # largest model, in parameters
-    train_nice: int = 10  # nice value of training threads (Linux); 0 = same priority as the rest
+    tick_s: float = 0.5   # the Train page redraws (and trains a slice) this often while a run trains
 
 
 def load_limits() -> Limits:
@@ -59,18 +54,14 @@ def load_limits() -> Limits:
     return Limits(
         hosted=hosted,
         torch_threads=_env_int("ATTENTION_LAB_TORCH_THREADS", 1 if hosted else 2),
-        max_concurrent=_env_int("ATTENTION_LAB_MAX_CONCURRENT", 2),
+        # hosted: one training slice at a time, so a core is always left for page reruns
+        max_concurrent=_env_int("ATTENTION_LAB_MAX_CONCURRENT", 1 if hosted else 2),
         max_steps=_env_int("ATTENTION_LAB_MAX_STEPS", 3000 if hosted else 20000),
         max_params=_env_int("ATTENTION_LAB_MAX_PARAMS", 400_000 if hosted else 5_000_000),
-        train_nice=min(19, _env_int_or_zero("ATTENTION_LAB_TRAIN_NICE", 10)),
+        # hosted: a redraw a second, not two: each redraw costs the student's browser a chart render
+        tick_s=1.0 if hosted else 0.5,
     )
 
-
-def _env_int_or_zero(name: str, default: int) -> int:
-    try:
-        return max(0, int(os.environ.get(name, default)))
-    except ValueError:
-        return default
 
 
 LIMITS = load_limits()
@@ -93,51 +84,6 @@ def check_run_size(n_params: int, max_steps: int, limits: Limits = LIMITS) -> li
     if max_steps > limits.max_steps:
         problems.append(f"{max_steps:,} steps asked; this server allows {limits.max_steps:,}.")
     return problems
-
-
-def _lower_this_thread(nice: int) -> None:
-    """Raise the nice value of the calling thread (Linux only; elsewhere nothing happens)."""
-    if nice <= 0 or not sys.platform.startswith("linux"):
-        return
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, max(nice, os.getpriority(os.PRIO_PROCESS, tid)))
-    except (OSError, AttributeError):  # not permitted or not supported: run at normal priority
-        pass
-
-
-class LowPriorityWorkers:
-    """Runs functions in worker threads whose CPU priority is lowered once, when each starts.
-
-    `run(fn)` blocks the caller until `fn()` has run in a worker and returns its result (or raises
-    its exception). The caller's thread waits without using CPU. torch's own worker threads for an
-    op (when threads > 1) are created by the worker and inherit its nice value.
-    """
-
-    def __init__(self, n_workers: int, nice: int) -> None:
-        self.nice = nice
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=n_workers, thread_name_prefix="attention-lab-train",
-            initializer=_lower_this_thread, initargs=(nice,))
-
-    def run(self, fn: Callable[[], T]) -> T:
-        import torch
-
-        threads = torch.get_num_threads()  # the caller's setting; torch keeps one per thread
-
-        def call() -> T:
-            if torch.get_num_threads() != threads:
-                torch.set_num_threads(threads)
-            return fn()
-
-        return self._pool.submit(call).result()
-
-    @staticmethod
-    def thread_nice() -> int | None:
-        """The calling thread's nice value (Linux), for tests and benchmarks."""
-        if not sys.platform.startswith("linux"):
-            return None
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
 
 class TrainingSlots:
@@ -214,5 +160,3 @@ class TrainingSlots:
 
 
 SLOTS = TrainingSlots(LIMITS.max_concurrent)
-# one worker per slot (a spare one for a slice that outlives its tick)
-TRAIN_WORKERS = LowPriorityWorkers(LIMITS.max_concurrent + 1, LIMITS.train_nice)

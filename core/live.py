@@ -372,9 +372,7 @@ def advance(run: Run, time_budget_s: float | None, slot: ContextManager | None =
         if granted is False:
             return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
         try:
-            # in a low-priority worker thread: a busy server serves clicks before training
-            result = budget.TRAIN_WORKERS.run(
-                lambda: run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s))
+            result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s)
         except TrainingError as exc:
             run.status, run.message = "error", str(exc)
             return SliceOutcome(finished=True, seconds=time.perf_counter() - start)

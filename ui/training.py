@@ -1,9 +1,10 @@
 """Live training in Streamlit: the session's runs, the run controls and the ticking fragment.
 
 A `core.live.RunBook` lives in `st.session_state` (never in a module global), so every session has
-its own runs and they are freed when the session ends. Nothing trains in a background thread:
-while the current run is "running", a fragment with `run_every` trains one short slice per tick
-(inside a global training slot, `core.budget.SLOTS`) and redraws the curve from the run's history.
+its own runs and they are freed when the session ends. Nothing trains on its own in the
+background: while the current run is "running", a fragment with `run_every` trains one short slice
+per tick (inside a global training slot, `core.budget.SLOTS`) and redraws the curve from the
+run's history.
 A rerun, a widget change or a page switch therefore never loses a run: between ticks it simply
 waits in session state, and the next tick (or the next visit to the Train page) carries on.
 """
@@ -23,8 +24,8 @@ from core import budget, charts, live
 from ui import state
 
 RUNBOOK_KEY = "gpt.runbook"
-TICK_S = 0.5  # the fragment reruns this often while a run trains
-SLICE_S = 0.45  # training seconds per tick; the rest of the tick redraws (the page stays usable)
+TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
+SLICE_S = 0.9 * TICK_S  # training seconds per tick; the rest of the tick redraws (the page stays usable)
 FULL_RUN_SLICE_S = 0.15  # training during a whole-page rerun (a click) is kept short
 TRAIN_PAGE = "pages/7_train_gpt.py"
 UPLOAD_KEY = "gpt.upload"

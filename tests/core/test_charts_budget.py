@@ -81,32 +81,3 @@ def test_slot_busy_reports_position():
     slots.leave("b")
     assert slots.position("c") == 0
 
-
-def test_low_priority_workers_lower_their_own_priority_and_pass_results_and_errors():
-    workers = budget.LowPriorityWorkers(1, nice=7)
-    caller_nice = budget.LowPriorityWorkers.thread_nice()
-    if caller_nice is None:
-        pytest.skip("thread priorities are only changed on Linux")
-    worker_nice, worker_tid = workers.run(
-        lambda: (budget.LowPriorityWorkers.thread_nice(), threading.get_native_id()))
-    assert worker_nice >= 7 and worker_tid != threading.get_native_id()
-    assert budget.LowPriorityWorkers.thread_nice() == caller_nice  # the caller is untouched
-
-    def fail():
-        raise ValueError("from the worker")
-
-    with pytest.raises(ValueError, match="from the worker"):
-        workers.run(fail)
-
-
-def test_low_priority_workers_use_the_callers_torch_threads():
-    import torch
-
-    workers = budget.LowPriorityWorkers(1, nice=0)
-    before = torch.get_num_threads()
-    try:
-        for threads in (2, 1, 2):
-            torch.set_num_threads(threads)
-            assert workers.run(torch.get_num_threads) == threads
-    finally:
-        torch.set_num_threads(before)

@@ -172,27 +172,6 @@ def test_a_busy_slot_does_nothing_and_says_so():
     assert live.advance(run, 1.0, slot=slots.slot("waiting")).steps > 0
 
 
-def test_slices_train_in_a_low_priority_thread_not_the_callers(monkeypatch):
-    """A busy server serves page reruns first: the training itself runs in a niced worker."""
-    import threading
-
-    run = live.RunBook(owner="t").create(tiny())
-    live.start(run)
-    seen = []
-    real_train = run.trainer.train
-
-    def spy(**kwargs):
-        seen.append((threading.get_native_id(), budget.LowPriorityWorkers.thread_nice()))
-        return real_train(**kwargs)
-
-    monkeypatch.setattr(run.trainer, "train", spy)
-    assert live.advance(run, None, n_steps=3).steps == 3
-    (tid, nice), = seen
-    assert tid != threading.get_native_id()
-    if nice is not None:  # Linux
-        assert nice >= budget.LIMITS.train_nice > 0
-
-
 def test_a_diverging_run_stops_with_a_message(monkeypatch):
     run = live.RunBook(owner="t").create(tiny())
     live.start(run)
