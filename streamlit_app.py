@@ -12,7 +12,13 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
+import time  # noqa: E402
+
 import streamlit as st  # noqa: E402
+
+RUN_START = time.perf_counter()  # this file runs again on every rerun: the start of this run
+# benchmarks/classroom_load.py sets this to a file path to collect how long each run takes
+TIMING_LOG = os.environ.get("ATTENTION_LAB_TIMING_LOG")
 
 # Community Cloud takes settings as secrets; loading them makes root-level ones environment
 # variables, which core.budget reads (ATTENTION_LAB_HOSTED, ...) when it is first imported below.
@@ -47,4 +53,9 @@ elif "lecture" in st.query_params:
 apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
-page.run()
+try:
+    page.run()
+finally:
+    if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
+        with open(TIMING_LOG, "a", encoding="utf-8") as log:
+            log.write(f"{page.url_path or 'home'}\t{time.perf_counter() - RUN_START:.4f}\n")
