@@ -13,11 +13,12 @@ Settings (environment variables, read once at import):
 - ATTENTION_LAB_MAX_STEPS         cap on steps of one run (default 20000, hosted 3000)
 - ATTENTION_LAB_MAX_PARAMS        cap on model parameters (default 5_000_000, hosted 400_000)
 
-Training is not given a lower thread priority (a Linux nice value per thread): the training thread
-holds Python's GIL for much of a small model's step, and when the OS lets a low-priority holder
-wait, every session of the server waits with it. Measured in benchmarks/classroom_load.py: with
-training threads at nice 19 the whole server stalled (first page renders 90 s, 4-96 training steps
-in 2 minutes). Fairness comes from the slot limit and one torch thread per slice instead.
+Training is not given a lower thread priority (a Linux nice value per thread), though it was tried:
+the training thread holds Python's GIL for much of a small model's step, so a deprioritised holder
+can make every session of the server wait (priority inversion), and in benchmarks/classroom_load.py
+it brought nothing measurable (first renders 69-90 s with training at nice 10 or 19, 87 s without;
+the browsers sharing the machine were the bottleneck). Fairness comes from the slot limit (one
+slice at a time when hosted, so a core stays free for page reruns) and one torch thread per slice.
 """
 
 from __future__ import annotations
