@@ -535,7 +535,7 @@ def lecture_config() -> TrainConfig:
 def quick_demo_config() -> TrainConfig:
     """Goal: validation loss <= 2.10 within 30 s on 2 CPU cores (~0.6M characters of training).
 
-    Measured (benchmarks/presets.py, 2 threads, machine shared, load ~4.6): 2.060 in 23.2 s.
+    Measured (benchmarks/presets.py, 2 threads, load average falling from ~11): 2.060 in 14.5 s.
 
     The lecture's architecture without dropout; AdamW with warm-up and cosine decay; names packed into
     rows of 32 tokens so no compute goes to padding.
@@ -560,8 +560,8 @@ def quick_demo_config() -> TrainConfig:
 def best_config() -> TrainConfig:
     """Goal: validation loss <= 1.92 within 5 minutes on 2 CPU cores (~4M characters of training).
 
-    Measured (benchmarks/presets.py, 2 threads, machine shared, load 3-4.6): 1.912 in 355 s; the same run
-    took 301 CPU-seconds on one thread, so about 5 minutes of one free core.
+    Measured (benchmarks/presets.py, 2 threads, load average falling from ~11 to ~2): 1.912 in
+    191 s (376 CPU-seconds).
 
     Wider and deeper than the lecture's model, with dropout against over-fitting (many epochs).
     """
