@@ -57,5 +57,8 @@ try:
     page.run()
 finally:
     if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
-        with open(TIMING_LOG, "a", encoding="utf-8") as log:
-            log.write(f"{page.url_path or 'home'}\t{time.perf_counter() - RUN_START:.4f}\n")
+        try:
+            with open(TIMING_LOG, "a", encoding="utf-8") as log:
+                log.write(f"{page.url_path or 'home'}\t{time.perf_counter() - RUN_START:.4f}\n")
+        except OSError:
+            pass  # a measurement aid only: a bad path must never break the page

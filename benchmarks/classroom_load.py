@@ -13,7 +13,7 @@ between actions; K of them instead start a training run on the train page and st
 train (a run trains while its page is open). Reports peak server memory (RSS of the server process),
 time to first render, interaction latency (click -> the app is idle again; median and p95) and
 errors. Bounded in time: each student stops after --seconds, and the whole run is cancelled after
---seconds + 120. Loopback only.
+--seconds + 120. Loopback, unless --url points the browsers at a server elsewhere.
 
 The browsers are not part of the server under test: in a class each runs on a student's laptop.
 Here all N share the server's cores, so the server runs at a higher CPU priority (--server-nice,
@@ -87,18 +87,29 @@ def machine_cpu() -> tuple[float, float]:
     return sum(values) - idle, sum(values)
 
 
-def browser_cpu(seen: dict[int, float]) -> None:
-    """Update `seen` with the CPU seconds of every live Chromium process (keeps the last value
-    of processes that have exited, so short-lived renderers are counted up to their last sample)."""
+def descendants(root: int) -> set[int]:
+    """Every live process below `root` (Linux /proc): here Playwright's driver and its Chromium."""
+    parent = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            comm = (entry / "comm").read_text().strip()
-        except OSError:
-            continue
-        if comm.startswith(("chrom", "headless")):
-            seen[int(entry.name)] = max(seen.get(int(entry.name), 0.0), cpu_seconds(int(entry.name)))
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            ppid = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "0")
+            parent[int(entry.name)] = int(ppid)
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def browser_cpu(seen: dict[int, float], server_pid: int) -> None:
+    """Update `seen` with the CPU seconds of every process this benchmark started except the
+    server (the browsers and their driver). A process that exits keeps its last sampled value."""
+    for pid in descendants(os.getpid()) - {server_pid}:
+        seen[pid] = max(seen.get(pid, 0.0), cpu_seconds(pid))
 
 
 class MemoryWatch(threading.Thread):
@@ -109,13 +120,14 @@ class MemoryWatch(threading.Thread):
         self.pid, self.peak, self.stop = pid, 0, threading.Event()
         self.browsers: dict[int, float] = {}
         self.machine_start = machine_cpu()
+        self.server_cpu_start = cpu_seconds(pid)  # the boot is not part of the class's load
 
     def run(self) -> None:
         n = 0
         while not self.stop.is_set():
             self.peak = max(self.peak, rss_bytes(self.pid))
             if n % 4 == 0:
-                browser_cpu(self.browsers)
+                browser_cpu(self.browsers, self.pid)
             n += 1
             time.sleep(0.25)
 
@@ -305,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         wall = time.monotonic() - t0
         server_alive = proc.poll() is None
-        server_cpu = cpu_seconds(proc.pid)
+        server_cpu = cpu_seconds(proc.pid) - watch.server_cpu_start
         machine_busy = watch.machine_busy()
         watch.stop.set()
         watch.join()
@@ -321,9 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     if timing_log.exists():
         for line in timing_log.read_text().splitlines():
-            path, seconds = line.split("\t")
-            if path in walk_paths:
-                runs.append(float(seconds))
+            path, _, seconds = line.partition("\t")
+            try:
+                if path in walk_paths:
+                    runs.append(float(seconds))
+            except ValueError:
+                continue  # a line cut short when the server stopped
     result = {
         "students": args.students, "trainers": args.trainers, "seconds": args.seconds,
         "hosted": args.hosted, "arrival_s": args.arrival_s, "think_s": list(args.think_s),

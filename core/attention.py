@@ -16,6 +16,7 @@ Shape letters: b = batch size, T = number of tokens, H = num_heads.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from dataclasses import dataclass, fields, replace
@@ -117,6 +118,19 @@ def all_context_vecs(attn_weights, inputs):
 # torch.manual_seed(...). Several sessions run in one server process (threads), so whoever seeds
 # and builds must hold this lock for both steps, or another thread's draw can land in between.
 GLOBAL_RNG_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Run a block right after seeding torch's CPU generator, then restore the global state.
+
+    Equivalent to the book's torch.manual_seed(seed) for modules built on the CPU, without its
+    cost of seeding every accelerator, and invisible to other sessions in the same process (they
+    wait on GLOBAL_RNG_LOCK instead of seeing their numbers shift).
+    """
+    with GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(int(seed))
+        yield
 
 
 def causal_mask(num_tokens: int) -> torch.Tensor:
@@ -668,8 +682,8 @@ def wrapper_to_multihead(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttenti
     num_heads = len(wrapper.heads)
     head_d_out = first.W_query.out_features
     reference = first.W_query.weight
-    # the throwaway random init below must not shift the caller's global random numbers
-    with torch.random.fork_rng(devices=[]):
+    # the throwaway random init below must not shift anyone's global random numbers
+    with seeded(0):
         mha = MultiHeadAttention(
             first.W_query.in_features,
             head_d_out * num_heads,

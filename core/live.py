@@ -21,7 +21,6 @@ because the model changed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
@@ -367,15 +366,14 @@ def advance(run: Run, time_budget_s: float | None, slot: ContextManager | None =
     if not run.active:
         return SliceOutcome()
     start = time.perf_counter()
-    slot = contextlib.nullcontext() if slot is None else slot
-    with run.lock, slot as granted:
-        if granted is False:
-            return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
+    with run.lock:
         try:
-            result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s)
+            result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s, slot=slot)
         except TrainingError as exc:
             run.status, run.message = "error", str(exc)
             return SliceOutcome(finished=True, seconds=time.perf_counter() - start)
+        if not result.ran:  # no training slot was free
+            return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
         if result.steps:
             run.steps_per_s = _ema(run.steps_per_s, result.steps_per_s)
             run.tokens_per_s = _ema(run.tokens_per_s, result.tokens_per_s)
@@ -721,23 +719,6 @@ def chart_view(book: RunBook, *, overlay: bool = True, lecture: bool = False) ->
     vocab_size = run.tokenizer.vocab_size if run is not None else 27
     runs = tuple(dict.fromkeys(frame["run"])) if len(frame) else ()
     return ChartView(frame, loss_chart_spec(runs, vocab_size=vocab_size, lecture=lecture), vocab_size)
-
-
-@dataclass
-class TickView(ChartView):
-    """What one tick did (the training slice) and the chart after it."""
-
-    outcome: SliceOutcome = field(default_factory=SliceOutcome)
-
-
-def tick(book: RunBook, time_budget_s: float, *, overlay: bool = True,
-         slot: ContextManager | None = None, lecture: bool = False) -> TickView:
-    """One tick: train the current run for a slice (if it is running), then rebuild the chart.
-    (The page draws first and trains second, so what it shows never fades while a slice runs.)"""
-    run = book.current
-    outcome = advance(run, time_budget_s, slot) if run is not None else SliceOutcome()
-    view = chart_view(book, overlay=overlay, lecture=lecture)
-    return TickView(view.frame, view.spec, view.vocab_size, outcome)
 
 
 # =============================================================================================

@@ -189,14 +189,10 @@ def run_caught(fn: Callable, *args, **kwargs) -> Caught:
         return Caught(error=f"{type(exc).__name__}: {exc}")
 
 
-_GLOBAL_RNG_LOCK = attention.GLOBAL_RNG_LOCK  # shared with every other user of the book seeds
-
-
 def _seeded(seed: int, build: Callable[[], Any]) -> Any:
     """Build something that draws from torch's global RNG (the book's classes) after
     `torch.manual_seed(seed)`, without changing the global random state seen by anyone else."""
-    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with attention.seeded(seed):
         return build()
 
 

@@ -40,15 +40,15 @@ from core.charts import palette, unique_labels
 from core.data import (
     IGNORE_INDEX,
     count_windows,
-    create_dataloader_v1,
     encode_corpus,
     get_batch,
     name_windows,
+    sliding_windows,
     train_val_split_tensor,
 )
 from core.models import BigramLM, SingleHeadLM, generate
 from core.settings import spec
-from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_encoding
+from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, encode_bpe, gpt2_encoding
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 DEFAULT_TEXT_PATH = DATA_DIR / "default_text.txt"
@@ -234,9 +234,8 @@ class TokenSummary:
 def token_summary(text: str, allow_special: bool = True) -> TokenSummary:
     """Count tokens both ways and check that decoding gives the text back."""
     encoding = gpt2_encoding()
-    ids = encoding.encode(text, allowed_special={END_OF_TEXT}) if allow_special \
-        else encoding.encode(text, disallowed_special=())
-    plain_ids = encoding.encode(text, disallowed_special=())
+    ids = encode_bpe(text, allow_special)
+    plain_ids = encode_bpe(text, allow_special=False) if allow_special else ids
     char_tok = CharTokenizer.from_text(text)
     return TokenSummary(
         n_chars=len(text), n_bpe=len(ids), char_vocab_size=char_tok.vocab_size,
@@ -406,39 +405,27 @@ class LoaderView:
 
 
 def build_loader_view(text: str, settings: TokensDataSettings) -> LoaderView:
-    """Tokenize `text`, cut it into windows and batches; ValueError with a message if it cannot."""
-    encoding = gpt2_encoding()
-    allowed = {END_OF_TEXT} if settings.allow_special else set()
-    token_ids = encoding.encode(text, allowed_special=allowed, disallowed_special=())
+    """Tokenize `text`, cut it into windows and batches; ValueError with a message if it cannot.
+
+    The windows are those of the book's GPTDatasetV1 (`sliding_windows`) and the batches are drawn
+    in the order of `create_dataloader_v1` with the same seed (tests check both against the real
+    loader), from one tokenization of the text.
+    """
+    tokens = bpe_tokens(text, settings.allow_special)
+    token_ids = [token_id for token_id, _ in tokens]
     problems = loader_problems(len(token_ids), settings.max_length, settings.stride, settings.batch_size)
     if problems:
         raise ValueError(" ".join(problems))
-    tokenizer = _SpecialChoice(encoding, settings.allow_special)
-    loader = create_dataloader_v1(text, batch_size=settings.batch_size, max_length=settings.max_length,
-                                  stride=settings.stride, shuffle=settings.shuffle, drop_last=True,
-                                  seed=settings.seed, tokenizer=tokenizer)
-    dataset = loader.dataset
+    inputs, targets = sliding_windows(token_ids, settings.max_length, settings.stride)  # (N, T) each
     # Which windows make each batch: the same DataLoader logic over the window numbers, with a
-    # generator seeded alike, draws the same order (tests check it against the real loader).
-    index_loader = DataLoader(range(len(dataset)), batch_size=settings.batch_size,
+    # generator seeded alike, draws the same order as the real loader.
+    index_loader = DataLoader(range(len(inputs)), batch_size=settings.batch_size,
                               shuffle=settings.shuffle, drop_last=True,
                               generator=torch.Generator().manual_seed(settings.seed))
     batch_indices = [rows.tolist() for rows in index_loader]
-    pieces = [gpt2_piece(i) for i in token_ids]
-    return LoaderView(settings=dataclasses.replace(settings), token_ids=token_ids, pieces=pieces,
-                      inputs=dataset.input_ids, targets=dataset.target_ids, batch_indices=batch_indices)
-
-
-class _SpecialChoice:
-    """A tokenizer for GPTDatasetV1 that reads "<|endoftext|>" as special or as plain text."""
-
-    def __init__(self, encoding, allow_special: bool):
-        self.encoding, self.allow_special = encoding, allow_special
-
-    def encode(self, text: str) -> list[int]:
-        if self.allow_special:
-            return self.encoding.encode(text, allowed_special={END_OF_TEXT})
-        return self.encoding.encode(text, disallowed_special=())
+    return LoaderView(settings=dataclasses.replace(settings), token_ids=token_ids,
+                      pieces=[piece for _, piece in tokens], inputs=inputs, targets=targets,
+                      batch_indices=batch_indices)
 
 
 def window_table(view: LoaderView, limit: int = 60) -> pd.DataFrame:

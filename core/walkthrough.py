@@ -22,7 +22,6 @@ published 4-decimal numbers of the book are reproduced exactly.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import functools
@@ -540,16 +539,7 @@ class Projection:
         return [self.W_query, self.W_key, self.W_value]
 
 
-@contextlib.contextmanager
-def seeded(seed: int):
-    """Run a block right after seeding torch's CPU generator, then restore the global state.
-
-    Equivalent to the book's torch.manual_seed(seed) for modules built on the CPU, without its
-    cost of seeding every accelerator, and invisible to other sessions in the same process.
-    """
-    with attention.GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(int(seed))
-        yield
+seeded = attention.seeded  # the book's torch.manual_seed(seed), safe across sessions
 
 
 def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool = False):
@@ -601,7 +591,7 @@ def projection_for(settings: WalkthroughSettings, d_in: int) -> Projection:
 def projection_module(projection: Projection, qkv_bias: bool):
     """The book's class (V1 or V2) holding exactly `projection`'s weights, for the module check."""
     d_in, d_out = projection.W_query.shape
-    with torch.random.fork_rng(devices=[]):  # its random init is overwritten below
+    with seeded(0):  # its random init is overwritten below
         module = (SelfAttentionV1(d_in, d_out) if projection.variant == "v1"
                   else SelfAttentionV2(d_in, d_out, qkv_bias=qkv_bias)).double().eval()
     with torch.no_grad():
@@ -802,7 +792,7 @@ def dropout_view(steps: AttentionSteps, head: int = 0) -> DropoutView:
 def causal_module(projection: Projection, num_tokens: int, dropout_p: float, qkv_bias: bool):
     """The book's CausalAttention holding `projection`'s weights (for the module check)."""
     d_in, d_out = projection.W_query.shape
-    with torch.random.fork_rng(devices=[]):
+    with seeded(0):  # its random init is overwritten below
         module = CausalAttention(d_in, d_out, num_tokens, dropout_p, qkv_bias=qkv_bias)
     module = module.double().eval()
     with torch.no_grad():

@@ -31,7 +31,7 @@ LAST_CORPUS_KEY = "pitfalls.last_valid_corpus"
 MAX_KEPT_RACES = 24  # finished races kept for everyone (each holds a small GPT's weights, ~0.6 MB)
 
 settings = state.page_settings(PREFIX, pf.PitfallsSettings)
-layout.lesson_panel(PREFIX, pf.PitfallsSettings, PAGE, settings)
+settings = layout.lesson_panel(PREFIX, pf.PitfallsSettings, PAGE, settings)
 lecture = state.lecture_mode()
 
 
@@ -172,8 +172,11 @@ def seed_input() -> int:
                        max_value=1_000_000, step=1, help="Seeds the random inputs, weights and batches.")
 
 
-def error_box(text: str) -> None:
+def error_box(text: str | None, no_error: str = "ran without an error") -> None:
     """A crash of the ORIGINAL code, shown as the message it raised (never a traceback)."""
+    if not text:
+        st.success(no_error, icon=":material/check:")
+        return
     st.markdown("**Raised:**")
     st.code(text, language="text", wrap_lines=True)
 
@@ -607,9 +610,9 @@ def render_encode_shape() -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("`batch_size, context_size = x.size()` (the lecture's forward) on the lecture's batch:")
-        error_box(result["buggy_unpack"].error or "ran")
+        error_box(result["buggy_unpack"].error)
         st.markdown("Our GPT on the lecture's batch:")
-        error_box(result["buggy_model"].error or "ran")
+        error_box(result["buggy_model"].error)
     with right:
         st.markdown("The same on our batch:")
         st.code(f"batch_size, context_size = {result['fixed_unpack'].value}\n"
@@ -673,7 +676,7 @@ def render_spelling() -> None:
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown("Code that uses the lecture's name cannot find our class:")
-        error_box(result["buggy_error"] or "found")
+        error_box(result["buggy_error"], "found the class")
     with right:
         st.markdown("The right spelling finds it:")
         st.code(f"<class '{result['fixed_class']}'>", language="text")

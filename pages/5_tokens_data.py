@@ -25,7 +25,7 @@ PREFIX = "tokens"
 PAGE = "tokens-data"
 
 settings = state.page_settings(PREFIX, tl.TokensDataSettings)
-lesson_panel(PREFIX, tl.TokensDataSettings, PAGE, settings)
+settings = lesson_panel(PREFIX, tl.TokensDataSettings, PAGE, settings)
 lecture = state.lecture_mode()
 
 
@@ -38,6 +38,12 @@ def _summary(text: str, allow_special: bool) -> tl.TokenSummary:
 def _chips(text: str, allow_special: bool) -> tuple[list[tl.TokenChip], list[tl.TokenChip], int]:
     char_tokenizer = CharTokenizer.from_text(text)
     return tl.bpe_chips(text, allow_special), tl.char_chips(text, char_tokenizer), char_tokenizer.vocab_size
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _loader_view(text: str, settings: tl.TokensDataSettings) -> tl.LoaderView:
+    # the whole text is tokenized and windowed here: once per text and settings, not per click
+    return tl.build_loader_view(text, settings)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Building the 50,257-row token embedding table…")
@@ -143,7 +149,7 @@ with c5:
 
 view, loader_ok = None, False
 with friendly_errors("the windows"):
-    view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: tl.build_loader_view(text, settings),
+    view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: _loader_view(text, settings),
                                      "the windows")
 if not loader_ok and settings.max_length >= 1 and settings.stride >= 1:
     n_windows_now = core_data.count_windows(_summary(text, settings.allow_special).n_bpe,

@@ -31,7 +31,7 @@ TICK_BUDGET_S = 0.25  # stop a tick's training early on a busy server, to keep t
 RACE_KEY, RUNNING_KEY = f"{PREFIX}.race", f"{PREFIX}.running"
 
 settings = state.page_settings(PREFIX, tl.SmallLMSettings)
-lesson_panel(PREFIX, tl.SmallLMSettings, PAGE, settings)
+settings = lesson_panel(PREFIX, tl.SmallLMSettings, PAGE, settings)
 lecture = state.lecture_mode()
 ss = st.session_state
 ss.setdefault(f"{PREFIX}.owner", uuid.uuid4().hex)  # this session's place in the training queue
@@ -54,10 +54,10 @@ except ValueError as exc:
     st.error(f"{exc} The race below keeps its last valid corpus.", icon="🚫")
 stats = tl.corpus_stats(text, settings.block_size)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Characters", f"{stats['characters']:,}")
+m1.metric("Characters in the text", f"{stats['characters']:,}")
 m2.metric("Vocabulary |V|", stats["vocabulary"])
-m3.metric("Train (first 90%)", f"{stats['train']:,}")
-m4.metric("Validation (last 10%)", f"{stats['val']:,}")
+m3.metric("Train characters (first 90%)", f"{stats['train']:,}")
+m4.metric("Validation characters (last 10%)", f"{stats['val']:,}")
 if settings.corpus == "pangram":
     st.markdown(f"“{tl.PANGRAM.strip()}” repeated {tl.PANGRAM_REPEATS}×. Like the slides' corpus, "
                 "it is tiny and repetitive: a model that remembers a few characters can predict "
@@ -127,6 +127,7 @@ def _pause() -> None:
 
 def _reset() -> None:
     ss[RUNNING_KEY] = False
+    budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
     ss[f"{PREFIX}.reset_requested"] = True
 
 
@@ -199,10 +200,13 @@ else:
                     "Press **Start**.", icon="▶️")
         else:
             best = latest["attention"]["val"]
-            ratio = bigram_val / max(best, 1e-9)
+            if best < bigram_val:
+                comparison = f"**{bigram_val / max(best, 1e-9):.1f}× lower**"
+            else:
+                comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
             message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
                        f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
-                       f"**{ratio:.1f}× lower**. No bigram table can go below {floor:.3f} on this "
+                       f"{comparison}. No bigram table can go below {floor:.3f} on this "
                        "training text, because it only ever sees one character. "
                        "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
             (st.success if best < 0.6 * bigram_val else st.info)(message)

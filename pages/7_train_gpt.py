@@ -28,7 +28,7 @@ st.markdown(
     "27 characters; a good model reaches about **2.1**, the best here about **1.9**.")
 
 settings = page_settings(PREFIX, live.TrainSettings)
-lesson_panel(PREFIX, live.TrainSettings, "train", settings)
+settings = lesson_panel(PREFIX, live.TrainSettings, "train", settings)
 book = training.runbook()
 
 # ------------------------------------------------------------------ presets

@@ -52,8 +52,11 @@ def friendly_errors(what: str = "this step") -> Iterator[None]:
                  "try another value or reset this page.", icon="🐞")
 
 
-def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> None:
-    """Sidebar panel: save settings as a lesson file (with locks), load one."""
+def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> Any:
+    """Sidebar panel: save settings as a lesson file (with locks), load one.
+
+    Returns the settings object to use from here on: a lesson just loaded replaces `obj`, and
+    widgets bound to the old object would write its values back over the lesson's."""
     with st.sidebar.expander("Lesson presets", icon=":material/school:"):
         name = st.text_input("Lesson name", value="my lesson", key=f"{prefix}.lesson_name",
                              max_chars=80)
@@ -74,6 +77,7 @@ def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> None:
             if st.button("Unlock all", key=f"{prefix}.unlock"):
                 st.session_state[f"{prefix}.__locked"] = set()
                 st.rerun()
+    return st.session_state[prefix]
 
 
 def load_lesson_bytes(prefix: str, cls: type, page: str, data: bytes) -> bool:

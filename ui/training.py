@@ -431,7 +431,7 @@ def model_page(prefix: str, settings_cls: type, what: str):
     from ui.layout import lesson_panel
 
     settings = state.page_settings(prefix, settings_cls)
-    lesson_panel(prefix, settings_cls, prefix, settings)
+    settings = lesson_panel(prefix, settings_cls, prefix, settings)
     book = runbook()
     run = model_picker(book, key=f"{prefix}.model")
     if run is None:

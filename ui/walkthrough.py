@@ -33,8 +33,7 @@ PREFIX = "walkthrough"
 def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
     """Title, lesson presets, the predict switch; returns the shared settings object."""
     settings = state.page_settings(PREFIX, WalkthroughSettings)
-    lesson_panel(PREFIX, WalkthroughSettings, page, settings)
-    settings = st.session_state[PREFIX]  # a lesson just loaded replaces the object
+    settings = lesson_panel(PREFIX, WalkthroughSettings, page, settings)
     st.title(title)
     st.caption(intro)
     with st.sidebar:

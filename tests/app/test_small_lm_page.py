@@ -49,8 +49,8 @@ def fresh(query=None):
 def test_default_page():
     at = fresh()
     m = metrics(at)
-    assert m["Characters"] == f"{len(tl.PANGRAM) * tl.PANGRAM_REPEATS:,}" == "2,700"
-    assert m["Vocabulary |V|"] == "28" and m["Validation (last 10%)"] == "270"
+    assert m["Characters in the text"] == f"{len(tl.PANGRAM) * tl.PANGRAM_REPEATS:,}" == "2,700"
+    assert m["Vocabulary |V|"] == "28" and m["Validation characters (last 10%)"] == "270"
     assert step_of(at) == 0
     for label in tl.MODEL_LABELS.values():  # untrained: every model near ln 28 = 3.33
         assert abs(float(m[f"{label} · val loss"]) - math.log(28)) < 0.1
@@ -155,11 +155,11 @@ def test_bad_corpus_keeps_the_trained_models(text, message):
 def test_bad_upload_is_refused(name, data, message):
     at = fresh()
     at.radio(key=key("corpus")).set_value("own").run()
-    before = metrics(at)["Characters"]
+    before = metrics(at)["Characters in the text"]
     at.file_uploader(key="small_lm.upload").set_value((name, data, "text/plain")).run()
     assert_no_exception(at)
     assert message in errors(at)
-    assert metrics(at)["Characters"] == before
+    assert metrics(at)["Characters in the text"] == before
 
 
 def test_settings_change_after_training_needs_reset():
