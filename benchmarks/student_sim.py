@@ -450,6 +450,15 @@ class Client:
             raise
         return done - t0
 
+    async def pause(self, seconds: float) -> None:
+        """Think for `seconds`; a dropped connection ends the pause at once (the frontend
+        notices a closed websocket immediately and reconnects in the background)."""
+        try:
+            await asyncio.wait_for(self.closed.wait(), seconds)
+        except asyncio.TimeoutError:
+            return
+        raise Disconnected(self.name)
+
     # ------------------------------------------------------------------ what the student sees
     def page_title(self) -> str:
         for title, (h, _) in self.pages.items():
@@ -522,7 +531,7 @@ class Client:
         urls = resp.file_urls[0]
         upload_url = urls.upload_url if urls.upload_url.startswith("http") else \
             self.base + "/" + urls.upload_url.lstrip("/")
-        await asyncio.to_thread(_http_put_file, upload_url, name, data)
+        await asyncio.to_thread(_http_put_file, upload_url, name, data, self.base)
         state = WidgetState(id=node.widget.id)
         info = state.file_uploader_state_value.uploaded_file_info.add()
         info.name, info.size, info.file_id = name, len(data), urls.file_id
@@ -535,12 +544,26 @@ def _http_get(url: str) -> bytes:
         return r.read()
 
 
-def _http_put_file(url: str, name: str, data: bytes) -> None:
+def _xsrf_cookie(base: str) -> str:
+    """The XSRF cookie the server sets on /_stcore/health (the frontend reads it from there and
+    echoes it in the X-Xsrftoken header of an upload)."""
+    with urllib.request.urlopen(f"{base}/_stcore/health", timeout=30) as r:
+        for header in r.headers.get_all("Set-Cookie") or []:
+            name, _, rest = header.partition("=")
+            if name.strip() == "_streamlit_xsrf":
+                return rest.split(";", 1)[0]
+    return ""
+
+
+def _http_put_file(url: str, name: str, data: bytes, base: str) -> None:
+    xsrf = _xsrf_cookie(base)
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
             f"Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    req = urllib.request.Request(url, data=body, method="PUT",
-                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    if xsrf:
+        headers.update({"X-Xsrftoken": xsrf, "Cookie": f"_streamlit_xsrf={xsrf}"})
+    req = urllib.request.Request(url, data=body, method="PUT", headers=headers)
     with urllib.request.urlopen(req, timeout=60) as r:
         r.read()
 
@@ -707,7 +730,7 @@ async def student(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
         async def walk(c: Client) -> None:
             while time.monotonic() < plan.deadline:
                 titles = [t for t in c.pages if not TRAIN_PAGE.search(t)] or list(c.pages)
-                await asyncio.sleep(rng.uniform(*plan.think))
+                await c.pause(rng.uniform(*plan.think))
                 if time.monotonic() >= plan.deadline:
                     return
                 title = rng.choice(titles)
@@ -717,7 +740,7 @@ async def student(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 except asyncio.TimeoutError:
                     stats.errors.append(f"{c.name}: page {title} did not finish in time")
                 for _ in range(rng.randint(2, 5)):
-                    await asyncio.sleep(rng.uniform(*plan.think))
+                    await c.pause(rng.uniform(*plan.think))
                     if time.monotonic() >= plan.deadline:
                         return
                     await act(c, stats, rng, plan)
@@ -767,9 +790,15 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
             if train_progress(c) is None or not c.auto:
                 if soak.get("checkpoint") and not soak.get("restored"):
                     await restore(c)
-                await start_run(c)
+                resume = [b for b in c.widgets("button", re.compile(r"^Resume$")) if not b.widget.disabled]
+                if resume:  # the uploaded run goes on from its step
+                    stats.interactions.append(("resume", await c.click(resume[0])))
+                    if soak.get("restored") and "step_after_resume" not in soak:
+                        soak["step_after_resume"] = (train_progress(c) or (None, None))[0]
+                else:
+                    await start_run(c)
             while time.monotonic() < plan.deadline:
-                await asyncio.sleep(1.0)
+                await c.pause(1.0)
                 progress = train_progress(c)
                 if progress is None:
                     continue
@@ -779,10 +808,10 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 last_step = step
                 record.append((time.monotonic(), done_before + step))
                 if plan.soak_kill_at and not soak.get("checkpoint") and \
-                        time.monotonic() > plan.soak_kill_at - 25 and step > 0:
+                        plan.soak_kill_at - 25 < time.monotonic() < plan.soak_kill_at - 2 and step > 0:
                     await save_checkpoint(c, step)
                 if step >= total and not c.auto:  # finished: another run with a new seed
-                    await asyncio.sleep(rng.uniform(*plan.think))
+                    await c.pause(rng.uniform(*plan.think))
                     seed = c.widgets("number_input", "Seed")
                     if seed:
                         change = change_for(seed[0], c.values.get(seed[0].widget.id), rng)
@@ -793,14 +822,16 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
         async def save_checkpoint(c: Client, step: int) -> None:
             button = c.widgets("download_button", "checkpoint")
             if not button or button[0].widget.disabled:
+                soak["no_download_because"] = "no enabled download button"
                 return
             try:
                 data = await c.download(button[0])
             except Exception as exc:  # noqa: BLE001
                 stats.errors.append(f"{c.name}: checkpoint download failed: {exc}")
                 return
-            soak["checkpoint"], soak["step_at_download"] = data, step
+            soak["checkpoint"], soak["step_shown_before_download"] = data, step
             soak["bytes"] = len(data)
+            soak.pop("no_download_because", None)
 
         async def restore(c: Client) -> None:
             """After the restart: the run is gone; upload the checkpoint and check the step."""
@@ -815,7 +846,7 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 stats.errors.append(f"{c.name}: checkpoint upload failed: {type(exc).__name__}: {exc}")
                 return
             soak["restored"] = True
-            soak["step_after_upload"] = (train_progress(c) or (None, None))[0]
+            soak["upload_s"] = round(time.monotonic() - plan.soak_kill_at, 1)
             soak["upload_message"] = next((t for t in c.texts("alert") if "Loaded" in t), "")[:200]
 
         await with_reconnect(client, stats, plan, watch)
