@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from core import attention, charts
+from core import attention, viz as charts
 from core.data import (IGNORE_INDEX, PAD_ID, NamesData, encode_corpus, get_batch, name_windows,
                        train_val_split_tensor)
 from core.engine import TrainConfig, Trainer, lecture_config

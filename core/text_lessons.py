@@ -36,7 +36,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from core.charts import palette, unique_labels
+from core.viz import palette, unique_labels
 from core.data import (
     IGNORE_INDEX,
     count_windows,

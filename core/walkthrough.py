@@ -36,7 +36,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from core import attention, charts
+from core import attention, viz as charts
 from core.attention import (
     BOOK_TOKENS,
     AttentionSteps,

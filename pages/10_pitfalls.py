@@ -17,7 +17,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core import attention, budget, charts, data, engine, models, tokenizers
+from core import attention, budget, data, engine, models, tokenizers, viz as charts
 from core import pitfalls as pf
 from ui import layout, state
 from ui.charts import show_chart as _show_chart

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from core import attention, charts
+from core import attention, viz as charts
 from core import walkthrough as wt
 from ui import state
 from ui import walkthrough as page

@@ -11,7 +11,7 @@ import dataclasses
 
 import streamlit as st
 
-from core import charts
+from core import viz as charts
 from core import data as core_data
 from core import text_lessons as tl
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source

@@ -20,7 +20,7 @@ import re
 import altair as alt
 import streamlit as st
 
-from core import budget, charts, live
+from core import budget, live, viz as charts
 from ui import state
 
 RUNBOOK_KEY = "gpt.runbook"

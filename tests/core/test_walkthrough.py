@@ -514,7 +514,7 @@ class TestCharts:
         assert len(spec["layer"]) == 2
 
     def test_lesson_chart_copies_leave_the_original_alone(self):
-        from core import charts
+        from core import viz as charts
         chart = wt.matrix_chart(np.eye(2), ["a", "b"], ["a", "b"])
         themed = charts.themed(chart, lecture=True)
         assert isinstance(themed, wt.LessonChart)
