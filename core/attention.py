@@ -7,6 +7,9 @@ Three layers, each mapping to a part of the book so a student can follow along:
 2. The book's classes: `SelfAttentionV1`, `SelfAttentionV2`, `CausalAttention`,
    `MultiHeadAttentionWrapper`, `MultiHeadAttention`. Attribute names and the order in which
    parameters are created follow the book, so `torch.manual_seed(123)` gives the printed numbers.
+   The bonus material's `nn.MultiheadAttention` variant: `PyTorchMultiHeadAttention` (and
+   `MHAPyTorchClass`, the notebook's signature). Where the book would raise an AssertionError or a
+   RuntimeError, the errors here are subclasses of both that and ValueError (core.errors).
 3. The walkthrough engine: `attention_intermediates(...)` returns every intermediate tensor
    (scores, scaled scores, mask, weights, dropout keep-mask, per-head contexts, output) as an
    `AttentionSteps`; `intermediates_from_module(...)` reads the weights out of any of the classes.
@@ -23,6 +26,8 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
+
+from core.errors import InvalidSettingError, ShapeMismatchError
 
 BOOK_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 
@@ -144,7 +149,8 @@ def causal_mask(num_tokens: int) -> torch.Tensor:
 def _check_context_length(num_tokens: int, context_length: int) -> None:
     """The causal mask buffer only covers context_length tokens; say so instead of a shape error."""
     if num_tokens > context_length:
-        raise ValueError(
+        # the book's code fails here with a RuntimeError (mask and scores differ in size)
+        raise ShapeMismatchError(
             f"The input has {num_tokens} tokens but this attention module was built with "
             f"context_length={context_length}. Use at most {context_length} tokens."
         )
@@ -153,12 +159,13 @@ def _check_context_length(num_tokens: int, context_length: int) -> None:
 def _check_batch(x: torch.Tensor, d_in: int, context_length: int) -> tuple[int, int, int]:
     """Return (b, num_tokens, d_in) of a batch, or raise a ValueError a page can show."""
     if x.dim() != 3:
-        raise ValueError(
+        raise ShapeMismatchError(
             f"Expected a batch of shape (b, num_tokens, d_in), got shape {tuple(x.shape)}."
         )
     b, num_tokens, x_d_in = x.shape
     if x_d_in != d_in:
-        raise ValueError(f"The input has {x_d_in} features per token but d_in is {d_in}.")
+        # the book's code fails here with a RuntimeError from the matrix product
+        raise ShapeMismatchError(f"The input has {x_d_in} features per token but d_in is {d_in}.")
     _check_context_length(num_tokens, context_length)
     return b, num_tokens, x_d_in
 
@@ -243,7 +250,7 @@ class MultiHeadAttentionWrapper(nn.Module):
     ):
         super().__init__()
         if num_heads < 1:
-            raise ValueError(f"num_heads must be at least 1, got {num_heads}.")
+            raise InvalidSettingError(f"num_heads must be at least 1, got {num_heads}.")
         self.heads = nn.ModuleList(
             [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
         )
@@ -268,7 +275,8 @@ class MultiHeadAttention(nn.Module):
     ):
         super().__init__()
         if num_heads < 1 or d_out % num_heads != 0:
-            raise ValueError(
+            # the book: assert d_out % num_heads == 0
+            raise InvalidSettingError(
                 f"d_out ({d_out}) must be divisible by num_heads ({num_heads}): "
                 "every head gets d_out // num_heads dimensions."
             )
@@ -309,6 +317,84 @@ class MultiHeadAttention(nn.Module):
         # put the heads side by side again: contiguous() because transpose only changed strides
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # (b, T, d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
+
+
+class PyTorchMultiHeadAttention(nn.Module):
+    """Book ch. 3 bonus: the same causal multi-head attention, computed by PyTorch's nn.MultiheadAttention.
+
+    nn.MultiheadAttention holds the query/key/value projections as one (3 * d_out, d_out) matrix
+    (`in_proj_weight`) plus its own output projection; the book puts one more Linear after it
+    (`out_proj`). qkv_bias=True also turns on `add_bias_kv`, as the book does: a learned extra key and
+    value that every query may attend to, which MultiHeadAttention above does not have.
+
+    nn.MultiheadAttention needs its input to be d_out wide, so d_in must equal d_out. The causal mask is
+    built once and kept in a buffer (it follows .to(device)); without `context_length` it grows to the
+    longest input seen. need_weights=False lets PyTorch use its fused attention kernel.
+    """
+
+    _proj_name = "out_proj"  # the name of the last Linear (MHAPyTorchClass below uses the book's "proj")
+
+    def __init__(
+        self, d_in, d_out, num_heads, dropout=0.0, qkv_bias=False, *, context_length=None, need_weights=False
+    ):
+        super().__init__()
+        if d_in != d_out:
+            raise InvalidSettingError(
+                f"nn.MultiheadAttention projects from d_out to d_out, so d_in ({d_in}) must equal d_out ({d_out})."
+            )
+        if num_heads < 1 or d_out % num_heads != 0:
+            raise InvalidSettingError(
+                f"d_out ({d_out}) must be divisible by num_heads ({num_heads}): "
+                "every head gets d_out // num_heads dimensions."
+            )
+        self.d_in = d_in
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.context_length = context_length
+        self.need_weights = need_weights
+        self.multihead_attn = nn.MultiheadAttention(
+            embed_dim=d_out,
+            num_heads=num_heads,
+            dropout=dropout,
+            bias=qkv_bias,
+            add_bias_kv=qkv_bias,
+            batch_first=True,  # (b, T, d) like every other class here, not PyTorch's default (T, b, d)
+        )
+        setattr(self, self._proj_name, nn.Linear(d_out, d_out))
+        if context_length is None:
+            # grown on demand, so not part of the saved state
+            self.register_buffer("mask", causal_mask(1), persistent=False)  # (1, 1)
+        else:
+            self.register_buffer("mask", causal_mask(context_length))  # (context_length, context_length)
+
+    def _causal_mask(self, num_tokens: int) -> torch.Tensor:
+        """The (T, T) mask, True where query i would see a later key j > i; rebuilt only for a longer input."""
+        if self.context_length is not None:
+            _check_context_length(num_tokens, self.context_length)
+        elif num_tokens > self.mask.shape[0]:
+            self.mask = causal_mask(num_tokens).to(self.mask.device)  # (T, T)
+        return self.mask[:num_tokens, :num_tokens]  # (T, T)
+
+    def forward(self, x):
+        limit = math.inf if self.context_length is None else self.context_length  # no limit without one
+        b, num_tokens, d_in = _check_batch(x, self.d_in, limit)
+        attn_mask = self._causal_mask(num_tokens)  # (T, T), the same for every sequence and head
+        context_vec, _ = self.multihead_attn(
+            x, x, x, attn_mask=attn_mask, need_weights=self.need_weights
+        )  # (b, T, d_out)
+        return getattr(self, self._proj_name)(context_vec)  # (b, T, d_out)
+
+
+class MHAPyTorchClass(PyTorchMultiHeadAttention):
+    """PyTorchMultiHeadAttention with the book notebook's signature and names (`context_length`, `proj`)."""
+
+    _proj_name = "proj"
+
+    def __init__(self, d_in, d_out, num_heads, context_length, dropout=0.0, qkv_bias=False, need_weights=True):
+        super().__init__(
+            d_in, d_out, num_heads, dropout, qkv_bias, context_length=context_length, need_weights=need_weights
+        )
 
 
 # the book's spelling, so code copied from the book runs against this module

@@ -24,6 +24,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, Dataset
 
+from core.errors import InvalidSettingError
 from core.tokenizers import END_OF_TEXT, CharTokenizer, gpt2_encoding
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -191,7 +192,8 @@ def sliding_windows(
     ids = torch.as_tensor(token_ids, dtype=torch.long).reshape(-1)  # (n_tokens,)
     n_windows = count_windows(len(ids), max_length, stride)
     if n_windows == 0:
-        raise ValueError(
+        # the book: assert len(token_ids) > max_length
+        raise InvalidSettingError(
             f"The text has {len(ids)} tokens; one window of max_length {max_length} needs at "
             f"least {max_length + 1} (the inputs plus one more token for the last target)."
         )
@@ -230,10 +232,15 @@ def create_dataloader_v1(
     stride: int = 128,
     shuffle: bool = True,
     drop_last: bool = True,
+    num_workers: int = 0,
     seed: int | None = None,
     tokenizer=None,
 ) -> DataLoader:
-    """DataLoader over `GPTDatasetV1`; GPT-2 BPE by default; `seed` makes the shuffle repeatable."""
+    """DataLoader over `GPTDatasetV1`; GPT-2 BPE by default; `seed` makes the shuffle repeatable.
+
+    The arguments up to `num_workers` are the book's, in the book's order, so its calls run unchanged;
+    `num_workers` goes to torch's DataLoader (0: batches are made in this process, the book's choice).
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
     tokenizer = gpt2_encoding() if tokenizer is None else tokenizer
@@ -251,7 +258,7 @@ def create_dataloader_v1(
         batch_size=batch_size,
         shuffle=shuffle,
         drop_last=drop_last,
-        num_workers=0,
+        num_workers=num_workers,
         generator=generator,
     )
 

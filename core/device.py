@@ -42,12 +42,25 @@ def available_devices() -> dict[str, tuple[bool, str]]:
     }
 
 
+DEVICE_TITLES = {"cpu": "the CPU", "cuda": "the CUDA GPU", "mps": "the Apple GPU (MPS)"}
+
+
+def _auto_choice(status: dict[str, tuple[bool, str]]) -> torch.device:
+    """What "auto" picks: CUDA, then MPS, then the CPU."""
+    for candidate in ("cuda", "mps"):
+        if status[candidate][0]:
+            return torch.device(candidate)
+    return torch.device("cpu")
+
+
 def resolve_device(requested: str | torch.device = "auto") -> tuple[torch.device, str | None]:
     """Turn a device request into a usable `torch.device`.
 
     "auto" picks CUDA, then MPS, then the CPU (no message: that is the normal choice). Asking for
-    "cuda" or "mps" when it is absent falls back to the CPU and returns a message saying why.
-    "cuda:1" style indices are accepted. An unknown name raises ValueError.
+    "cuda" or "mps" when it is absent falls back to what "auto" would pick on this machine (a link
+    made on a Mac opens on a CUDA machine with the GPU, elsewhere with the CPU) and returns a
+    message naming the device that is really used. "cuda:1" style indices are accepted. An unknown
+    name raises ValueError.
     """
     name = str(requested).strip().lower()
     base, _, index = name.partition(":")
@@ -57,16 +70,15 @@ def resolve_device(requested: str | torch.device = "auto") -> tuple[torch.device
 
     status = available_devices()
     if base == "auto":
-        for candidate in ("cuda", "mps"):
-            if status[candidate][0]:
-                return torch.device(candidate), None
-        return torch.device("cpu"), None
+        return _auto_choice(status), None
     if base == "cpu":
         return torch.device("cpu"), None
 
     ok, reason = status[base]
     if not ok:
-        return torch.device("cpu"), f"{base.upper()} was requested but is not available ({reason}); using the CPU."
+        fallback = _auto_choice(status)
+        return fallback, (f"{base.upper()} was requested but is not available ({reason}); "
+                          f"using {DEVICE_TITLES[fallback.type]} instead.")
     if base == "cuda" and index and int(index) >= torch.cuda.device_count():
         count = torch.cuda.device_count()
         return torch.device("cuda"), f"there is no GPU {name} ({count} found); using cuda:0."

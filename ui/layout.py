@@ -22,7 +22,13 @@ h1 { font-size: 2.4rem !important; } h2 { font-size: 1.9rem !important; }
 [data-testid="stHeader"], [data-testid="stToolbar"], footer { display: none; }
 .katex { font-size: 1.35em !important; }
 [data-testid="stSidebar"] { font-size: 16px; }
-[data-testid="stSidebarNavLink"] span { font-size: 1rem; }
+[data-testid="stSidebarNavLink"] span { font-size: 1rem; white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; line-height: 1.25; }
+[data-testid="stSidebarNavLink"] { height: auto !important; min-height: 2rem; }
+/* the first screen is precious on a projector: no empty band above the page title */
+[data-testid="stMainBlockContainer"], .block-container { padding-top: 1.5rem !important; }
+/* tables are drawn on a canvas that ignores font-size: scale the whole grid instead */
+[data-testid="stDataFrame"] { zoom: 1.3; }
 [data-testid="stMetricValue"] { font-size: 2.6rem !important; }
 [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 2.6rem !important; }
 </style>

@@ -356,14 +356,38 @@ def test_available_devices_explain_themselves():
 
 
 @pytest.mark.parametrize("name", ["cuda", "mps"])
-def test_absent_accelerator_falls_back_to_cpu_with_a_message(name):
+def test_absent_accelerator_falls_back_with_a_true_message(name):
     available, reason = available_devices()[name]
     device, message = resolve_device(name)
     if available:
         assert device.type == name and message is None
     else:
-        assert device == torch.device("cpu")
-        assert name.upper() in message and "CPU" in message and reason in message
+        assert device == resolve_device("auto")[0]  # what this machine really offers
+        assert name.upper() in message and reason in message
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+@pytest.mark.parametrize("mps", [False, True])
+@pytest.mark.parametrize("requested", ["auto", "cpu", "cuda", "mps"])
+def test_device_messages_are_true_on_every_combination(monkeypatch, cuda, mps, requested):
+    """Whatever is present, the device used is present, and any message names the device used."""
+    import core.device as device_module
+
+    monkeypatch.setattr(device_module, "_cuda_status", lambda: (cuda, "CUDA GPU: X" if cuda else "no CUDA GPU found by torch"))
+    monkeypatch.setattr(device_module, "_mps_status", lambda: (mps, "Apple GPU (MPS)" if mps else "torch build has no MPS (Apple GPU) support"))
+    present = {"cpu": True, "cuda": cuda, "mps": mps}
+    device, message = device_module.resolve_device(requested)
+    assert present[device.type]
+    if requested in ("auto", "cpu") or present[requested]:
+        assert message is None
+        expected = requested if requested != "auto" else ("cuda" if cuda else "mps" if mps else "cpu")
+        assert device.type == expected
+    else:
+        assert message.startswith(f"{requested.upper()} was requested but is not available")
+        assert f"using {device_module.DEVICE_TITLES[device.type]} instead" in message
+        for other, title in device_module.DEVICE_TITLES.items():
+            if other != device.type:
+                assert f"using {title}" not in message
 
 
 def test_fallback_message_when_torch_reports_no_gpu(monkeypatch):
