@@ -16,8 +16,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # progress elsewhere (lessons, training, pitfalls). Each helper removes its entries once its
 # charts live in core/viz; the test below then holds for that file strictly.
 PENDING_ALTAIR_MIGRATION = {
-    "core/walkthrough.py",
-    "core/text_lessons.py",
     "core/live.py",
     "core/pitfalls.py",
     "pages/10_pitfalls.py",
