@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from core import pitfalls as pf
+from core.pitfalls import no_scaling, prep_global
 from core.data import load_names
 from core.settings import to_params
 from tests.app.conftest import assert_no_exception, open_page
@@ -117,7 +118,7 @@ def test_no_scaling_max_weight_goes_to_one():
     assert float(metrics(at)["Entropy at d_k = 512 (nats)"]) < 0.2
     assert float(metrics(at)["Softmax gradient at d_k = 512"]) < 0.1
     table = next(t for t in chart_tables(at) if "d_k" in t.columns)
-    assert sorted(set(table["d_k"])) == list(pf.SCALING_DKS)
+    assert sorted(set(table["d_k"])) == list(no_scaling.SCALING_DKS)
 
 
 def test_short_names_zero_examples_lecture_vs_ours():
@@ -190,11 +191,11 @@ def test_fit_indent_counts_optimizer_steps_and_rejects_bad_counts():
 def test_prep_global_crashes_or_uses_the_wrong_text_and_bad_corpus_keeps_the_last():
     at = open_pitfall("prep_global")
     assert "KeyError: 't'" in codes(at)
-    corpus = "our class notes. " + pf.text[:50]
+    corpus = "our class notes. " + prep_global.text[:50]
     at.text_area[0].input(corpus).run()
     assert_no_exception(at)
     values = metrics(at)
-    assert values["Characters the buggy prep split"] == str(len(pf.text))
+    assert values["Characters the buggy prep split"] == str(len(prep_global.text))
     assert values["Characters the fixed prep split"] == str(len(corpus))
     assert any("ran without an error" in w.value for w in at.warning)
     at.text_area[0].input("tiny").run()

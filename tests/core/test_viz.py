@@ -17,8 +17,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # charts live in core/viz; the test below then holds for that file strictly.
 PENDING_ALTAIR_MIGRATION = {
     "core/live.py",
-    "core/pitfalls.py",
-    "pages/10_pitfalls.py",
     "ui/training.py",
 }
 
