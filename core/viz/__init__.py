@@ -15,12 +15,13 @@ Heatmaps (heatmap.py)
             scheme=None, diverging=False, domain=None, cell=None, cell_w=None, cell_h=None,
             show_values=True, max_width=640, special=None, masked=None, highlight_row=None,
             highlight_col=None, highlight_cells=None, facets=None, facet_columns=None,
-            row_axis=True, x_on_top=False, legend=None)
+            row_axis=True, x_on_top=False, legend=None, fill_width=None)
         matrix: 2-D (rows, cols); 3-D (panels, rows, cols) with facets=[panel names]; 4-D
         (grid rows, grid cols, rows, cols) with facets=([layer names], [head names]).
         Values are written in cells when they fit (else hidden, and a colour legend shown);
         −∞/NaN cells are grey and say so; `special` (strings, matrix shape) relabels and greys
-        cells ("✕", "0/0"); `masked` (booleans) greys cells; highlight_* outline cells.
+        cells ("✕", "0/0"); `masked` (booleans) greys cells; highlight_* outline cells;
+        fill_width (px) grows the cells to use the width available (lecture mode on a projector).
         The chart's data (`chart.data`) is the long-form frame of `matrix_frame` (+ facet columns).
     matrix_frame(matrix, row_labels, col_labels, fmt) -> DataFrame(row, col, row_i, col_i,
         value, label, finite).

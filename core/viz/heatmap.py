@@ -17,6 +17,7 @@ import pandas as pd
 from core.viz.theme import (HIGHLIGHT, LECTURE_MIN_VALUE_PX, MASKED_GREY, diverging_scheme,
                             fast_build, font_sizes, format_value, sequential_scheme, unique_labels)
 
+MAX_CELL = 110  # px: the largest cell `fill_width` makes (a 2x2 matrix should not fill a wall)
 MAX_VALUE_CELLS = 24  # beyond this many columns the numbers are hidden (colours and tooltips stay)
 CHAR_PX = {False: 7, True: 10}  # rough width of one digit at the cell font size (normal, lecture)
 
@@ -112,7 +113,8 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
             max_width: int = 640, special=None, masked=None, highlight_row: int | None = None,
             highlight_col: int | None = None, highlight_cells: Sequence[tuple[int, int]] | None = None,
             facets=None, facet_columns: int | None = None, row_axis: bool = True,
-            x_on_top: bool = False, legend: bool | None = None) -> alt.TopLevelMixin:
+            x_on_top: bool = False, legend: bool | None = None,
+            fill_width: int | None = None) -> alt.TopLevelMixin:
     """A labelled heatmap with the value written in each cell when it fits; −∞ cells are grey.
 
     `matrix`: 2-D (rows, cols); 3-D (panels, rows, cols) with `facets` = one name per panel
@@ -122,8 +124,10 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     ("−∞", "✕", "0/0"). `masked`: booleans; True cells are grey but keep their value in the tooltip.
     `diverging`: signed values, symmetric domain around 0 unless `domain` is given.
     `cell`: side of a square cell in px (`cell_w`/`cell_h` fix each side); by default cells grow
-    to fit their numbers, up to `max_width` for the panel. Numbers are hidden (a colour legend is
-    shown instead) when `show_values` is False or they do not fit.
+    to fit their numbers, up to `max_width` for the panel. `fill_width` (px, e.g. the page width
+    in lecture mode) grows square cells until the panel is that wide (at most MAX_CELL each).
+    Numbers are hidden (a colour legend is shown instead) when `show_values` is False or they do
+    not fit.
     """
     values = np.asarray(matrix, dtype=np.float64)
     df = _frame(values, row_labels, col_labels, fmt, special, masked, facets)
@@ -134,6 +138,9 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
 
     base_cell = cell or (54 if lecture else 44)
     base_cell = max(14, min(base_cell, int(max_width / max(n_cols, 1))))
+    if fill_width and not cell:  # a small matrix on a projector: use the width there is
+        max_width = max(max_width, fill_width)
+        base_cell = max(base_cell, min(MAX_CELL, int(fill_width / max(n_cols, 1))))
     needed_w = chars * char_px + 8  # the widest number, with a margin
     fits = n_cols <= MAX_VALUE_CELLS and needed_w * n_cols <= max_width
     # a fixed cell width must hold the numbers; otherwise cells widen to fit them
