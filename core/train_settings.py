@@ -118,8 +118,14 @@ def widget_spec(name: str) -> dict:
     return dict(next(f for f in dataclasses.fields(TrainSettings) if f.name == name).metadata)
 
 
+GROUPS = ("model", "training", "fine print", "more")  # the parts of the Train page's settings
+
+
 def fields_in(group: str) -> list[str]:
-    """The Train page's hyper-parameters shown in `group` ("model", "training", "fine print",
-    "more"), in declaration order; fields without a group go to "more"."""
+    """The Train page's hyper-parameters shown in `group` (one of GROUPS), in declaration order;
+    a field with no group (or an unknown one) goes to "more", so every field is shown somewhere."""
+    def group_of(f: dataclasses.Field) -> str:
+        return f.metadata.get("group") if f.metadata.get("group") in GROUPS else "more"
+
     return [f.name for f in dataclasses.fields(TrainSettings)
-            if f.name in TRAINING_FIELDS and f.metadata.get("group", "more") == group]
+            if f.name in TRAINING_FIELDS and group_of(f) == group]

@@ -153,5 +153,5 @@ with st.expander("Break it: what happens without the causal mask?", icon=":mater
 st.subheader("Checkpoints")
 training.checkpoint_panel(book)
 
-show_code([runs.Run.advance, Trainer.train, runs.run_labels])
+show_code([runs.Run.advance, Trainer.train, Trainer.evaluate, runs.smooth, runs.run_labels])
 sync_url(settings)

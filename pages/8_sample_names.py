@@ -5,7 +5,7 @@ import streamlit as st
 
 from core import live as gpt_charts, runs
 from core.lessons import sample_names as lesson
-from core.sampling import next_char_distributions, sample_names
+from core.sampling import label_shares, next_char_distributions, sample_names
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
@@ -62,7 +62,7 @@ if samples is None:
         sync_url(settings)
         st.stop()
 
-shares = {k: sum(s.label == k for s in samples) / len(samples) for k in ("new", "train", "val")}
+shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Names", len(samples))
 m2.metric("New", f"{shares['new']:.0%}", help="Not in the names data at all: the model invented them.")
@@ -116,5 +116,5 @@ with friendly_errors("the next-character probabilities"):
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")
 
-show_code([sample_names, next_char_distributions])
+show_code([lesson.sample_for_page, sample_names, label_shares, lesson.name_steps, next_char_distributions])
 sync_url(settings)

@@ -119,5 +119,6 @@ training.show_cached_chart(
     caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
             f"{run.label}, step {run.step:,}.")
 
-show_code([lesson.inspect_name, CausalSelfAttention.forward, lesson.embedding_pca])
+show_code([lesson.inspect_name, CausalSelfAttention.forward, lesson.top_predictions,
+           lesson.embedding_pca, lesson.vowel_separation])
 sync_url(settings)

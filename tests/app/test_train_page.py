@@ -346,3 +346,64 @@ def test_when_every_training_slot_is_taken_the_page_waits_its_turn():
             "run ahead of you, retrying…" in texts(at.info)
     at.run()  # the slots are free again: training carries on by itself
     assert run.step > step and "ahead of you" not in texts(at.info)
+
+
+# ------------------------------------------------------------------------------ one source of settings
+
+
+def test_every_config_field_is_a_control_with_its_declared_bounds():
+    """Every GPTConfig / TrainConfig field (but the nested model config and what the data fixes)
+    is a widget on the Train page whose label, bounds, step and options are exactly the field's
+    metadata: a new hyper-parameter declared with spec(...) in its config needs nothing else."""
+    import dataclasses
+
+    from core.engine import TrainConfig
+    from core.models import GPTConfig
+
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    widgets = {w.key: w for kind in ("number_input", "slider", "selectbox", "toggle", "checkbox")
+               for w in at.get(kind)}
+    offered, _ = runs.device_options()
+    shown = []
+    for source in (GPTConfig, TrainConfig):
+        for f in dataclasses.fields(source):
+            rules = f.metadata
+            if f.name == "model":  # the nested GPTConfig: its fields are checked themselves
+                continue
+            if "internal" in rules:
+                assert rules["internal"].strip(), f"{f.name}: say why it is not a control"
+                continue
+            widget = widgets.get(f"{PREFIX_KEY}{f.name}")
+            assert widget is not None, f"{source.__name__}.{f.name} has no control on the Train page"
+            assert widget.label == rules["label"], f.name
+            if "choices" in rules:
+                wanted = offered if f.name == "device" else list(rules["choices"])  # devices: those present
+                names = rules.get("choice_labels", {})
+                assert widget.options == [names.get(c, c) for c in wanted], f.name
+                assert set(wanted) <= set(rules["choices"])
+            elif widget.type in ("number_input", "slider"):
+                assert (widget.min, widget.max) == (rules["min"], rules["max"]), f.name
+                assert widget.step == rules["step"], f.name
+                assert widget.type == ("slider" if rules.get("widget") == "slider" else "number_input")
+            else:
+                assert widget.type == "toggle" and isinstance(widget.value, bool), f.name
+            shown.append(f.name)
+    assert len(shown) == len(train_settings.TRAINING_FIELDS) >= 22
+    assert set(shown) == set(train_settings.TRAINING_FIELDS)
+
+
+PREFIX_KEY = "train.0."  # widget keys: prefix, generation (0 until a lesson or preset replaces all), field
+
+
+def test_a_value_outside_the_declared_bounds_is_refused_in_links():
+    from core.models import GPTConfig
+
+    too_many = GPTConfig.__dataclass_fields__["n_layer"].metadata["max"] + 1
+    at = tiny_page(n_layer=str(too_many), lr="1e9", optimizer="rmsprop")
+    warning = texts(at.warning)
+    assert f"n_layer must be at most {too_many - 1}" in warning and "lr must be at most" in warning
+    assert "optimizer must be one of adamw, sgd" in warning
+    defaults = train_settings.TrainSettings()
+    assert (at.session_state["train"].n_layer, at.session_state["train"].lr,
+            at.session_state["train"].optimizer) == (defaults.n_layer, defaults.lr, defaults.optimizer)
