@@ -3,6 +3,7 @@ shows its bug, every fix really fixes it."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import replace
 
@@ -15,6 +16,7 @@ from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_s
                            softmax_dim, spelling, vocab_order)
 from core.data import build_names_data, load_names, name_windows
 from core.engine import Trainer
+from core.live_training import LiveTraining
 from core.models import GPT, GPTConfig, SingleHeadLM
 from core.settings import from_params, to_params
 from core.tokenizers import CharTokenizer
@@ -230,6 +232,21 @@ def test_sgd_is_behind_adamw_after_the_same_steps():
     assert isinstance(model, GPT)
     adamw_label = next(label for label in trainers if label.startswith("AdamW"))
     assert torch.equal(model.lm_head.weight, trainers[adamw_label].model.lm_head.weight)
+
+
+def test_the_race_trains_through_the_live_training_protocol():
+    race = sgd.demo(12, 101, 0.003, build_names_data(context_size=12))
+    assert isinstance(race, LiveTraining) and race.key == (12, 101, 0.003) and not race.done
+    outcome = race.advance(0.05)
+    assert outcome.steps >= 2 and not outcome.busy  # at least one step of each optimizer
+    assert race.advance(10.0, contextlib.nullcontext(False)).busy  # no slot: nothing trained
+    while not race.done:
+        outcome = race.advance(1.0)
+    assert outcome.finished and outcome.error is None
+    assert {label: len(h["steps"]) for label, h in race.history.items()} == {label: 12 for label in race.trainers}
+    sgd_steps, adamw_steps = (t.history["steps"] for t in race.trainers.values())
+    assert sgd_steps == adamw_steps == list(range(1, 13))
+    assert not race.lock.locked()
 
 
 def test_race_frame_of_empty_histories_is_empty():
