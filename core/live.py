@@ -39,7 +39,7 @@ import torch
 from altair.utils.schemapi import debug_mode
 
 from core import budget
-from core.charts import heatmap, palette
+from core.viz import heatmap, palette
 from core.checkpoints import MAX_BYTES, CheckpointError, load_checkpoint, save_checkpoint
 from core.data import NamesData, build_names_data
 from core.device import REQUEST_NAMES, available_devices, resolve_device
@@ -669,7 +669,7 @@ def loss_chart(frame: pd.DataFrame, *, vocab_size: int = 27, lecture: bool = Fal
 @functools.lru_cache(maxsize=64)
 def _loss_spec_json(runs: tuple[str, ...], vocab_size: int, lecture: bool, width: int,
                     height: int) -> str:
-    from core.charts import themed
+    from core.viz import themed
 
     with debug_mode(False):
         chart = _loss_layers(runs, vocab_size, lecture, "Loss (nats per character)", width, height)
@@ -959,7 +959,7 @@ def inspect_name(model: GPT, tokenizer: CharTokenizer, name: str) -> Inspection:
 
 def attention_grid_frame(inspection: Inspection) -> pd.DataFrame:
     """Long-form rows (layer, head, query, key, weight, masked) of every attention map."""
-    from core.charts import unique_labels
+    from core.viz import unique_labels
 
     n_layer, n_head, T, _ = inspection.attn.shape
     labels = np.asarray(unique_labels(inspection.tokens), dtype=object)
@@ -980,7 +980,7 @@ def attention_grid_frame(inspection: Inspection) -> pd.DataFrame:
 def attention_grid_chart(inspection: Inspection, *, lecture: bool = False,
                          cell: int | None = None) -> alt.FacetChart:
     """Small multiples: one row per layer, one map per head (queries down, keys across)."""
-    from core.charts import unique_labels
+    from core.viz import unique_labels
 
     T = len(inspection.tokens)
     cell = cell or max(12, min(28 if not lecture else 32, int(220 / max(T, 1))))

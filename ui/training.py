@@ -19,7 +19,7 @@ import re
 import altair as alt
 import streamlit as st
 
-from core import budget, charts, live
+from core import budget, live, viz as charts
 from ui import state
 from ui.live import leave_queue, live_fragment, session_owner
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core import charts
+from core import viz as charts
 from core.pitfalls.no_scaling import SCALING_DKS
 
 
