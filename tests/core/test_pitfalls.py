@@ -365,6 +365,16 @@ def test_chart_builders_carry_the_numbers():
     sums = softmax_dim.demo(123)["sums"]
     chart = viz_pitfalls.row_sums_chart(sums).to_dict()
     assert len(chart["layer"]) == 3
+    bars = next(iter(chart["datasets"].values()))
+    for version, group in sums.groupby("version"):
+        assert [row["value"] for row in bars if row["kind"] == version] == pytest.approx(list(group["row_sum"]))
+    result = softmax_dim.demo(123)
+    weights = viz_pitfalls.heatmap_row([(result["buggy_weights"], "buggy"), (result["fixed_weights"], "fixed")],
+                                       result["tokens"]).to_dict()
+    cells = next(iter(weights["datasets"].values()))
+    assert len(cells) == 2 * 36 and weights["spec"]["layer"][0]["encoding"]["color"]["condition"]["scale"]["domain"] == [0, 1]
+    buggy_cells = [c["value"] for c in cells if c["facet"].startswith("buggy")]
+    assert buggy_cells == pytest.approx(result["buggy_weights"].flatten().tolist())
     figure = viz_pitfalls.scaling_figure(no_scaling.demo(seed=1)).to_dict()
     assert len(figure["hconcat"]) == 3
     names = load_names()
