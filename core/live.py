@@ -14,7 +14,7 @@ import pandas as pd
 
 from altair.utils.schemapi import debug_mode
 
-from core.charts import heatmap, palette
+from core.viz import heatmap, palette
 from core.lessons.inside_model import Inspection, embedding_matrix
 from core.lessons.sample_names import LABEL_TITLES, NameSteps
 from core.models import GPT
@@ -94,7 +94,7 @@ def loss_chart(frame: pd.DataFrame, *, vocab_size: int = 27, lecture: bool = Fal
 @functools.lru_cache(maxsize=64)
 def _loss_spec_json(runs: tuple[str, ...], vocab_size: int, lecture: bool, width: int,
                     height: int) -> str:
-    from core.charts import themed
+    from core.viz import themed
 
     with debug_mode(False):
         chart = _loss_layers(runs, vocab_size, lecture, "Loss (nats per character)", width, height)
@@ -188,7 +188,7 @@ def steps_heatmap(steps: NameSteps, *, lecture: bool = False) -> alt.LayerChart:
 
 def attention_grid_frame(inspection: Inspection) -> pd.DataFrame:
     """Long-form rows (layer, head, query, key, weight, masked) of every attention map."""
-    from core.charts import unique_labels
+    from core.viz import unique_labels
 
     n_layer, n_head, T, _ = inspection.attn.shape
     labels = np.asarray(unique_labels(inspection.tokens), dtype=object)
@@ -209,7 +209,7 @@ def attention_grid_frame(inspection: Inspection) -> pd.DataFrame:
 def attention_grid_chart(inspection: Inspection, *, lecture: bool = False,
                          cell: int | None = None) -> alt.FacetChart:
     """Small multiples: one row per layer, one map per head (queries down, keys across)."""
-    from core.charts import unique_labels
+    from core.viz import unique_labels
 
     T = len(inspection.tokens)
     cell = cell or max(12, min(28 if not lecture else 32, int(220 / max(T, 1))))

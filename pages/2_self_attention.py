@@ -9,7 +9,10 @@ import math
 import streamlit as st
 
 from core import attention
-from core import walkthrough as wt
+from core.lessons import embeddings as emb
+from core.lessons import self_attention
+from core.lessons import walkthrough as wt
+from core.viz import lessons as lesson_charts
 from ui import state
 from ui import walkthrough as page
 from ui.charts import show_chart
@@ -55,7 +58,7 @@ def weights_step(steps) -> None:
     cols = page.columns(3)
     for col, name, W in zip(cols, ("W_q", "W_k", "W_v"), projection.matrices()):
         with col:
-            page.show_matrix(W, wt.dim_names(d_in), outs, name=f"self-attention-{name}", title=name,
+            page.show_matrix(W, emb.dim_names(d_in), outs, name=f"self-attention-{name}", title=name,
                              x_title="output dimension", y_title="input dimension", decimals=4,
                              max_width=300, caption=f"{name}; {where}.")
     biases = [b for b in (projection.b_query, projection.b_key, projection.b_value) if b is not None]
@@ -140,7 +143,7 @@ def context_step(steps) -> None:
                      title="Z = A V", x_title="dimension", y_title="token", decimals=4,
                      highlight_row=query, caption=f"One context vector per token; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    show_code([module_cls, wt.self_attention])
+    show_code([module_cls, self_attention.self_attention])
 
 
 def scaling_panel() -> None:
@@ -154,12 +157,12 @@ def scaling_panel() -> None:
                 prefix=page.PREFIX, options=list(wt.SCALE_DKS))
     d_k = settings.scale_dk
     seed = settings.weight_seed
-    peak = wt.softmax_peak(d_k, 6, seed)
-    table = wt.scaling_table(seed)
+    peak = self_attention.softmax_peak(d_k, 6, seed)
+    table = self_attention.scaling_table(seed)
     left_col, right_col = page.columns(2)
     with left_col:
         lecture = state.lecture_mode()
-        chart = wt.scaling_chart(table, chosen=d_k, lecture=lecture, width=560 if lecture else 340)
+        chart = lesson_charts.scaling_chart(table, chosen=d_k, lecture=lecture, width=560 if lecture else 340)
         show_chart(chart, name="scaling-curve", caption=(
             f"Mean largest softmax weight over 256 random queries and 6 random keys "
             f"(N(0, 1) entries), with and without 1/√d_k; seed {seed}. 1.0 means one-hot."))
@@ -173,7 +176,7 @@ def scaling_panel() -> None:
                        caption=f"One random query against 6 random keys, d_k = {d_k}, seed {seed}. "
                                f"Spread (std) of the raw scores ≈ {peak['score_std']:.2f}, "
                                f"of the scaled ones ≈ {peak['scaled_std']:.2f}.")
-    logits, soft, soft100 = wt.slide_logits()
+    logits, soft, soft100 = self_attention.slide_logits()
     st.subheader("The slides' example: logits vs logits × 100")
     names = [f"{v:g}" for v in logits]
     page.show_bars(soft, names, name="scaling-slides", title="softmax of the slides' logits",
@@ -183,14 +186,14 @@ def scaling_panel() -> None:
                            "diffuse weights, then one-hot once multiplied by 100.")
     page.numbers_line("softmax(logits) =", soft, 2)
     page.numbers_line("softmax(logits × 100) =", soft100, 2)
-    show_code([wt.softmax_peak, wt.slide_logits])
+    show_code([self_attention.softmax_peak, self_attention.slide_logits])
 
 
 with friendly_errors("self-attention"):
     qkv_bias = settings.qkv_bias and settings.variant == "v2"
     bundle = page.cached("self", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                               "custom_weights"),
-                         wt.self_page, inputs, projection, qkv_bias)
+                         self_attention.self_page, inputs, projection, qkv_bias)
     steps = bundle.steps
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)

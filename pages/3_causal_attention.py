@@ -9,8 +9,11 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from core import attention, charts
-from core import walkthrough as wt
+from core import attention, viz as charts
+from core.lessons import causal_attention
+from core.lessons import embeddings as emb
+from core.lessons import self_attention
+from core.lessons import walkthrough as wt
 from ui import state
 from ui import walkthrough as page
 from ui.code import show_code
@@ -36,7 +39,7 @@ with qkv_box:
     if qkv_box.open:
         projection = page.projection_controls(settings, d_in)
     else:  # closed: the same projection, without building its controls
-        projection = wt.projection_for(settings, d_in)
+        projection = self_attention.projection_for(settings, d_in)
         if projection.note:
             st.warning(projection.note, icon=":material/warning:")
 st.caption(wt.describe_weights(settings, projection))
@@ -49,7 +52,7 @@ with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
                 max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=220,
                 help="Probability of zeroing each attention weight (only in training mode).")
     state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
-                min_value=0, max_value=wt.MAX_SEED, step=1, width=150)
+                min_value=0, max_value=emb.MAX_SEED, step=1, width=150)
     state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                 help="model.train(): dropout active. model.eval(): dropout off.")
     page.book_setup_button("causal", "Book: CausalAttention, seed 123")
@@ -126,7 +129,7 @@ def weights_step(steps) -> None:
 
 def dropout_step(steps) -> None:
     page.step_header(STEPS, "dropout", "dropout on the attention weights")
-    view = wt.dropout_view(steps)
+    view = causal_attention.dropout_view(steps)
     st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
              r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
     if not settings.train_mode:
@@ -146,7 +149,7 @@ def dropout_step(steps) -> None:
                      highlight_row=query,
                      caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
     page.numbers_line("row sums =", view.row_sums())
-    show_code([attention.CausalAttention.forward, wt.dropout_view])
+    show_code([attention.CausalAttention.forward, causal_attention.dropout_view])
 
 
 def context_step(steps) -> None:
@@ -183,10 +186,10 @@ def order_step(steps) -> None:
         settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
                                  projection.W_query.tolist()),
         "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
-        ["yes", "no"], str, lambda g: g == ("yes" if wt.rows_sum_to_one(orders.after_no_renorm) else "no"),
+        ["yes", "no"], str, lambda g: g == ("yes" if causal_attention.rows_sum_to_one(orders.after_no_renorm) else "no"),
         "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "
         "of it away. Only the last row, which hides nothing, still sums to 1."
-        if not wt.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
+        if not causal_attention.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
     for i, (col, (key, title, matrix, special)) in enumerate(zip(cols, panels)):
         with col:
             if key == "after_no_renorm" and not reveal_last:
@@ -200,7 +203,7 @@ def order_step(steps) -> None:
         st.warning("In some rows every visible weight underflowed to 0 in the softmax (the largest "
                    "score was in the hidden future), so renormalising divides 0 by 0 (marked "
                    "0/0). Masking before the softmax has no such problem.", icon=":material/warning:")
-    show_code(wt.masking_orders)
+    show_code(causal_attention.masking_orders)
 
 
 with friendly_errors("causal attention"):
@@ -208,7 +211,7 @@ with friendly_errors("causal attention"):
     bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                                 "custom_weights", "causal", "dropout_p",
                                                 "dropout_seed", "train_mode"),
-                         wt.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
+                         causal_attention.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)

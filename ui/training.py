@@ -19,7 +19,7 @@ import re
 import altair as alt
 import streamlit as st
 
-from core import budget, charts, live as gpt_charts, runs, train_settings
+from core import budget, live as gpt_charts, runs, train_settings, viz as charts
 from ui import state
 from ui.live import leave_queue, live_fragment, session_owner
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core import settings as core_settings
-from core import walkthrough as wt
+from core.lessons import walkthrough as wt
 from tests.app.conftest import assert_no_exception
 from tests.app.test_simple_attention_page import (
     PREFIX, apply_csv, badges, chart, charts, errors, key, markdown, numbers, open_expander,
