@@ -268,3 +268,40 @@ def test_pending_list_names_real_files():
     for p in _python_files()])
 def test_only_core_viz_imports_altair(path):
     assert not imports_altair(ROOT / path), f"{path} imports altair: move its chart code to core/viz"
+
+
+# ------------------------------------------------------------------------------ the fast path
+def _without_data(spec: dict) -> dict:
+    spec = {k: v for k, v in spec.items() if k not in ("data", "datasets", "$schema")}
+    config = {k: v for k, v in spec.get("config", {}).items() if k != "view"}
+    return {**spec, "config": config}
+
+
+@pytest.mark.parametrize("build", [
+    lambda: viz.heatmap(np.eye(3), list("abc"), list("abc"), highlight_row=1, title="t"),
+    lambda: viz.heatmap(np.random.default_rng(0).random((2, 3, 3)), list("abc"), list("abc"),
+                        facets=["h1", "h2"]),
+    lambda: viz.bar_chart([0.2, 0.8], ["a", "b"], highlight=0),
+    lambda: viz.line_chart(pd.DataFrame({"s": [0, 1], "l": [2.0, 1.0], "r": ["a", "a"]}),
+                           x="s", y="l", series="r", rule=(3.0, "uniform")),
+])
+@pytest.mark.parametrize("lecture", [False, True])
+def test_vega_spec_is_the_validated_themed_spec_with_the_table_as_a_frame(build, lecture):
+    chart = build()
+    spec = viz.vega_spec(chart, lecture)
+    (name, frame), = [(k, v) for k, v in spec["datasets"].items() if isinstance(v, pd.DataFrame)]
+    assert frame is chart.data and spec["data"] == {"name": name}
+    assert _without_data(spec) == _without_data(viz.themed(chart, lecture).to_dict(validate=True))
+    assert spec["autosize"] == {"type": "pad"}
+    assert isinstance(chart.data, pd.DataFrame)  # the chart itself is left as it was
+    # the same table gets the same name (the frontend keeps it), another table another name
+    assert set(viz.vega_spec(build(), lecture)["datasets"]) == set(spec["datasets"])
+
+
+def test_vega_spec_leaves_charts_with_tables_in_their_layers_to_altair():
+    import altair as alt
+
+    a = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q")
+    b = alt.Chart(pd.DataFrame({"x": [2]})).mark_rule().encode(x="x:Q")
+    assert viz.vega_spec(alt.layer(a, b)) is None
+    assert viz.vega_spec(a) is not None
