@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
-import uuid
 from typing import Callable, Iterable
 
 import streamlit as st
 
 from core import budget, data, pitfalls as pf, tokenizers
+from core.live_training import Outcome
 from core.pitfalls import sgd
 from core.viz import pitfalls as viz_pitfalls
 from ui import layout, state
 from ui.charts import show_chart
 from ui.code import source_of
+from ui.live import live_fragment
 
 PREFIX = "pitfalls"  # session-state key of the page's PitfallsSettings and prefix of its widgets
 
@@ -169,8 +170,13 @@ def measured_headlines(settings: pf.PitfallsSettings) -> dict[str, str]:
     return out
 
 
-def overview_cards(headlines: dict[str, str]) -> None:
+def overview(settings: pf.PitfallsSettings) -> None:
     """Every pitfall as a card, two per row in course order, with its measured headline."""
+    st.header("All pitfalls at a glance", divider="gray")
+    st.markdown("The course documents teach the right ideas, but their code has bugs. Each one runs "
+                "here as written, beside the fix, with the numbers that show the difference.")
+    with st.spinner("Running the quick demos…"):
+        headlines = measured_headlines(settings)
     for i, pitfall in enumerate(pf.PITFALL_LIST, start=1):
         if i % 2 == 1:  # a new row of two cards, so the reading order is the course order
             row = st.columns(2, gap="medium")
@@ -213,8 +219,7 @@ def names_demo(key: str, *args):
 # The SGD/AdamW race
 # ---------------------------------------------------------------------------------------------
 
-RACE_KEY = "pitfalls.race"  # the session's running race: {"key": RaceKey, "trainers": ..., "error": ...}
-RACE_TICK_S = 0.3  # seconds of training per optimizer per fragment tick
+RACE_KEY = "pitfalls.race"  # this session's race being trained (a core.pitfalls.sgd.OptimizerRace)
 
 
 @st.cache_resource(show_spinner=False)
@@ -251,65 +256,46 @@ def race_controls(settings: pf.PitfallsSettings) -> None:
 
 
 def race_panel(key: sgd.RaceKey) -> None:
-    """The Train button (when this race is neither finished nor running) and the live view."""
-    done = finished_races().get(key)
-    run = st.session_state.get(RACE_KEY)
-    running = done is None and run is not None and run["key"] == key and run.get("error") is None
-    if done is None and not running:
+    """The Train button (unless this race is finished or training) and the live view: the app's
+    one live-training fragment (ui.live) trains the race a slice per tick and calls `draw_race`."""
+    race = st.session_state.get(RACE_KEY)
+    race = race if race is not None and race.key == key else None  # a race of other settings waits
+    if finished_races().get(key) is not None:  # finished, here or by another session
+        if race is not None:
+            st.session_state.pop(RACE_KEY, None)
+        race = None
+    elif race is None or race.error is not None:
         if st.button(f"Train both for {key[0]} steps", type="primary", icon=":material/play_arrow:",
                      key="pitfalls.race_start"):
             with layout.friendly_errors("the training runs"):
-                st.session_state[RACE_KEY] = {"key": key, "error": None,
-                                              "trainers": sgd.demo(*key, race_data())}
-                running = True
-    st.fragment(race_view, run_every=0.5 if running else None, key="pitfalls_race")(key)
+                race = st.session_state[RACE_KEY] = sgd.demo(*key, race_data())
+
+    def finish(outcome: Outcome) -> None:
+        if outcome.error is None:  # a diverged race stays in the session, to show its error
+            finished_races().put(key, sgd.race_result(race.trainers))
+            st.session_state.pop(RACE_KEY, None)
+
+    live_fragment("pitfalls_race", race, lambda: draw_race(key, race), on_finish=finish)
 
 
-def _train_tick(run: dict) -> bool:
-    """One slice of each unfinished run; False when the server's training slots were all busy."""
-    owner = st.session_state.setdefault("pitfalls.owner", uuid.uuid4().hex)
-    granted = True
-    try:
-        for trainer in run["trainers"].values():
-            if not trainer.done:
-                result = trainer.train(time_budget_s=RACE_TICK_S, slot=budget.SLOTS.slot(owner, timeout=0.2))
-                granted = granted and result.ran
-    except ValueError as exc:  # TrainingError (diverged) and bad settings
-        run["error"] = str(exc)
-    if not granted:
-        ahead = budget.SLOTS.position(owner)
-        st.caption(":material/hourglass_top: Other sessions are training; waiting for a slot"
-                   + (f" ({ahead} ahead)." if ahead else "."))
-    return granted
-
-
-def race_view(key: sgd.RaceKey) -> None:
-    """Train a slice of both runs (if running) and redraw the curves."""
+def draw_race(key: sgd.RaceKey, race: sgd.OptimizerRace | None) -> None:
+    """The race as it stands: finished (kept for everyone), training, or not started."""
     done = finished_races().get(key)
-    run = st.session_state.get(RACE_KEY)
-    if done is None and (run is None or run["key"] != key):
+    if done is not None:
+        show_race(done["histories"], done["final_val"], key, finished=True)
+        return
+    if race is None:
         st.info("Press **Train both** to train the lecture's GPT with each optimizer, from the same "
                 "seed on the same batches. The result is kept for everyone on this server.",
                 icon=":material/model_training:")
         return
-    if done is None:
-        if run.get("error") is None:
-            _train_tick(run)
-        if run.get("error"):
-            st.error(f"Training stopped: {run['error']}", icon=":material/block:")
-        trainers = run["trainers"]
-        for label, trainer in trainers.items():
-            st.progress(trainer.step / trainer.config.max_steps,
-                        text=f"{label}: step {trainer.step} of {trainer.config.max_steps}")
-        if all(t.done for t in trainers.values()) and run.get("error") is None:
-            finished_races().put(key, sgd.race_result(trainers))
-            st.session_state.pop(RACE_KEY, None)
-            st.rerun()  # a full rerun turns the fragment's timer off
-        histories = {label: t.history for label, t in trainers.items()}
-        final = {label: t.last_val_loss for label, t in trainers.items()}
-    else:
-        histories, final = done["histories"], done["final_val"]
-    show_race(histories, final, key, finished=done is not None)
+    if race.error:
+        st.error(f"Training stopped: {race.error}", icon=":material/block:")
+    for label, trainer in race.trainers.items():
+        st.progress(trainer.step / trainer.config.max_steps,
+                    text=f"{label}: step {trainer.step} of {trainer.config.max_steps}")
+    final = {label: t.last_val_loss for label, t in race.trainers.items()}
+    show_race(race.history, final, key, finished=False)
 
 
 def show_race(histories: dict, final: dict, key: sgd.RaceKey, finished: bool) -> None:
@@ -339,6 +325,9 @@ def show_race(histories: dict, final: dict, key: sgd.RaceKey, finished: bool) ->
     if finished:
         st.caption("COURSE.md reports about 2.40 (SGD) against 2.10 (AdamW) after 1000 steps; "
                    "the numbers above are measured here.")
+        with st.expander("How these numbers are measured", icon=":material/code:"):
+            for fn in (sgd.race_result, sgd.race_frame):
+                _code(fn)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -2,19 +2,24 @@
 
 Buggy: `buggy_sgd_config`, the lecture's run (`core.engine.lecture_config`: SGD, lr 0.01).
 Fixed: `fixed_adamw_config`, the same run with AdamW (`core.engine._make_optimizer` builds it).
-Demo: `OptimizerRace`, two `core.engine.Trainer` runs from the same seed on the same batches,
-trained in time slices (`advance(budget_s, slot)`, `done`, `history`), and `race_result`, what a
-finished race keeps. `FinishedRaces` shares finished races between sessions.
+Demo: `OptimizerRace`, two `core.engine.Trainer` runs from the same seed on the same batches, a
+`core.live_training.TrainerGroup`, so the page trains it a slice per tick through the app's one
+live-training protocol (`advance(budget_s, slot)`, `done`, `history`); `race_result` is what a
+finished race keeps, and `FinishedRaces` shares finished races between sessions.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
+from typing import ContextManager
 
 import pandas as pd
+import torch
 
 from core.data import NamesData
-from core.engine import TrainConfig, Trainer, lecture_config
+from core.engine import TrainConfig, Trainer, _make_optimizer, lecture_config
+from core.live_training import Outcome, TrainerGroup
 from core.models import GPT, GPTConfig
 from core.pitfalls import Pitfall
 
@@ -25,6 +30,7 @@ PITFALL = Pitfall(
     "SGD moves every weight by lr × gradient, and the gradients of a small transformer are tiny "
     "and badly scaled; AdamW divides each by its own running size, so every weight moves.")
 ADAMW_LRS = (0.001, 0.003, 0.01)  # AdamW learning rates offered on the page
+RaceKey = tuple  # (steps, seed, adamw_lr): the settings that decide a race's numbers
 
 
 def buggy_sgd_config(steps: int, seed: int) -> TrainConfig:
@@ -51,14 +57,44 @@ def optimizer_race_configs(steps: int, seed: int, adamw_lr: float) -> dict[str, 
             f"AdamW lr {adamw_lr:g}": replace(fixed_adamw_config(steps, seed, adamw_lr), **measure)}
 
 
+def optimizer_table(steps: int, seed: int, adamw_lr: float) -> pd.DataFrame:
+    """What the two runs differ in: the optimizer `core.engine._make_optimizer` builds from each
+    config, one row per run. Built on a stand-in layer (left uninitialised, so no random numbers
+    are drawn): an optimizer's settings do not depend on the model it updates."""
+    rows = []
+    for label, config in optimizer_race_configs(steps, seed, adamw_lr).items():
+        optimizer = _make_optimizer(torch.nn.utils.skip_init(torch.nn.Linear, 2, 2), config)
+        group = optimizer.param_groups[0]  # the weight matrices (biases get no weight decay)
+        rows.append({"run": label, "optimizer": type(optimizer).__name__, "lr": group["lr"],
+                     "weight decay": group["weight_decay"], "betas": str(group.get("betas", "—")),
+                     "steps": config.max_steps, "batch": config.batch_size, "seed": config.seed})
+    return pd.DataFrame(rows)
+
+
 def race_trainers(steps: int, seed: int, adamw_lr: float, data: NamesData) -> dict[str, Trainer]:
     """One core.engine.Trainer per optimizer, on the same names data (trained by the page in slices)."""
     return {label: Trainer(config, data) for label, config in optimizer_race_configs(steps, seed, adamw_lr).items()}
 
 
-def demo(steps: int, seed: int, adamw_lr: float, data: NamesData) -> dict[str, Trainer]:
-    """The race, ready to be trained in slices by the page: see race_trainers."""
-    return race_trainers(steps, seed, adamw_lr, data)
+class OptimizerRace(TrainerGroup):
+    """The two runs of one race, advanced together (an equal share of each slice, step for step).
+
+    `lock` is held while a slice trains, so a redraw from another script run never reads a
+    history that is being appended to (ui.live.live_fragment holds it while drawing)."""
+
+    def __init__(self, key: RaceKey, trainers: dict[str, Trainer]):
+        super().__init__(trainers)
+        self.key = key  # (steps, seed, adamw_lr): the settings this race was built from
+        self.lock = threading.Lock()
+
+    def advance(self, budget_s: float | None, slot: ContextManager | None = None) -> Outcome:
+        with self.lock:
+            return super().advance(budget_s, slot)
+
+
+def demo(steps: int, seed: int, adamw_lr: float, data: NamesData) -> OptimizerRace:
+    """The race, ready to be trained in slices: `advance(budget_s, slot)` until `done`."""
+    return OptimizerRace((steps, seed, float(adamw_lr)), race_trainers(steps, seed, adamw_lr, data))
 
 
 def race_result(trainers: dict[str, Trainer]) -> dict:
@@ -101,8 +137,6 @@ def race_frame(histories: dict[str, dict]) -> pd.DataFrame:
         return pd.DataFrame(columns=["step", "loss", "optimizer", "split"])
     return pd.concat(frames, ignore_index=True)
 
-
-RaceKey = tuple  # (steps, seed, adamw_lr): the settings that decide a race's numbers
 
 
 class FinishedRaces:

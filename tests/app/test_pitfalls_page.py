@@ -86,9 +86,9 @@ def test_softmax_dim_rows_do_not_sum_to_one():
     low, high = (float(x) for x in metrics(at)["Row sums, buggy"].split(" … "))
     assert low < 0.5 and high > 1.5
     assert metrics(at)["Context of “Your” (2,)"] == "[-0.4519, 0.2216]"
-    sums = next(t for t in chart_tables(at) if "row_sum" in t.columns)
-    buggy = sums[sums["version"] == "buggy dim=1"]["row_sum"]
-    fixed = sums[sums["version"] == "fixed dim=-1"]["row_sum"]
+    sums = next(t for t in chart_tables(at) if "kind" in t.columns)  # the row-sum bars, one kind per version
+    buggy = sums[sums["kind"] == "buggy dim=1"]["value"]
+    fixed = sums[sums["kind"] == "fixed dim=-1"]["value"]
     assert (buggy - 1).abs().max() > 0.5 and (fixed - 1).abs().max() < 1e-6
     number_input(at, "Seed").set_value(7).run()
     assert metrics(at)["Context of “Your” (2,)"] != "[-0.4519, 0.2216]"
@@ -108,8 +108,8 @@ def test_mask_after_softmax_rows_fall_short_without_renormalising():
     low, high = (float(x) for x in metrics(at)["Row sums, mask after softmax"].split(" … "))
     assert low < 0.9 and high == pytest.approx(1.0)
     assert float(metrics(at)["Largest |renormalised − masked before|"]) < 1e-6
-    sums = next(t for t in chart_tables(at) if "row_sum" in t.columns)
-    assert (sums[sums["version"] == "mask after softmax"]["row_sum"] < 0.999).sum() == 5
+    sums = next(t for t in chart_tables(at) if "kind" in t.columns)  # the row-sum bars, one kind per version
+    assert (sums[sums["kind"] == "mask after softmax"]["value"] < 0.999).sum() == 5
 
 
 def test_no_scaling_max_weight_goes_to_one():

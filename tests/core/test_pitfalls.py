@@ -3,6 +3,7 @@ shows its bug, every fix really fixes it."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import replace
 
@@ -15,6 +16,7 @@ from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_s
                            softmax_dim, spelling, vocab_order)
 from core.data import build_names_data, load_names, name_windows
 from core.engine import Trainer
+from core.live_training import LiveTraining
 from core.models import GPT, GPTConfig, SingleHeadLM
 from core.settings import from_params, to_params
 from core.tokenizers import CharTokenizer
@@ -232,6 +234,21 @@ def test_sgd_is_behind_adamw_after_the_same_steps():
     assert torch.equal(model.lm_head.weight, trainers[adamw_label].model.lm_head.weight)
 
 
+def test_the_race_trains_through_the_live_training_protocol():
+    race = sgd.demo(12, 101, 0.003, build_names_data(context_size=12))
+    assert isinstance(race, LiveTraining) and race.key == (12, 101, 0.003) and not race.done
+    outcome = race.advance(0.05)
+    assert outcome.steps >= 2 and not outcome.busy  # at least one step of each optimizer
+    assert race.advance(10.0, contextlib.nullcontext(False)).busy  # no slot: nothing trained
+    while not race.done:
+        outcome = race.advance(1.0)
+    assert outcome.finished and outcome.error is None
+    assert {label: len(h["steps"]) for label, h in race.history.items()} == {label: 12 for label in race.trainers}
+    sgd_steps, adamw_steps = (t.history["steps"] for t in race.trainers.values())
+    assert sgd_steps == adamw_steps == list(range(1, 13))
+    assert not race.lock.locked()
+
+
 def test_race_frame_of_empty_histories_is_empty():
     empty = {"steps": [], "train_loss": [], "val_steps": [], "val_loss": []}
     assert sgd.race_frame({"a": empty}).empty
@@ -348,6 +365,16 @@ def test_chart_builders_carry_the_numbers():
     sums = softmax_dim.demo(123)["sums"]
     chart = viz_pitfalls.row_sums_chart(sums).to_dict()
     assert len(chart["layer"]) == 3
+    bars = next(iter(chart["datasets"].values()))
+    for version, group in sums.groupby("version"):
+        assert [row["value"] for row in bars if row["kind"] == version] == pytest.approx(list(group["row_sum"]))
+    result = softmax_dim.demo(123)
+    weights = viz_pitfalls.heatmap_row([(result["buggy_weights"], "buggy"), (result["fixed_weights"], "fixed")],
+                                       result["tokens"]).to_dict()
+    cells = next(iter(weights["datasets"].values()))
+    assert len(cells) == 2 * 36 and weights["spec"]["layer"][0]["encoding"]["color"]["condition"]["scale"]["domain"] == [0, 1]
+    buggy_cells = [c["value"] for c in cells if c["facet"].startswith("buggy")]
+    assert buggy_cells == pytest.approx(result["buggy_weights"].flatten().tolist())
     figure = viz_pitfalls.scaling_figure(no_scaling.demo(seed=1)).to_dict()
     assert len(figure["hconcat"]) == 3
     names = load_names()
