@@ -206,14 +206,19 @@ class Client:
         self.backend: dict[str, asyncio.Future] = {}
         self.file_urls: dict[str, asyncio.Future] = {}
         self.recv_bytes = 0
+        self.cookie = ""  # the cookies a browser would hold for this site (Streamlit's XSRF one)
 
     # ------------------------------------------------------------------ connection
     async def connect(self, url_path: str = "", reuse_session: bool = False) -> float:
         """Open the websocket and run the page at `url_path`; returns seconds to the first finish."""
         uri = self.base.replace("http://", "ws://") + "/_stcore/stream"
-        protocols = ["streamlit", "xsrf-unused"] + ([self.session_id] if reuse_session and self.session_id else [])
-        self.ws = await websockets.connect(uri, subprotocols=protocols, max_size=None,
-                                           open_timeout=20, ping_interval=None, compression=None)
+        if not self.cookie:  # the frontend asks /_stcore/health first, which sets the XSRF cookie
+            self.cookie = await asyncio.to_thread(_site_cookies, self.base)
+        xsrf = _cookie_value(self.cookie, "_streamlit_xsrf") or "xsrf-unused"
+        protocols = ["streamlit", xsrf] + ([self.session_id] if reuse_session and self.session_id else [])
+        self.ws = await websockets.connect(uri, subprotocols=protocols, max_size=None, proxy=None,
+                                           open_timeout=20, ping_interval=None, compression=None,
+                                           additional_headers={"Cookie": self.cookie} if self.cookie else None)
         self.closed.clear()
         self.alive = True
         self.reader = asyncio.create_task(self._read())
@@ -513,7 +518,7 @@ class Client:
             raise RuntimeError(f"download refused: {resp.error_msg}")
         url = resp.deferred_file.url
         url = url if url.startswith("http") else self.base + "/" + url.lstrip("/")
-        return await asyncio.to_thread(_http_get, url)
+        return await asyncio.to_thread(_http_get, url, self.cookie)
 
     async def upload(self, node: Node, name: str, data: bytes, timeout: float = 60.0) -> float:
         """The file uploader's protocol: ask for upload URLs, PUT the file, set the widget's state."""
@@ -531,7 +536,7 @@ class Client:
         urls = resp.file_urls[0]
         upload_url = urls.upload_url if urls.upload_url.startswith("http") else \
             self.base + "/" + urls.upload_url.lstrip("/")
-        await asyncio.to_thread(_http_put_file, upload_url, name, data, self.base)
+        await asyncio.to_thread(_http_put_file, upload_url, name, data, self.cookie)
         state = WidgetState(id=node.widget.id)
         info = state.file_uploader_state_value.uploaded_file_info.add()
         info.name, info.size, info.file_id = name, len(data), urls.file_id
@@ -539,30 +544,39 @@ class Client:
         return await self.set_value(node, state)
 
 
-def _http_get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=60) as r:
+def _http_get(url: str, cookie: str = "") -> bytes:
+    req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    with urllib.request.urlopen(req, timeout=60) as r:
         return r.read()
 
 
-def _xsrf_cookie(base: str) -> str:
-    """The XSRF cookie the server sets on /_stcore/health (the frontend reads it from there and
-    echoes it in the X-Xsrftoken header of an upload)."""
+def _site_cookies(base: str) -> str:
+    """The cookies a browser keeps from /_stcore/health (Streamlit's XSRF cookie; behind a load
+    balancer, its sticky-session cookie too), as one Cookie header."""
     with urllib.request.urlopen(f"{base}/_stcore/health", timeout=30) as r:
-        for header in r.headers.get_all("Set-Cookie") or []:
-            name, _, rest = header.partition("=")
-            if name.strip() == "_streamlit_xsrf":
-                return rest.split(";", 1)[0]
+        pairs = [h.split(";", 1)[0].strip() for h in r.headers.get_all("Set-Cookie") or []]
+    return "; ".join(p for p in pairs if "=" in p)
+
+
+def _cookie_value(cookie: str, name: str) -> str:
+    for pair in cookie.split(";"):
+        key, _, value = pair.strip().partition("=")
+        if key == name:
+            return value
     return ""
 
 
-def _http_put_file(url: str, name: str, data: bytes, base: str) -> None:
-    xsrf = _xsrf_cookie(base)
+def _http_put_file(url: str, name: str, data: bytes, cookie: str) -> None:
+    """PUT a file the way the frontend's uploader does (XSRF cookie echoed in a header)."""
+    xsrf = _cookie_value(cookie, "_streamlit_xsrf")
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
             f"Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
     headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    if cookie:
+        headers["Cookie"] = cookie
     if xsrf:
-        headers.update({"X-Xsrftoken": xsrf, "Cookie": f"_streamlit_xsrf={xsrf}"})
+        headers["X-Xsrftoken"] = xsrf
     req = urllib.request.Request(url, data=body, method="PUT", headers=headers)
     with urllib.request.urlopen(req, timeout=60) as r:
         r.read()
@@ -1027,7 +1041,7 @@ async def classroom(args: argparse.Namespace, server: Server, stats: Stats, resu
     base = server.base
     warm, _ = await warm_up(base, stats)
     await asyncio.sleep(3.0)
-    result["rss_one_student_mb"] = round(server.rss() / 2**20, 1)
+    result.setdefault("rss_one_student_mb", round(server.rss() / 2**20, 1))
     n, k = args.students, args.trainers
     start = time.monotonic()
     plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration)
@@ -1091,11 +1105,13 @@ def run_once(args: argparse.Namespace) -> dict:
     try:
         result["cold_start_s"] = round(server.start(), 2)
         result["rss_idle_cold_mb"] = round(server.rss() / 2**20, 1)
-        asyncio.run(classroom(args, server, stats, result))
-        result["rss_end_of_class_mb"] = round(server.rss() / 2**20, 1)
-        if args.leave_wait > 0:  # every student has left; their sessions expire after the TTL
-            time.sleep(args.leave_wait)
-            result["rss_after_leave_mb"] = round(server.rss() / 2**20, 1)
+        for lesson in range(args.classes):  # a second class on the same server: a leak grows
+            asyncio.run(classroom(args, server, stats, result))
+            result["rss_end_of_class_mb"] = round(server.rss() / 2**20, 1)
+            if args.leave_wait > 0:  # every student has left; their sessions expire after the TTL
+                time.sleep(args.leave_wait)
+                result["rss_after_leave_mb"] = round(server.rss() / 2**20, 1)
+                result.setdefault("rss_after_each_class_mb", []).append(result["rss_after_leave_mb"])
         result["server_alive"] = server.proc.poll() is None
     finally:
         server.stop()
@@ -1238,6 +1254,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="server.disconnectedSessionTTL (Streamlit's default 120 s)")
     parser.add_argument("--leave-wait", type=float, default=None,
                         help="seconds to wait after everyone left before reading RSS (default TTL + 40)")
+    parser.add_argument("--classes", type=int, default=1,
+                        help="classes one after the other on the same server (RSS after each)")
     parser.add_argument("--not-hosted", action="store_true", help="without the hosted caps")
     parser.add_argument("--curve", action="store_true", help="N = 10, 30, 60, 90 and a table")
     parser.add_argument("--curve-n", type=int, nargs="+", default=[10, 30, 60, 90])
