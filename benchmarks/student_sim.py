@@ -723,9 +723,18 @@ async def with_reconnect(client: Client, stats: Stats, plan: Plan, body) -> None
             while time.monotonic() < plan.deadline:
                 await asyncio.sleep(delay)
                 try:
-                    page = client.url_path
+                    page, query, old_id = client.url_path, client.query_string, client.session_id
                     await client.connect(page, reuse_session=True)
                     stats.reconnects.append(time.monotonic() - (plan.soak_kill_at or t_drop))
+                    # what came back: the same session (a blip), or a new one whose page settings
+                    # come from the link (the query string), everything else lost
+                    kept = stats.soak.setdefault("_reconnected", {"same_session": 0, "new_session": 0,
+                                                                 "page_settings_from_link": 0})
+                    if client.session_id == old_id:
+                        kept["same_session"] += 1
+                    else:
+                        kept["new_session"] += 1
+                        kept["page_settings_from_link"] += int(bool(query) and client.query_string == query)
                     break
                 except (OSError, websockets.InvalidHandshake, websockets.ConnectionClosed,
                         asyncio.TimeoutError, Disconnected):
@@ -1195,6 +1204,9 @@ def soak_report(stats: Stats) -> list[dict]:
 
     out = []
     for name, soak in sorted(stats.soak.items()):
+        if name.startswith("_"):
+            out.append({name.strip("_"): soak})
+            continue
         entry = {k: v for k, v in soak.items() if k != "checkpoint"}
         data = soak.get("checkpoint")
         if data:
