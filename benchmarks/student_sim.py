@@ -844,6 +844,12 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
 
         async def save_checkpoint(c: Client, step: int) -> None:
             button = c.widgets("download_button", "checkpoint")
+            if button and button[0].widget.disabled:
+                # the button is drawn by the whole page, not by the ticking fragment: it still
+                # shows the state of the page's last full run (step 0). A student reruns the page
+                # (R, or any widget) and it is enabled.
+                stats.interactions.append(("rerun", await c.rerun()))
+                button = c.widgets("download_button", "checkpoint")
             if not button or button[0].widget.disabled:
                 soak["no_download_because"] = "no enabled download button"
                 return
@@ -1090,6 +1096,11 @@ async def soak_restart(server: Server, plan: Plan, result: dict) -> None:
     t0 = time.monotonic()
     result["soak_restart_s"] = round(await asyncio.to_thread(server.start), 2)
     result["soak_restart_at_s"] = round(t0 - (plan.deadline - 2 * (plan.deadline - plan.soak_kill_at)), 1)
+    before = [v for t, v in server.samples if t < plan.soak_kill_at]
+    result["soak_peak_rss_before_kill_mb"] = round(max(before, default=0) / 2**20, 1)
+    await asyncio.sleep(60)  # every client has reconnected by then
+    after = [v for t, v in server.samples if t > t0]
+    result["soak_peak_rss_first_minute_after_restart_mb"] = round(max(after, default=0) / 2**20, 1)
 
 
 def run_once(args: argparse.Namespace) -> dict:
