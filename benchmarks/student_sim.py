@@ -728,12 +728,14 @@ async def with_reconnect(client: Client, stats: Stats, plan: Plan, body) -> None
                     stats.reconnects.append(time.monotonic() - (plan.soak_kill_at or t_drop))
                     # what came back: the same session (a blip), or a new one whose page settings
                     # come from the link (the query string), everything else lost
-                    kept = stats.soak.setdefault("_reconnected", {"same_session": 0, "new_session": 0,
-                                                                 "page_settings_from_link": 0})
+                    kept = stats.soak.setdefault("_reconnected", {
+                        "same_session": 0, "new_session": 0, "page_had_settings_in_link": 0,
+                        "page_settings_from_link": 0})
                     if client.session_id == old_id:
                         kept["same_session"] += 1
                     else:
                         kept["new_session"] += 1
+                        kept["page_had_settings_in_link"] += int(bool(query))
                         kept["page_settings_from_link"] += int(bool(query) and client.query_string == query)
                     break
                 except (OSError, websockets.InvalidHandshake, websockets.ConnectionClosed,
