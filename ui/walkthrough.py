@@ -27,6 +27,7 @@ from core.viz import lessons as lesson_charts
 from core.lessons.walkthrough import WalkthroughSettings
 from ui import state
 from ui.charts import show_chart
+from ui.code import show_code
 from ui.layout import lesson_panel
 
 PREFIX = "walkthrough"
@@ -326,6 +327,21 @@ def _apply_setup(name: str) -> None:
         state.set_field(PREFIX, field, value)
     if not (locked("embeddings") or locked("tokens")):
         _set_table(wt._book_tokens(), wt._book_rows())
+
+
+def show_book_code(fn: Callable, check: str) -> None:
+    """The book's class, shown for comparison beside the code that computed the page.
+
+    The steps on screen come from `attention_intermediates` (every intermediate matrix kept, in
+    float64); the book's class returns only the final context vectors. Both run on every page
+    load, and the badge named by `check` compares their results.
+    """
+    name = getattr(fn, "__qualname__", str(fn))
+    show_code(fn, label=f"Compare: the book's {name}",
+              note=(f"For comparison: the numbers on this page were computed by the code above "
+                    f"(`attention_intermediates`, which keeps every step). The book's `{name}` "
+                    f"was run on the same inputs and weights, and the badge “{check}” at the top "
+                    "of the page shows that both give the same context vectors."))
 
 
 def book_setup_button(name: str, label: str, where=st) -> None:

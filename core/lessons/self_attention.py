@@ -26,7 +26,6 @@ from core.lessons.walkthrough import SCALE_DKS, SdpaCheck, WalkthroughSettings, 
 SLIDE_LOGITS = (0.1, 0.4, -0.9, 0.02, 0.35, -0.62)  # the slides' example of peaky softmax
 
 
-
 @dataclass(frozen=True, eq=False)  # frozen: seeded projections are cached and shared
 class Projection:
     """W_query, W_key, W_value (d_in, d_out) in the book's x @ W convention, plus optional biases."""
@@ -51,7 +50,6 @@ class Projection:
         return [self.W_query, self.W_key, self.W_value]
 
 
-
 def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool = False):
     """SelfAttentionV1/V2 right after torch.manual_seed(seed), as the book builds it."""
     with seeded(seed):
@@ -60,7 +58,6 @@ def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool
         else:
             module = SelfAttentionV2(d_in, d_out, qkv_bias=qkv_bias)
     return module.double().eval()
-
 
 
 def _module_projection(module, variant: str, seed: int) -> Projection:
@@ -76,13 +73,11 @@ def _module_projection(module, variant: str, seed: int) -> Projection:
     return Projection(*mats, *biases, variant=variant, seed=seed, edited=False)
 
 
-
 @functools.lru_cache(maxsize=128)
 def seeded_projection(d_in: int, d_out: int, variant: str, seed: int,
                       qkv_bias: bool = False) -> Projection:
     """The weights the book's class starts with after torch.manual_seed(seed) (cached; read-only)."""
     return _module_projection(seeded_module(d_in, d_out, variant, seed, qkv_bias), variant, seed)
-
 
 
 def projection_for(settings: WalkthroughSettings, d_in: int) -> Projection:
@@ -99,7 +94,6 @@ def projection_for(settings: WalkthroughSettings, d_in: int) -> Projection:
             f"The hand-edited weights have shape {got}, but the embeddings and d_out now need "
             f"{wanted}: the seeded weights are used instead."))
     return dataclasses.replace(seeded, W_query=mats[0], W_key=mats[1], W_value=mats[2], edited=True)
-
 
 
 def projection_module(projection: Projection, qkv_bias: bool):
@@ -122,12 +116,10 @@ def projection_module(projection: Projection, qkv_bias: bool):
     return module
 
 
-
 def self_attention(inputs: torch.Tensor, projection: Projection, **kwargs) -> AttentionSteps:
     """Every step of scaled dot-product attention with trainable weights (no mask by default)."""
     options = {"num_heads": 1, "causal": False, "dropout_p": 0.0, **kwargs}
     return attention.attention_intermediates(inputs, **projection.kwargs(), **options)
-
 
 
 def module_check(module, inputs: torch.Tensor, ours: torch.Tensor, batched: bool = False) -> float:
@@ -138,10 +130,8 @@ def module_check(module, inputs: torch.Tensor, ours: torch.Tensor, batched: bool
     return _max_abs_diff(out, ours)
 
 
-
 def weight_rows_equal(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> bool:
     return len(a) == len(b) and all(list(x) == list(y) for x, y in zip(a, b))
-
 
 
 @functools.lru_cache(maxsize=256)
@@ -171,11 +161,9 @@ def softmax_peak(d_k: int, num_keys: int = 6, seed: int = 0, trials: int = 256) 
     }
 
 
-
 def scaling_table(seed: int = 0, num_keys: int = 6, dks: Sequence[int] = SCALE_DKS) -> pd.DataFrame:
     """One line per d_k and kind: mean largest softmax weight (1.0 = one-hot)."""
     return _scaling_table(int(seed), int(num_keys), tuple(dks)).copy()
-
 
 
 @functools.lru_cache(maxsize=64)
@@ -191,7 +179,6 @@ def _scaling_table(seed: int, num_keys: int, dks: tuple[int, ...]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-
 def slide_logits() -> tuple[list[float], list[float], list[float]]:
     """The slides' logits, softmax(logits) (diffuse) and softmax(logits × 100) (one-hot)."""
     logits = torch.tensor(SLIDE_LOGITS, dtype=torch.float64)  # (6,)
@@ -199,13 +186,11 @@ def slide_logits() -> tuple[list[float], list[float], list[float]]:
             torch.softmax(logits * 100, dim=0).tolist())
 
 
-
 @dataclass(eq=False)
 class SelfPage:
     steps: AttentionSteps
     sdpa: SdpaCheck
     module_diff: float  # max |SelfAttention_v1/v2.forward - the steps|
-
 
 
 def self_page(inputs: torch.Tensor, projection: Projection, qkv_bias: bool) -> SelfPage:

@@ -29,7 +29,6 @@ CORPORA = {"pangram": "A short sentence, repeated (the slides' idea)",
            "essay": "A few paragraphs about attention", "own": "Your own text"}
 
 
-
 @dataclass
 class SmallLMSettings:
     """Controls of the Small language model page (the user's own corpus is never in a link)."""
@@ -63,7 +62,6 @@ class SmallLMSettings:
                           n_embd=self.n_embd, head_size=self.head_size, lr=self.lr, seed=self.seed)
 
 
-
 MODEL_LABELS = {
     "bigram": "Bigram table (|V|×|V|)",
     "attention_nopos": "One head, no position (the slides)",
@@ -71,9 +69,7 @@ MODEL_LABELS = {
 }
 
 
-
 VAL_FRAC = 0.1  # the slides' 90/10 split by position
-
 
 
 def check_corpus(text: str, block_size: int) -> None:
@@ -86,7 +82,6 @@ def check_corpus(text: str, block_size: int) -> None:
             f"The corpus has {len(text):,} characters, so its 10% validation part has only {n_val}; "
             f"a block of {block_size} needs {need} (one more for the last target). Use at least "
             f"{need * 10:,} characters or a smaller block size.")
-
 
 
 @dataclass(frozen=True)
@@ -102,7 +97,6 @@ class RaceConfig:
     eval_every: int = 50  # evaluate on fixed train and val batches every this many steps
     eval_batches: int = 4  # batches per split per evaluation
     eval_batch_size: int = 64  # blocks per evaluation batch
-
 
 
 class SmallLMRace:
@@ -245,7 +239,6 @@ class SmallLMRace:
         return self._samples[key]
 
 
-
 def check_prompt(prompt: str, tokenizer: CharTokenizer) -> str:
     """The prompt if every character is in the corpus' vocabulary; TextProblem otherwise."""
     unknown = sorted(set(prompt) - set(tokenizer.vocab))
@@ -256,9 +249,7 @@ def check_prompt(prompt: str, tokenizer: CharTokenizer) -> str:
     return prompt
 
 
-
 MAX_ABS_LOGIT = 50.0  # exp(50) ≈ 5e21 is still a readable number; larger values are not a lesson
-
 
 
 def parse_logits(text: str) -> list[float]:
@@ -284,7 +275,6 @@ def parse_logits(text: str) -> list[float]:
     return values
 
 
-
 @dataclass
 class CrossEntropySteps:
     """Every number of the slide's computation, and PyTorch's answer beside it."""
@@ -298,7 +288,6 @@ class CrossEntropySteps:
     by_hand: float  # -log p_target
     torch_value: float  # F.cross_entropy(logits, target), in float32
     difference: float  # |by_hand - torch_value|: only float32 rounding
-
 
 
 def cross_entropy_by_hand(logits: Sequence[float], target: int) -> CrossEntropySteps:
@@ -315,7 +304,6 @@ def cross_entropy_by_hand(logits: Sequence[float], target: int) -> CrossEntropyS
                              torch_value, abs(by_hand - torch_value))
 
 
-
 def cross_entropy_table(steps: CrossEntropySteps) -> pd.DataFrame:
     return pd.DataFrame({
         "class c": list(range(len(steps.logits))),
@@ -326,11 +314,9 @@ def cross_entropy_table(steps: CrossEntropySteps) -> pd.DataFrame:
     })
 
 
-
 def vocab_labels(vocab: Sequence[str]) -> list[str]:
     """Characters as axis labels: space, line break and tab made visible."""
     return [visible(ch) for ch in vocab]
-
 
 
 def corpus_stats(text: str, block_size: int) -> dict[str, int]:

@@ -35,7 +35,6 @@ def _unvalidated(builder):
     return build
 
 
-
 class LessonChart(alt.LayerChart):
     """A layered chart that skips Altair's JSON-schema validation when it is serialised.
 
@@ -75,10 +74,8 @@ class LessonChart(alt.LayerChart):
         return new
 
 
-
 def _sizes(lecture: bool) -> dict[str, int]:
     return {"text": 16, "char": 10, "row": 42} if lecture else {"text": 11, "char": 7, "row": 30}
-
 
 
 def values_fit(n_cols: int, lecture: bool = False, max_width: int = 640,
@@ -87,7 +84,6 @@ def values_fit(n_cols: int, lecture: bool = False, max_width: int = 640,
     size = _sizes(lecture)
     needed = max_chars * size["char"] + 8
     return max_width / max(n_cols, 1) >= needed and n_cols <= 24
-
 
 
 def label_chars(values: np.ndarray, fmt: str, special: np.ndarray | None = None) -> int:
@@ -102,14 +98,12 @@ def label_chars(values: np.ndarray, fmt: str, special: np.ndarray | None = None)
     return longest
 
 
-
 def values_shown(values, decimals: int = 2, lecture: bool = False, max_width: int = 640,
                  special: np.ndarray | None = None) -> bool:
     """Whether matrix_chart will write the numbers in the cells for this matrix."""
     values = np.asarray(values, dtype=np.float64)
     chars = label_chars(values, number_format(values, decimals), special)
     return values_fit(values.shape[1], lecture, max_width, chars)
-
 
 
 @_unvalidated
@@ -187,7 +181,6 @@ def matrix_chart(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *
     return LessonChart(data=df, layer=layers, title=title, width=cell_w * n_cols, height=cell_h * n_rows)
 
 
-
 def vector_bars(values, labels: Sequence[str], *, title: str = "", x_title: str = "",
                 y_title: str = "", lecture: bool = False, decimals: int = 4,
                 highlight: int | None = None, domain: tuple[float, float] | None = None,
@@ -196,7 +189,6 @@ def vector_bars(values, labels: Sequence[str], *, title: str = "", x_title: str 
     return grouped_bars({"": values}, labels, title=title, x_title=x_title, y_title=y_title,
                         lecture=lecture, decimals=decimals, highlight=highlight, domain=domain,
                         max_labels=max_labels, max_width=max_width)
-
 
 
 @_unvalidated
@@ -254,7 +246,6 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
                        height=240 if not lecture else 300)
 
 
-
 @_unvalidated
 def scaling_chart(table: pd.DataFrame, *, chosen: int | None = None, lecture: bool = False,
                   width: int = 340) -> alt.LayerChart:
@@ -304,7 +295,6 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
                                             height=(cell - 10) * len(row_order))
 
 
-
 def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lecture: bool = False,
                     width: int = 640, height: int = 340) -> alt.LayerChart:
     """Train (dashed) and val (solid) loss of every model against the step; the bigram floor dotted."""
@@ -327,7 +317,6 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
                                              fontSize=14 if lecture else 11).encode(y="loss:Q", text="label:N")
         layers += [rule, label]
     return alt.layer(*layers).properties(width=width, height=height)
-
 
 
 def matrix_heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *,

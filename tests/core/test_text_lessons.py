@@ -1,8 +1,9 @@
-"""Tests of the lessons of pages 5-6 (core/lessons/text.py, tokens_data.py, small_lm.py): text validation, tokens, windows, embeddings, names windows,
-the small-LM race and cross-entropy by hand."""
+"""Tests of the lessons of pages 5-6 (core/lessons/text.py, tokens_data.py, small_lm.py): text
+validation, tokens, windows, embeddings, names windows, the small-LM race and cross-entropy by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import socket
 
@@ -179,6 +180,11 @@ def test_batches_equal_the_dataloader_with_the_same_seed():
     unshuffled = tokens_data.build_loader_view(text, tokens_data.TokensDataSettings(max_length=4, stride=2, shuffle=False))
     assert unshuffled.batch_indices[0] == list(range(8))
     assert view.batch_indices[0] != list(range(8))
+    assert view.book_first_batch is True  # the page's own check against the book's loader
+    plain = tokens_data.build_loader_view(text, tokens_data.TokensDataSettings(allow_special=False))
+    assert plain.book_first_batch is None  # the book's loader always reads the marker as special
+    other = dataclasses.replace(view, batch_indices=view.batch_indices[1:])  # batch 1 as batch 0
+    assert tokens_data.matches_book_loader(text, other) is False
 
 
 @pytest.mark.parametrize("max_length, stride, batch_size, message", [

@@ -2,6 +2,7 @@
 self_attention, causal_attention, multi_head): validation of every input, the book's numbers, the references
 (PyTorch SDPA, the book's classes), masking orders, dropout, multi-head, scaling, charts, settings."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 from core import settings as core_settings
+from core.attention import seeded
 from core.lessons import causal_attention
 from core.lessons import embeddings as emb
 from core.lessons import multi_head
@@ -429,6 +431,34 @@ class TestCausal:
         _, _, _, steps = self.steps(causal=False)
         assert not steps.mask.any() and (steps.attn_weights[0] > 0).all()
 
+    def test_dropout_is_the_books_nn_dropout_draw(self):
+        """The page drops exactly the weights nn.Dropout drops after torch.manual_seed(seed)."""
+        for p, seed in ((0.5, 3), (0.1, 0), (0.9, 123)):
+            keep = causal_attention.book_dropout_keep((1, 6, 6), p, seed)
+            weights = torch.rand(1, 6, 6, dtype=torch.float64) + 0.5  # (1, T, T), none zero
+            with seeded(seed):
+                draw = torch.nn.Dropout(p).train()(weights)
+            assert torch.equal(keep, draw != 0)
+
+    def test_the_books_class_in_training_mode_gives_the_same_numbers(self):
+        s, x, p, steps = self.steps(dropout_p=0.5, dropout_seed=3, train_mode=True)
+        bundle = causal_attention.causal_page(x, p, s, False)
+        assert bundle.train_module_diff is not None and bundle.train_module_diff < 1e-12
+        assert bundle.module_diff < 1e-12
+        assert causal_attention.dropout_view(bundle.steps).n_dropped > 0
+        # a different seed drops other weights, so the comparison could fail
+        other = causal_attention.causal_attention(x, p, dataclasses.replace(s, dropout_seed=4))
+        module = causal_attention.causal_module(p, 6, 0.5, False)
+        assert causal_attention.module_check_train(module, x, other.context_vec, 3) > 1e-3
+        assert causal_attention.module_check_train(module, x, other.context_vec, 4) < 1e-12
+
+    def test_no_training_check_without_dropout_or_mask(self):
+        s, x, p, _ = self.steps(dropout_p=0.5, train_mode=False)
+        assert causal_attention.causal_page(x, p, s, False).train_module_diff is None
+        s, x, p, _ = self.steps(dropout_p=0.5, train_mode=True, causal=False)
+        bundle = causal_attention.causal_page(x, p, s, False)
+        assert bundle.module_diff is None and bundle.train_module_diff is None
+
 
 # ----------------------------------------------------------------------------- page 4
 class TestMultiHead:
@@ -444,6 +474,7 @@ class TestMultiHead:
         assert wt.book_rows_match(result.steps.context_vec, [wt.BOOK_WRAPPER_FIRST_ROW])
         assert wt.book_reference(s, "multi") is not None
         assert result.impl_diff < 1e-12 and wt.sdpa_check(result.steps).agrees
+        assert result.module_diff < 1e-12  # the page's steps = MultiHeadAttention.forward
         assert result.steps.output.shape == (6, 4) and result.head_dim == 2
         assert result.head_diffs[0] == 0 and result.head_diffs[1] > 1e-3
 
