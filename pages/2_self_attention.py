@@ -172,7 +172,7 @@ def scaling_panel() -> None:
         lecture = state.lecture_mode()
         chart = lesson_charts.scaling_chart(table, chosen=d_k, lecture=lecture, width=560 if lecture else 340)
         show_chart(chart, name="scaling-curve", caption=(
-            f"Mean largest softmax weight over 256 random queries and 6 random keys "
+            f"Mean largest softmax weight over 64 random sequences of 6 queries and 6 keys "
             f"(N(0, 1) entries), with and without 1/√d_k; seed {seed}. 1.0 means one-hot."))
     with right_col:
         keys = [f"k{j + 1}" for j in range(6)]
@@ -194,7 +194,7 @@ def scaling_panel() -> None:
                            "diffuse weights, then one-hot once multiplied by 100.")
     page.numbers_line("softmax(logits) =", soft, 2)
     page.numbers_line("softmax(logits × 100) =", soft100, 2)
-    show_code([self_attention.softmax_peak, self_attention.slide_logits])
+    show_code([self_attention.scaling_run, self_attention.softmax_peak, self_attention.slide_logits])
 
 
 with friendly_errors("self-attention"):

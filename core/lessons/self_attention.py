@@ -134,30 +134,51 @@ def weight_rows_equal(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]
     return len(a) == len(b) and all(list(x) == list(y) for x, y in zip(a, b))
 
 
+@dataclass(frozen=True, eq=False)  # frozen: runs are cached and shared; do not modify the tensors
+class ScalingRun:
+    """One d_k of the √d_k experiment: random queries and keys, their scores, both softmaxes."""
+
+    d_k: int  # width of the queries and keys
+    queries: torch.Tensor  # (n, T, d_k) N(0, 1) entries
+    keys: torch.Tensor  # (n, T, d_k) N(0, 1) entries
+    attn_scores: torch.Tensor  # (n, T, T) raw q·k: spread (std) about √d_k
+    unscaled: torch.Tensor  # (n, T, T) softmax(q·k): slides to one-hot as d_k grows
+    scaled: torch.Tensor  # (n, T, T) softmax(q·k / √d_k): spread stays about 1
+
+
 @functools.lru_cache(maxsize=256)
-def softmax_peak(d_k: int, num_keys: int = 6, seed: int = 0, trials: int = 256) -> dict:
-    """How peaked softmax gets for random unit-variance q and k of width d_k, with and without 1/√d_k.
+def scaling_run(d_k: int, seed: int = 0, num_sequences: int = 64, num_tokens: int = 6) -> ScalingRun:
+    """The √d_k experiment, the one implementation in the project (page 2's scaling panel and the
+    "no scaling" pitfall both read it): `num_sequences` sequences of `num_tokens` random queries
+    and keys with unit-variance entries, every query scored against the keys of its sequence.
 
     A dot product of d_k independent N(0, 1) products has variance d_k, so the raw scores spread
     by √d_k and softmax slides to one-hot; dividing by √d_k brings the spread back to 1.
-    Returns the mean largest weight over `trials` random queries and one example row
-    (cached: a pure function of its arguments; do not modify the returned dict).
+    Seeded by (seed, d_k), so each d_k has its own draw (cached: a pure function of its arguments).
     """
-    generator = torch.Generator().manual_seed(seed * 1009 + d_k)
-    queries = torch.randn(trials, d_k, generator=generator, dtype=torch.float64)  # (trials, d_k)
-    keys = torch.randn(num_keys, d_k, generator=generator, dtype=torch.float64)  # (num_keys, d_k)
-    attn_scores = queries @ keys.T  # (trials, num_keys)
-    unscaled = torch.softmax(attn_scores, dim=-1)  # (trials, num_keys)
-    scaled = torch.softmax(attn_scores / math.sqrt(d_k), dim=-1)  # (trials, num_keys)
+    generator = torch.Generator().manual_seed(seed * 1000 + int(d_k))
+    shape = (num_sequences, num_tokens, d_k)
+    queries = torch.randn(shape, generator=generator, dtype=torch.float64)  # (n, T, d_k)
+    keys = torch.randn(shape, generator=generator, dtype=torch.float64)  # (n, T, d_k)
+    attn_scores = queries @ keys.transpose(-2, -1)  # (n, T, T)
+    unscaled = torch.softmax(attn_scores, dim=-1)  # (n, T, T)
+    scaled = torch.softmax(attn_scores / math.sqrt(d_k), dim=-1)  # (n, T, T)
+    return ScalingRun(int(d_k), queries, keys, attn_scores, unscaled, scaled)
+
+
+def softmax_peak(d_k: int, num_keys: int = 6, seed: int = 0) -> dict:
+    """How peaked softmax gets at width d_k, with and without 1/√d_k (from `scaling_run`):
+    the spread of the scores, the mean largest weight over every query row, and one example row."""
+    run = scaling_run(d_k, seed, num_tokens=num_keys)
     return {
         "d_k": d_k,
-        "score_std": float(attn_scores.std()),
-        "scaled_std": float((attn_scores / math.sqrt(d_k)).std()),
-        "max_unscaled": float(unscaled.max(dim=-1).values.mean()),
-        "max_scaled": float(scaled.max(dim=-1).values.mean()),
-        "row_scores": attn_scores[0].tolist(),
-        "row_unscaled": unscaled[0].tolist(),
-        "row_scaled": scaled[0].tolist(),
+        "score_std": float(run.attn_scores.std()),
+        "scaled_std": float((run.attn_scores / math.sqrt(d_k)).std()),
+        "max_unscaled": float(run.unscaled.max(dim=-1).values.mean()),
+        "max_scaled": float(run.scaled.max(dim=-1).values.mean()),
+        "row_scores": run.attn_scores[0, 0].tolist(),
+        "row_unscaled": run.unscaled[0, 0].tolist(),
+        "row_scaled": run.scaled[0, 0].tolist(),
     }
 
 
@@ -168,7 +189,7 @@ def scaling_table(seed: int = 0, num_keys: int = 6, dks: Sequence[int] = SCALE_D
 
 @functools.lru_cache(maxsize=64)
 def _scaling_table(seed: int, num_keys: int, dks: tuple[int, ...]) -> pd.DataFrame:
-    # a pure function of its arguments, cached: 9 x 256 random rows cost ~0.1 s to redo
+    # a pure function of its arguments, cached: 9 draws of 64 x 6 x d_k cost ~0.1 s to redo
     rows = []
     for d_k in dks:
         peak = softmax_peak(d_k, num_keys, seed)

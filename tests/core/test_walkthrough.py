@@ -372,6 +372,16 @@ class TestScaling:
         assert peak["scaled_std"] == pytest.approx(1, rel=0.2)
         assert sum(peak["row_scaled"]) == pytest.approx(1.0)
 
+    def test_one_draw_serves_both_softmaxes(self):
+        run = self_attention.scaling_run(64, seed=2, num_sequences=8, num_tokens=5)
+        assert run.queries.shape == run.keys.shape == (8, 5, 64) and run.attn_scores.shape == (8, 5, 5)
+        assert torch.allclose(run.attn_scores, run.queries @ run.keys.transpose(-2, -1))
+        assert torch.allclose(run.scaled, torch.softmax(run.attn_scores / 8, dim=-1))
+        assert torch.equal(self_attention.scaling_run(64, seed=2, num_sequences=8, num_tokens=5).queries,
+                           run.queries)  # seeded
+        assert not torch.equal(self_attention.scaling_run(64, seed=3, num_sequences=8,
+                                                          num_tokens=5).queries, run.queries)
+
     def test_slides_numbers(self):
         logits, soft, soft100 = self_attention.slide_logits()
         assert [round(v, 2) for v in soft] == [0.18, 0.25, 0.07, 0.17, 0.24, 0.09]
