@@ -6,7 +6,7 @@ state and call these functions; `benchmarks/train_live.py` calls the very same o
 * `TrainSettings` (the Train page's controls), `SampleSettings`, `InsideSettings`: pure dataclasses
   built with `core.settings.spec`, so links and lesson files work.
 * `Run`: one training run = a `Trainer` + status + label + latest sampled names.
-  `advance(run, time_budget_s, slot)` trains one time slice and refreshes the samples whenever a
+  `run.advance(budget_s, slot)` (the core.live_training protocol) trains one time slice and refreshes the samples whenever a
   validation point was measured. A run never depends on anything outside itself, so a rerun, a
   widget change or a page switch only decides *when* the next slice happens.
 * `RunBook`: the session's runs (overlaid on one chart), labelled by what differs between them.
@@ -21,6 +21,7 @@ because the model changed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -38,10 +39,11 @@ import torch
 from altair.utils.schemapi import debug_mode
 
 from core import budget
-from core.charts import heatmap, palette
+from core.viz import heatmap, palette
 from core.checkpoints import MAX_BYTES, CheckpointError, load_checkpoint, save_checkpoint
 from core.data import NamesData, build_names_data
 from core.device import REQUEST_NAMES, available_devices, resolve_device
+from core.live_training import Outcome
 from core.engine import OPTIMIZERS, PRESETS, SCHEDULES, TrainConfig, Trainer, TrainingError
 from core.models import GPT, GPTConfig
 from core.sampling import SampledName, label_shares, next_char_distributions, sample_names
@@ -331,6 +333,43 @@ class Run:
         """True while the run wants training slices."""
         return self.status == "running"
 
+    @property
+    def done(self) -> bool:
+        """Nothing left to train: max_steps reached, or stopped on an error (see `extend`)."""
+        return self.trainer.done or self.status == "error"
+
+    def advance(self, budget_s: float | None, slot: ContextManager | None = None, *,
+                n_steps: int | None = None) -> Outcome:
+        """The live-training protocol (core.live_training): while the run is "running", train for
+        about `budget_s` seconds (or `n_steps` steps; at least one) inside `slot`, a context
+        manager like core.budget.SLOTS.slot(owner); refresh the samples at each validation point."""
+        if not self.active:
+            return Outcome()
+        start = time.perf_counter()
+        with self.lock, (contextlib.nullcontext(True) if slot is None else slot) as granted:
+            if granted is False:  # every training slot is taken: try again on the next tick
+                return Outcome(busy=True, seconds=time.perf_counter() - start)
+            try:
+                result = self.trainer.train(n_steps=n_steps, time_budget_s=budget_s)
+                if result.steps == 0 and n_steps != 0 and not self.trainer.done:
+                    result = self.trainer.train(n_steps=1)  # the budget ran out before a step began
+            except TrainingError as exc:
+                self.status, self.message = "error", str(exc)
+                return Outcome(finished=True, error=self.message, seconds=time.perf_counter() - start)
+            if result.steps:
+                self.steps_per_s = _ema(self.steps_per_s, result.steps_per_s)
+                self.tokens_per_s = _ema(self.tokens_per_s, result.tokens_per_s)
+            finished = self.trainer.done
+            if finished:
+                self.status = "done"
+            if result.val_points or finished or self.samples_step < 0:
+                refresh_samples(self)
+        seconds = time.perf_counter() - start
+        if result.steps and seconds > 0:
+            self.wall_steps_per_s = _ema(self.wall_steps_per_s, result.steps / seconds)
+        return Outcome(steps=result.steps, val_points=list(result.val_points),
+                       finished=finished, seconds=seconds)
+
 
 def new_run(run_id: int, settings: TrainSettings, *, limits: budget.Limits = budget.LIMITS) -> Run:
     """Build a run from the page's settings; ValueError (readable) if it cannot or may not run."""
@@ -343,50 +382,8 @@ def new_run(run_id: int, settings: TrainSettings, *, limits: budget.Limits = bud
     return Run(run_id=run_id, settings=dataclasses.replace(settings), trainer=trainer)
 
 
-@dataclass
-class SliceOutcome:
-    """What one call of `advance` did."""
-
-    steps: int = 0  # optimisation steps trained
-    val_points: list[tuple[int, float]] = field(default_factory=list)  # (step, val loss)
-    busy: bool = False  # no training slot was free: nothing was done, try on the next tick
-    finished: bool = False  # the run reached max_steps (or stopped on an error) in this slice
-    seconds: float = 0.0  # wall-clock seconds spent, sampling included
-
-
 def _ema(old: float, new: float, weight: float = 0.3) -> float:
     return new if old <= 0 else (1 - weight) * old + weight * new
-
-
-def advance(run: Run, time_budget_s: float | None, slot: ContextManager | None = None, *,
-            n_steps: int | None = None) -> SliceOutcome:
-    """Train `run` for about `time_budget_s` seconds (or `n_steps` steps) if it is running;
-    refresh its samples at each validation point. `slot` (core.budget.SLOTS.slot(owner)) limits
-    concurrent training: when no slot is free, nothing happens and the outcome says `busy`."""
-    if not run.active:
-        return SliceOutcome()
-    start = time.perf_counter()
-    with run.lock:
-        try:
-            result = run.trainer.train(n_steps=n_steps, time_budget_s=time_budget_s, slot=slot)
-        except TrainingError as exc:
-            run.status, run.message = "error", str(exc)
-            return SliceOutcome(finished=True, seconds=time.perf_counter() - start)
-        if not result.ran:  # no training slot was free
-            return SliceOutcome(busy=True, seconds=time.perf_counter() - start)
-        if result.steps:
-            run.steps_per_s = _ema(run.steps_per_s, result.steps_per_s)
-            run.tokens_per_s = _ema(run.tokens_per_s, result.tokens_per_s)
-        finished = run.trainer.done
-        if finished:
-            run.status = "done"
-        if result.val_points or finished or run.samples_step < 0:
-            refresh_samples(run)
-    seconds = time.perf_counter() - start
-    if result.steps and seconds > 0:
-        run.wall_steps_per_s = _ema(run.wall_steps_per_s, result.steps / seconds)
-    return SliceOutcome(steps=result.steps, val_points=list(result.val_points),
-                        finished=finished, seconds=seconds)
 
 
 def refresh_samples(run: Run, n: int = N_LIVE_SAMPLES) -> list[SampledName]:
@@ -672,7 +669,7 @@ def loss_chart(frame: pd.DataFrame, *, vocab_size: int = 27, lecture: bool = Fal
 @functools.lru_cache(maxsize=64)
 def _loss_spec_json(runs: tuple[str, ...], vocab_size: int, lecture: bool, width: int,
                     height: int) -> str:
-    from core.charts import themed
+    from core.viz import themed
 
     with debug_mode(False):
         chart = _loss_layers(runs, vocab_size, lecture, "Loss (nats per character)", width, height)
@@ -962,7 +959,7 @@ def inspect_name(model: GPT, tokenizer: CharTokenizer, name: str) -> Inspection:
 
 def attention_grid_frame(inspection: Inspection) -> pd.DataFrame:
     """Long-form rows (layer, head, query, key, weight, masked) of every attention map."""
-    from core.charts import unique_labels
+    from core.viz import unique_labels
 
     n_layer, n_head, T, _ = inspection.attn.shape
     labels = np.asarray(unique_labels(inspection.tokens), dtype=object)
@@ -983,7 +980,7 @@ def attention_grid_frame(inspection: Inspection) -> pd.DataFrame:
 def attention_grid_chart(inspection: Inspection, *, lecture: bool = False,
                          cell: int | None = None) -> alt.FacetChart:
     """Small multiples: one row per layer, one map per head (queries down, keys across)."""
-    from core.charts import unique_labels
+    from core.viz import unique_labels
 
     T = len(inspection.tokens)
     cell = cell or max(12, min(28 if not lecture else 32, int(220 / max(T, 1))))

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from core import attention, charts
+from core import attention, viz as charts
 from core.lessons import causal_attention
 from core.lessons import embeddings as emb
 from core.lessons import self_attention

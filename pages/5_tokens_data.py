@@ -11,7 +11,7 @@ import dataclasses
 
 import streamlit as st
 
-from core import charts
+from core import viz as charts
 from core import data as core_data
 from core.lessons import text as texts
 from core.lessons import tokens_data

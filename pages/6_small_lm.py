@@ -14,7 +14,7 @@ import uuid
 
 import streamlit as st
 
-from core import budget, charts
+from core import budget, viz as charts
 from core import models as core_models
 from core.lessons import small_lm
 from core.lessons import text as texts

@@ -179,5 +179,5 @@ with st.expander("Break it: what happens without the causal mask?", icon=":mater
 st.subheader("Checkpoints")
 training.checkpoint_panel(book)
 
-show_code([live.advance, Trainer.train, live.run_labels])
+show_code([live.Run.advance, Trainer.train, live.run_labels])
 sync_url(settings)

@@ -2,8 +2,8 @@
 
 A `core.live.RunBook` lives in `st.session_state` (never in a module global), so every session has
 its own runs and they are freed when the session ends. Nothing trains on its own in the
-background: while the current run is "running", a fragment with `run_every` trains one short slice
-per tick (inside a global training slot, `core.budget.SLOTS`) and redraws the curve from the
+background: while the current run is "running", the live fragment (`ui.live.live_fragment`) trains
+one short slice per tick (inside a global training slot) and `draw_live` redraws the curve from the
 run's history.
 A rerun, a widget change or a page switch therefore never loses a run: between ticks it simply
 waits in session state, and the next tick (or the next visit to the Train page) carries on.
@@ -11,7 +11,6 @@ waits in session state, and the next tick (or the next visit to the Train page) 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
@@ -20,13 +19,11 @@ import re
 import altair as alt
 import streamlit as st
 
-from core import budget, charts, live
+from core import budget, live, viz as charts
 from ui import state
+from ui.live import leave_queue, live_fragment, session_owner
 
 RUNBOOK_KEY = "gpt.runbook"
-TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
-SLICE_S = 0.9 * TICK_S  # training seconds per tick; the rest of the tick redraws (the page stays usable)
-FULL_RUN_SLICE_S = 0.15  # training during a whole-page rerun (a click) is kept short
 TRAIN_PAGE = "pages/7_train_gpt.py"
 UPLOAD_KEY = "gpt.upload"
 STATUS_TEXT = {
@@ -42,18 +39,8 @@ STATUS_TEXT = {
 def runbook() -> live.RunBook:
     """This session's runs (created on first use)."""
     if RUNBOOK_KEY not in st.session_state:
-        import uuid
-
-        st.session_state[RUNBOOK_KEY] = live.RunBook(owner=f"session-{uuid.uuid4().hex[:12]}")
+        st.session_state[RUNBOOK_KEY] = live.RunBook(owner=session_owner())
     return st.session_state[RUNBOOK_KEY]
-
-
-def _is_fragment_rerun() -> bool:
-    """True when only a fragment is rerunning (a tick), False for a whole-page run."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx and ctx.fragment_ids_this_run)
 
 
 # ----------------------------------------------------------------------------------- controls
@@ -86,7 +73,7 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
         if status == "running":
             if st.button("Pause", key="train.pause", icon=":material/pause:"):
                 live.pause(run)
-                budget.SLOTS.leave(book.owner)
+                leave_queue()
                 st.rerun()
         else:
             can_resume = run is not None and status in ("idle", "paused") and not run.trainer.done
@@ -98,13 +85,13 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
                      disabled=status not in ("running", "paused", "idle"),
                      help="End this run where it is; its model stays available to sample and download."):
             live.stop(run)
-            budget.SLOTS.leave(book.owner)
+            leave_queue()
             st.rerun()
     with cols[3]:
         if st.button("Reset", key="train.reset", icon=":material/restart_alt:", disabled=run is None,
                      help="Forget the current run (its model and curve); the settings stay."):
             book.remove(run.run_id)
-            budget.SLOTS.leave(book.owner)
+            leave_queue()
             st.rerun()
     with cols[4]:
         if st.button("Break it", key="train.break", icon=":material/heart_broken:",
@@ -151,47 +138,26 @@ def continue_controls(book: live.RunBook) -> None:
 
 
 def live_panel(book: live.RunBook, settings: live.TrainSettings) -> None:
-    """The fragment: ticks every TICK_S seconds while the current run trains, else draws once."""
+    """The live fragment over the current run: ticks while it trains, else draws once."""
     run = book.current
-    every = TICK_S if run is not None and run.active else None
-
-    @st.fragment(run_every=every)
-    def _panel() -> None:
-        _tick(book, settings)
-
-    _panel()
+    live_fragment("train.live", run, lambda: draw_live(book, settings),
+                  running=(lambda: run.active) if run is not None else False)
 
 
-def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
-    """Draw the run as it stands, then train the next slice. Drawing first keeps the elements
-    fresh: Streamlit fades a fragment's elements that a running tick has not redrawn yet."""
+def draw_live(book: live.RunBook, settings: live.TrainSettings) -> None:
+    """The Train page's live view: progress and metrics, the loss curve, the sampled names."""
     run = book.current
-    # Under the run's lock: when a click arrives mid-slice, Streamlit may start the new script run
-    # in a fresh thread while the old one finishes its slice; the drawing then waits for the slice
-    # to end instead of reading a history that is being appended to.
-    with run.lock if run is not None else contextlib.nullcontext():
-        view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
-        busy_box = st.empty()
-        if run is None:
-            st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
-                    "The loss curve, progress and sampled names appear here while it trains.",
-                    icon=":material/model_training:")
-        else:
-            _progress(run)
-        if len(view.frame):
-            _loss_chart(view, _chart_caption(book, settings))
-        if run is not None:
-            _samples(run)
-    if run is None or not run.active:
-        return
-    budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
-    outcome = live.advance(run, budget_s, slot=budget.SLOTS.slot(book.owner))
-    if outcome.busy:
-        ahead = max(1, budget.SLOTS.position(book.owner) + budget.SLOTS.running)
-        busy_box.info(f"busy: {ahead} run{'s' if ahead > 1 else ''} ahead of you, retrying…",
-                      icon=":material/hourglass_top:")
-    if outcome.finished:
-        st.rerun(scope="app")  # the controls above change (Resume greys out, "more steps" appears)
+    view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
+    if run is None:
+        st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
+                "The loss curve, progress and sampled names appear here while it trains.",
+                icon=":material/model_training:")
+    else:
+        _progress(run)
+    if len(view.frame):
+        _loss_chart(view, _chart_caption(book, settings))
+    if run is not None:
+        _samples(run)
 
 
 def _loss_chart(view: live.ChartView, caption: str) -> None:
@@ -361,7 +327,7 @@ def upload_panel(book: live.RunBook) -> None:
                                                 "Your current model is unchanged.")
         else:
             book.add(run)
-            budget.SLOTS.leave(book.owner)
+            leave_queue()
             results[upload.file_id] = ("ok", f"Loaded {upload.name} as run {run.label} "
                                              f"(step {run.step:,}). Resume or add steps to train it "
                                              "further, or open the Sample page."

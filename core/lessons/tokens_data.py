@@ -23,7 +23,7 @@ from core.data import IGNORE_INDEX, count_windows, create_dataloader_v1, name_wi
 from core.lessons.text import TextProblem, visible
 from core.settings import spec
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, encode_bpe, gpt2_encoding
-from core.charts import unique_labels
+from core.viz import unique_labels
 
 MAX_WINDOW_IDS = 1_000_000  # windows x max_length kept in memory for one session (8 MB per tensor)
 

@@ -31,7 +31,7 @@ from core.lessons.embeddings import (  # noqa: F401 - the limits are part of the
     validate_embedding_table,
 )
 from core.settings import spec
-from core.charts import NEG_INF_LABEL, unique_labels
+from core.viz import NEG_INF_LABEL, unique_labels
 
 SIMPLE_STEPS = ("scores", "weights", "context", "matrix")
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from core import charts
-from core.charts import palette, unique_labels
+from core import viz as charts
+from core.viz.theme import palette, unique_labels
 from core.lessons.small_lm import MODEL_LABELS
 from core.lessons.tokens_data import WINDOW_KINDS, LoaderView, window_frame
 from core.lessons.walkthrough import SCALE_DKS, number_format

@@ -101,7 +101,7 @@ def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> liv
     run = book.create(settings)
     live.start(run)
     while run.active:
-        live.advance(run, 5.0)
+        run.advance(5.0)
     return book
 
 

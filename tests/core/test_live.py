@@ -35,7 +35,7 @@ def trained(steps: int = 30, **changes) -> live.Run:
     run = book.create(tiny(max_steps=steps, **changes))
     live.start(run)
     while run.active:
-        live.advance(run, 5.0)
+        run.advance(5.0)
     return run
 
 
@@ -107,13 +107,16 @@ def test_model_structure_counts_every_parameter():
 
 
 def test_a_run_advances_in_slices_and_refreshes_samples_at_validation():
+    from core.live_training import LiveTraining
+
     book = live.RunBook(owner="t")
     run = book.create(tiny())
-    assert run.status == "idle" and run.step == 0
-    assert live.advance(run, 1.0).steps == 0  # idle: nothing happens
+    assert isinstance(run, LiveTraining)  # the one live-training protocol
+    assert run.status == "idle" and run.step == 0 and not run.done
+    assert run.advance(1.0).steps == 0  # idle: nothing happens
     live.start(run)
-    outcome = live.advance(run, 5.0)
-    assert outcome.steps == 30 and outcome.finished and run.status == "done"
+    outcome = run.advance(5.0)
+    assert outcome.steps == 30 and outcome.finished and run.status == "done" and run.done
     assert [s for s, _ in outcome.val_points] == [10, 20, 30]
     assert run.samples_step == 30 and len(run.samples) == live.N_LIVE_SAMPLES
     assert run.steps_per_s > 0 and run.tokens_per_s > run.steps_per_s
@@ -125,18 +128,18 @@ def test_pause_stop_resume_and_extend():
     first = run.trainer.train(n_steps=5)
     assert first.steps == 5
     live.pause(run)
-    assert live.advance(run, 1.0).steps == 0 and run.step == 5
+    assert run.advance(1.0).steps == 0 and run.step == 5
     live.start(run)
     assert run.status == "running"
     live.stop(run)
-    assert run.status == "stopped" and live.advance(run, 1.0).steps == 0
+    assert run.status == "stopped" and run.advance(1.0).steps == 0
     finished = trained(10)
     with pytest.raises(ValueError, match="already did"):
         live.start(finished)
     live.extend(finished, 5)
     assert finished.status == "paused" and finished.max_steps == 15
     live.start(finished)
-    live.advance(finished, 5.0)
+    finished.advance(5.0)
     assert finished.step == 15 and finished.status == "done"
 
 
@@ -146,11 +149,11 @@ def test_slicing_does_not_change_the_run():
     a = live.RunBook(owner="a").create(tiny(dropout=0.1))
     b = live.RunBook(owner="b").create(tiny(dropout=0.1))
     live.start(a)
-    live.advance(a, 10.0)
+    a.advance(10.0)
     live.start(b)
     slices = 0
     while b.active:
-        live.advance(b, None, n_steps=1)  # one step per slice
+        b.advance(None, n_steps=1)  # one step per slice
         slices += 1
         if b.active:
             live.pause(b)
@@ -166,10 +169,10 @@ def test_a_busy_slot_does_nothing_and_says_so():
     live.start(run)
     with slots.slot("someone-else") as got:
         assert got
-        outcome = live.advance(run, 1.0, slot=slots.slot("waiting", timeout=0.01))
+        outcome = run.advance(1.0, slot=slots.slot("waiting", timeout=0.01))
     assert outcome.busy and outcome.steps == 0 and run.step == 0
     assert slots.position("waiting") == 0  # first in line now
-    assert live.advance(run, 1.0, slot=slots.slot("waiting")).steps > 0
+    assert run.advance(1.0, slot=slots.slot("waiting")).steps > 0
 
 
 def test_a_diverging_run_stops_with_a_message(monkeypatch):
@@ -181,7 +184,7 @@ def test_a_diverging_run_stops_with_a_message(monkeypatch):
                             "Try a smaller learning rate (now 10).")
 
     monkeypatch.setattr(run.trainer, "train", diverge)
-    outcome = live.advance(run, 1.0)
+    outcome = run.advance(1.0)
     assert outcome.finished and run.status == "error" and not run.active
     assert "diverged" in run.message and "learning rate" in run.message
 
@@ -235,7 +238,7 @@ def test_loss_chart_overlays_runs_and_its_spec_is_data_free():
     for lr in (0.01, 0.003):
         run = book.create(tiny(lr=lr, max_steps=10, val_interval=5))
         live.start(run)
-        live.advance(run, 5.0)
+        run.advance(5.0)
     frame = live.loss_frame(live.chart_runs(book, overlay=True))
     assert set(frame["run"]) == {"#1 lr 0.01", "#2 lr 0.003"}
     assert set(frame["kind"]) == set(live.KINDS)
@@ -264,7 +267,7 @@ def test_checkpoint_round_trip_gives_identical_samples():
     assert live.sample_for_page(back, settings) == live.sample_for_page(run, settings)
     live.extend(back, 5)
     live.start(back)
-    live.advance(back, 5.0)
+    back.advance(5.0)
     assert back.step == 25  # an uploaded model trains on
 
 

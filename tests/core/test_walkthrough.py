@@ -564,7 +564,7 @@ class TestCharts:
         assert len(spec["layer"]) == 2
 
     def test_lesson_chart_copies_leave_the_original_alone(self):
-        from core import charts
+        from core import viz as charts
         chart = lesson_charts.matrix_chart(np.eye(2), ["a", "b"], ["a", "b"])
         themed = charts.themed(chart, lecture=True)
         assert isinstance(themed, lesson_charts.LessonChart)
