@@ -260,7 +260,7 @@ else:
     with friendly_errors("the tables"):
         with left:
             probs = race.bigram_probabilities()  # (V, V)
-            show_chart(lesson_charts.matrix_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
+            show_chart(lesson_charts.compact_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
                                          x_title="next character", y_title="current character",
                                          domain=(0.0, 1.0), lecture=lecture),
                        name="bigram table",
@@ -271,9 +271,9 @@ else:
         with right:
             emb = race.embedding_table()  # (V, C)
             limit = float(abs(emb).max()) or 1.0
-            show_chart(lesson_charts.matrix_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
+            show_chart(lesson_charts.compact_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
                                          title=f"Token embedding {emb.shape}", x_title="dimension",
-                                         y_title="character", scheme="redblue",
+                                         y_title="character", diverging=True, scheme="redblue",
                                          domain=(-limit, limit), lecture=lecture),
                        name="embedding table",
                        caption=(f"The attention model's |V|×C = {emb.shape} token embedding: one "

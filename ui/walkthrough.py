@@ -23,6 +23,7 @@ import streamlit as st
 from core.lessons import embeddings as emb
 from core.lessons import self_attention
 from core.lessons import walkthrough as wt
+from core import viz
 from core.viz import lessons as lesson_charts
 from core.lessons.walkthrough import WalkthroughSettings
 from ui import state
@@ -504,16 +505,18 @@ def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, 
                 caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
                 domain=None, special=None, highlight_row: int | None = None,
                 max_width: int = 640, row_axis: bool = True) -> None:
-    """A labelled heatmap with its shape in the title; says so when the cells are too small for text."""
+    """A labelled heatmap (viz.heatmap) with its shape in the title; says so when the cells are
+    too small for their numbers, and then offers the numbers as a table."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
     if lecture:
         max_width = LECTURE_WIDTH
-    chart = lesson_charts.matrix_chart(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
-                            x_title=x_title, y_title=y_title, lecture=lecture, decimals=decimals,
-                            domain=domain, special=special, highlight_row=highlight_row,
-                            max_width=max_width, row_axis=row_axis or lecture)
-    fits = lesson_charts.values_shown(values, decimals, lecture, max_width, special)
+    chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
+                        x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
+                        lecture=lecture, domain=domain, special=special,
+                        highlight_row=highlight_row, max_width=max_width,
+                        row_axis=row_axis or lecture, x_on_top=True)
+    fits = lesson_charts.values_written(chart)
     if not fits:
         caption += " The values are hidden at this size (too many columns to print them): " \
                    "hover a cell, or open the table below."
@@ -527,20 +530,21 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
               x_title: str = "", y_title: str = "", highlight: int | None = None,
               domain=None, series: dict[str, Sequence[float]] | None = None,
               max_width: int = 360, decimals: int = 4) -> None:
-    """Bars with the value on each, or side-by-side series; the shape goes in the title."""
+    """Bars with the value on each (viz.bar_chart), or side-by-side series (viz.grouped_bars);
+    the shape goes in the title."""
     lecture = state.lecture_mode()
     if lecture:
         max_width = LECTURE_WIDTH
     arr = np.asarray(values, dtype=np.float64)
-    if series:
-        chart = lesson_charts.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
-                                x_title=x_title, y_title=y_title, lecture=lecture, domain=domain,
-                                highlight=highlight, max_width=max_width,
-                                decimals=decimals)
-    else:
-        chart = lesson_charts.vector_bars(arr, labels, title=f"{title}  {wt.shape_text(arr)}", x_title=x_title,
-                               y_title=y_title, lecture=lecture, highlight=highlight, domain=domain,
-                               max_width=max_width, decimals=decimals)
+    series = series or {"": arr}
+    n_bars = len(labels) * len(series)
+    fmt = wt.number_format(np.concatenate([np.asarray(v, dtype=np.float64).ravel()
+                                           for v in series.values()]), decimals)
+    chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
+                             x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
+                             highlight=highlight, domain=domain,
+                             width=max(200, min(56 * n_bars, max_width)),
+                             height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."
     show_chart(chart, name=name, caption=caption)

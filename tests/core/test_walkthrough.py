@@ -18,6 +18,7 @@ from core.lessons import multi_head
 from core.lessons import self_attention
 from core.lessons import simple_attention
 from core.lessons import walkthrough as wt
+from core import viz
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
 from core.lessons.embeddings import EmbeddingError
@@ -533,40 +534,44 @@ class TestFormatting:
 
 # ----------------------------------------------------------------------------- charts
 class TestCharts:
+    """The walkthrough draws with viz.heatmap and viz.grouped_bars (tested in test_viz); here: the
+    options the pages use, and the lesson-specific charts of core/viz/lessons.py."""
+
     def test_heatmap_is_valid_vega_lite_with_values_and_special_cells(self):
         special = np.array([["", "−∞"], ["", ""]], dtype=object)
-        chart = lesson_charts.matrix_chart([[1.0, -np.inf], [0.5, 0.25]], ["a", "b"], ["a", "b"],
-                                title="t", special=special, highlight_row=1)
-        spec = chart.to_dict(validate=True)  # the page skips validation; the test does not
+        chart = viz.heatmap([[1.0, -np.inf], [0.5, 0.25]], ["a", "b"], ["a", "b"], title="t",
+                            fmt=wt.number_format([1.0], 2), special=special, highlight_row=1,
+                            x_on_top=True)
+        spec = chart.to_dict(validate=True)
         frame = chart.data
         assert list(frame["label"]) == ["1.00", "−∞", "0.50", "0.25"]
         assert list(frame["finite"]) == [True, False, True, True]
-        assert spec["autosize"] == {"type": "pad"} and len(spec["layer"]) == 3
+        assert len(spec["layer"]) == 3 and lesson_charts.values_written(chart)
+        assert viz.themed(chart).to_dict()["autosize"] == {"type": "pad"}
 
     def test_dense_heatmap_hides_values(self):
         big = np.random.default_rng(0).random((32, 32))
         names = [f"t{i}" for i in range(32)]
-        assert not lesson_charts.values_shown(big)
-        chart = lesson_charts.matrix_chart(big, names, names)
+        chart = viz.heatmap(big, names, names)
         assert len(chart.to_dict(validate=True)["layer"]) == 1  # no text layer
-        assert lesson_charts.values_shown(np.eye(6), decimals=4)
+        assert not lesson_charts.values_written(chart)
+        assert lesson_charts.values_written(viz.heatmap(np.eye(6), names[:6], names[:6], fmt=".4f"))
 
     def test_bars(self):
-        chart = lesson_charts.grouped_bars({"softmax": [0.2, 0.8], "plain": [0.5, 0.5]}, ["a", "a"])
+        chart = viz.grouped_bars({"softmax": [0.2, 0.8], "plain": [0.5, 0.5]}, ["a", "a"])
         spec = chart.to_dict(validate=True)
         assert list(chart.data["label"]) == ["a #0", "a #1", "a #0", "a #1"]
         assert spec["layer"][0]["encoding"]["xOffset"]["field"] == "kind"
-        many = lesson_charts.vector_bars(np.arange(40.0), [str(i) for i in range(40)])
+        many = viz.bar_chart(np.arange(40.0), [str(i) for i in range(40)])
         assert len(many.to_dict(validate=True)["layer"]) == 1
 
     def test_scaling_chart(self):
         spec = lesson_charts.scaling_chart(self_attention.scaling_table(), chosen=64).to_dict(validate=True)
         assert len(spec["layer"]) == 2
+        assert spec["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
 
-    def test_lesson_chart_copies_leave_the_original_alone(self):
-        from core import viz as charts
-        chart = lesson_charts.matrix_chart(np.eye(2), ["a", "b"], ["a", "b"])
-        themed = charts.themed(chart, lecture=True)
-        assert isinstance(themed, lesson_charts.LessonChart)
-        assert themed.to_dict()["config"]["axis"]["labelFontSize"] == 16
+    def test_themed_copies_leave_the_original_alone(self):
+        chart = viz.heatmap(np.eye(2), ["a", "b"], ["a", "b"])
+        themed = viz.themed(chart, lecture=True)
+        assert themed.to_dict()["config"]["axis"]["labelFontSize"] >= viz.LECTURE_MIN_AXIS_PX
         assert "axis" not in chart.to_dict().get("config", {})
