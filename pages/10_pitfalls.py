@@ -18,7 +18,7 @@ import streamlit as st
 from core import attention, data, engine, models, tokenizers
 from core import pitfalls as pf
 from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_softmax, mask_zero,
-                           module_typos, no_position, no_scaling, prep_global, sgd, short_names,
+                           module_typos, no_position, no_scaling, prep_global, sgd, short_names, slides,
                            softmax_dim, spelling, vocab_order)
 from core.viz import pitfalls as viz_pitfalls
 from ui import layout, state
@@ -36,7 +36,6 @@ OFF = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta that is a
 
 
 def render_softmax_dim() -> None:
-    pitfall = ui.header("softmax_dim")
     ui.side_by_side([softmax_dim.buggy_causal_attention],
                     [softmax_dim.fixed_causal_attention, attention.CausalAttention.forward], softmax_dim.demo)
     seed = ui.seed_input(settings)
@@ -60,11 +59,9 @@ def render_softmax_dim() -> None:
     show_chart(viz_pitfalls.row_sums_chart(result["sums"], lecture=lecture, title="Row sums: buggy vs fixed"),
                name="pitfall-softmax-dim-row-sums",
                caption="Sum of each query's attention weights (dashed line: 1). " + cap)
-    ui.why(pitfall)
 
 
 def render_mask_zero() -> None:
-    pitfall = ui.header("mask_zero")
     ui.side_by_side([mask_zero.buggy_mask_by_zero], [mask_zero.fixed_mask_by_position, attention.causal_mask],
                     mask_zero.demo)
     result = ui.demo("mask_zero")
@@ -89,11 +86,9 @@ def render_mask_zero() -> None:
                     (result["fixed_weights"], "Fixed: masked by position")], result["tokens"],
                    name="pitfall-mask-zero-weights",
                    caption="Weights after each mask. Buggy row “on” gives 0 to “the” and “sat”. " + cap)
-    ui.why(pitfall)
 
 
 def render_mask_after_softmax() -> None:
-    pitfall = ui.header("mask_after_softmax")
     ui.side_by_side([mask_after_softmax.buggy_mask_after_softmax],
                     [mask_after_softmax.renormalised_mask_after_softmax, mask_zero.fixed_mask_by_position],
                     mask_after_softmax.demo)
@@ -115,11 +110,9 @@ def render_mask_after_softmax() -> None:
                            f"{result['max_diff_renorm_vs_fixed']:.1e}). " + cap)
     show_chart(viz_pitfalls.row_sums_chart(sums, lecture=lecture, title="Row sums of the three versions"),
                name="pitfall-mask-after-row-sums", caption="Sum of each query's weights (dashed: 1). " + cap)
-    ui.why(pitfall)
 
 
 def render_no_scaling() -> None:
-    pitfall = ui.header("no_scaling")
     ui.side_by_side([no_scaling.buggy_unscaled_weights],
                     [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm], no_scaling.demo)
     seed = ui.seed_input(settings)
@@ -143,12 +136,11 @@ def render_no_scaling() -> None:
                                 for c in wide.columns if c != "d_k"})
     st.caption("raw: no scaling (the bug); ÷√d_k: scaled. Entropy in nats (uniform over 8 keys: 2.079); "
                "gradient: mean norm of the softmax Jacobian.")
-    ui.why(pitfall)
 
 
 def render_short_names() -> None:
-    pitfall = ui.header("short_names")
-    ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows], short_names.demo, fixed_height=480)
+    ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows],
+                    [short_names.demo, short_names.examples_by_length], fixed_height=480)
     context_size = ui.context_input(settings)
     result = ui.names_demo("short_names", context_size)
     n = result["n_names"]
@@ -165,22 +157,20 @@ def render_short_names() -> None:
                        "gives them any example. " + cap)
     table = result["table"]
     st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 4)
-    ui.why(pitfall)
 
 
 def render_sgd() -> None:
-    pitfall = ui.header("sgd")
     ui.side_by_side([sgd.buggy_sgd_config, engine.lecture_config], [sgd.fixed_adamw_config, engine._make_optimizer],
-                    [sgd.optimizer_race_configs, sgd.race_result])
+                    [sgd.optimizer_race_configs, sgd.optimizer_table])
     ui.race_controls(settings)
-    ui.race_panel(ui.race_key(settings))
-    ui.why(pitfall)
+    key = ui.race_key(settings)
+    st.dataframe(sgd.optimizer_table(*key), hide_index=True)
+    ui.race_panel(key)
 
 
 def render_vocab_order() -> None:
-    pitfall = ui.header("vocab_order")
     ui.side_by_side([vocab_order.buggy_vocab], [vocab_order.fixed_vocab, tokenizers.CharTokenizer.from_text],
-                    vocab_order.demo)
+                    [vocab_order.demo, vocab_order.fit_bigram_probs, vocab_order.sample_bigram_ids])
     a, b, c = st.columns(3)
     with a:
         hash_a = ui.number(settings, "hash_seed_a", "Hash seed of the run that saved", step=1)
@@ -206,12 +196,10 @@ def render_vocab_order() -> None:
     st.caption("The shuffle in `buggy_vocab` stands in for PYTHONHASHSEED: in one Python process a "
                "set's order is fixed, but every new process (a restart, another student's laptop) "
                "salts string hashes differently.")
-    ui.why(pitfall)
 
 
 def render_fit_indent() -> None:
-    pitfall = ui.header("fit_indent")
-    ui.side_by_side([fit_indent.buggy_fit], [fit_indent.fixed_fit], fit_indent.demo, wrap=False)
+    ui.side_by_side([fit_indent.buggy_fit], [fit_indent.fixed_fit], [fit_indent.demo, slides.slides_setup], wrap=False)
     a, b, c = st.columns(3)
     with a:
         iters = ui.number(settings, "fit_iters", "train_iters", step=10)
@@ -235,11 +223,9 @@ def render_fit_indent() -> None:
                caption=f"The slides' one-head model (n_embd 32, head 16, block 8, batch 6), Adam lr "
                        f"{fit_indent.FIT_LR}, on our repeated pangram; train_iters {iters}, eval_iters {every}, "
                        f"seed {seed}.")
-    ui.why(pitfall)
 
 
 def render_prep_global() -> None:
-    pitfall = ui.header("prep_global")
     ui.side_by_side([prep_global.buggy_prep], [prep_global.fixed_prep], prep_global.demo)
     corpus = state.bound(st.text_area, "Corpus passed to prep(corpus)", settings, "prep_corpus",
                          prefix=PREFIX, max_chars=prep_global.MAX_CORPUS_CHARS, height=90,
@@ -255,11 +241,10 @@ def render_prep_global() -> None:
         result = prep_global.demo(last)
     a, b, c = st.columns(3)
     a.metric("Characters in your corpus", result["corpus_chars"])
-    buggy, fixed = result["buggy"], result["fixed"]
-    b.metric("Characters the buggy prep split",
-             len(buggy.value["train_text"]) + len(buggy.value["val_text"]) if buggy.ok else "crashed",
+    buggy = result["buggy"]
+    b.metric("Characters the buggy prep split", "crashed" if result["buggy_chars"] is None else result["buggy_chars"],
              help=f"The global text has {result['global_chars']} characters.")
-    c.metric("Characters the fixed prep split", len(fixed.value["train_text"]) + len(fixed.value["val_text"]))
+    c.metric("Characters the fixed prep split", result["fixed_chars"])
     if not buggy.ok:
         st.markdown("The vocabulary comes from your corpus, but the text it encodes is the global one, "
                     "so the first character your corpus lacks crashes the encoder:")
@@ -271,11 +256,9 @@ def render_prep_global() -> None:
                    f"({result['global_chars']} characters), not your {result['corpus_chars']}.",
                    icon=":material/warning:")
     st.dataframe(result["table"], hide_index=True)
-    ui.why(pitfall)
 
 
 def render_no_position() -> None:
-    pitfall = ui.header("no_position")
     ui.side_by_side([no_position.buggy_forward_no_position], [models.SingleHeadLM.forward], no_position.demo)
     seed = ui.seed_input(settings)
     with st.spinner("Training both models…"):
@@ -293,11 +276,9 @@ def render_no_position() -> None:
     show_chart(viz_pitfalls.order_change_chart(diffs, lecture=lecture), name="pitfall-no-position",
                caption=f"Largest absolute change of the last position's logits when the first 7 of "
                        f"{result['text']!r} are permuted; seed {seed}.")
-    ui.why(pitfall)
 
 
 def render_encode_shape() -> None:
-    pitfall = ui.header("encode_shape")
     ui.side_by_side([short_names.buggy_lecture_windows, encode_shape.buggy_unpack], [data.name_windows],
                     encode_shape.demo, fixed_height=560)
     result = ui.names_demo("encode_shape", ui.context_input(settings))
@@ -321,11 +302,9 @@ def render_encode_shape() -> None:
     st.markdown("The first example each way:")
     st.code(f"lecture: {result['buggy_first']}\nours:    {result['fixed_first']}", language="text", wrap_lines=True)
     st.dataframe(encode_shape.shape_table(result), hide_index=True)
-    ui.why(pitfall)
 
 
 def render_config_end_id() -> None:
-    pitfall = ui.header("config_end_id")
     ui.side_by_side([config_end_id.BuggyLectureGPT.forward, config_end_id.BuggyLectureGPT.generate],
                     [models.generate], config_end_id.demo, fixed_height=640)
     seed = ui.seed_input(settings)
@@ -347,11 +326,9 @@ def render_config_end_id() -> None:
     st.markdown(f"**Fixed:** `core.models.generate(..., stop_token=0)` samples from {which}:")
     samples = pd.DataFrame({"sample": range(1, len(result["fixed_names"]) + 1), "name": result["fixed_names"]})
     st.dataframe(samples, hide_index=True, width=360)
-    ui.why(pitfall)
 
 
 def render_module_typos() -> None:
-    pitfall = ui.header("module_typos")
     ui.side_by_side([module_typos.BuggyForwardTypo, module_typos.buggy_build_liner, module_typos.BuggyOutProj.__init__],
                     [attention.MultiHeadAttention.__init__], module_typos.demo)
     st.caption("`BuggyOutProj.forward` is the usual multi-head forward; only its `__init__` differs from the fix.")
@@ -360,11 +337,9 @@ def render_module_typos() -> None:
     for row in table.itertuples(index=False):
         st.markdown(f"`{row.code}`")
         st.code(row.outcome, language="text", wrap_lines=True)
-    ui.why(pitfall)
 
 
 def render_spelling() -> None:
-    pitfall = ui.header("spelling")
     ui.side_by_side([spelling.buggy_find_attention_class], [spelling.fixed_find_attention_class], spelling.demo)
     result = ui.demo("spelling")
     left, right = st.columns(2, gap="medium")
@@ -375,25 +350,20 @@ def render_spelling() -> None:
         st.markdown("The right spelling finds it:")
         st.code(f"<class '{result['fixed_class']}'>", language="text")
     st.markdown("Attention classes inside our GPT: " + ", ".join(f"`{n}`" for n in result["attention_classes"]))
-    ui.why(pitfall)
 
 
-def render_overview() -> None:
-    st.header("All pitfalls at a glance", divider="gray")
-    st.markdown("The course documents teach the right ideas, but their code has bugs. Each one runs "
-                "here as written, beside the fix, with the numbers that show the difference.")
-    with st.spinner("Running the quick demos…"):
-        headlines = ui.measured_headlines(settings)
-    ui.overview_cards(headlines)
-
-
-# one renderer per choice of the menu: render_overview, render_softmax_dim, ...
-RENDERERS: dict[str, Callable[[], None]] = {key: globals()[f"render_{key}"] for key in pf.PITFALL_CHOICES}
+# what each pitfall shows between its header and its "why": render_softmax_dim, render_mask_zero, ...
+RENDERERS: dict[str, Callable[[], None]] = {key: globals()[f"render_{key}"] for key in pf.PITFALLS}
 
 st.title("Pitfalls")
 st.caption("The bugs of the original notebooks and slides, run live beside the correct code. "
            "Every number below is computed now, by the code shown.")
 ui.pitfall_menu(settings)
 with layout.friendly_errors("this pitfall"):
-    RENDERERS[settings.pitfall]()
+    if settings.pitfall == "overview":
+        ui.overview(settings)
+    else:  # every pitfall: its header, its own part, the one-sentence why
+        pitfall = ui.header(settings.pitfall)
+        RENDERERS[settings.pitfall]()
+        ui.why(pitfall)
 state.sync_url(settings)

@@ -170,8 +170,13 @@ def measured_headlines(settings: pf.PitfallsSettings) -> dict[str, str]:
     return out
 
 
-def overview_cards(headlines: dict[str, str]) -> None:
+def overview(settings: pf.PitfallsSettings) -> None:
     """Every pitfall as a card, two per row in course order, with its measured headline."""
+    st.header("All pitfalls at a glance", divider="gray")
+    st.markdown("The course documents teach the right ideas, but their code has bugs. Each one runs "
+                "here as written, beside the fix, with the numbers that show the difference.")
+    with st.spinner("Running the quick demos…"):
+        headlines = measured_headlines(settings)
     for i, pitfall in enumerate(pf.PITFALL_LIST, start=1):
         if i % 2 == 1:  # a new row of two cards, so the reading order is the course order
             row = st.columns(2, gap="medium")
@@ -320,6 +325,9 @@ def show_race(histories: dict, final: dict, key: sgd.RaceKey, finished: bool) ->
     if finished:
         st.caption("COURSE.md reports about 2.40 (SGD) against 2.10 (AdamW) after 1000 steps; "
                    "the numbers above are measured here.")
+        with st.expander("How these numbers are measured", icon=":material/code:"):
+            for fn in (sgd.race_result, sgd.race_frame):
+                _code(fn)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

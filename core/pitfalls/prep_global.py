@@ -61,6 +61,11 @@ def fixed_prep(corpus):
             "train_data": train_data, "val_data": val_data}
 
 
+def _chars_split(result: Caught) -> int | None:
+    """How many characters a prep split into train and validation text (None: it crashed)."""
+    return len(result.value["train_text"]) + len(result.value["val_text"]) if result.ok else None
+
+
 def demo(corpus: str) -> dict:
     """Run both on the student's corpus; the buggy one either crashes or silently uses `text`."""
     corpus = validate_corpus(corpus)
@@ -78,4 +83,5 @@ def demo(corpus: str) -> dict:
     table = pd.DataFrame([{"version": "buggy prep (reads global text)", **describe(buggy)},
                           {"version": "fixed prep (reads corpus)", **describe(fixed)}])
     return {"corpus_chars": len(corpus), "global_chars": len(text), "buggy": buggy, "fixed": fixed,
+            "buggy_chars": _chars_split(buggy), "fixed_chars": _chars_split(fixed),
             "table": table}

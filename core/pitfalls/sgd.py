@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import ContextManager
 
 import pandas as pd
+import torch
 
 from core.data import NamesData
-from core.engine import TrainConfig, Trainer, lecture_config
+from core.engine import TrainConfig, Trainer, _make_optimizer, lecture_config
 from core.live_training import Outcome, TrainerGroup
 from core.models import GPT, GPTConfig
 from core.pitfalls import Pitfall
@@ -54,6 +55,20 @@ def optimizer_race_configs(steps: int, seed: int, adamw_lr: float) -> dict[str, 
     measure = {"val_interval": max(10, steps // 10), "val_batches": 1, "eval_batch_size": RACE_VAL_WINDOWS}
     return {"SGD lr 0.01 (lecture)": replace(buggy_sgd_config(steps, seed), **measure),
             f"AdamW lr {adamw_lr:g}": replace(fixed_adamw_config(steps, seed, adamw_lr), **measure)}
+
+
+def optimizer_table(steps: int, seed: int, adamw_lr: float) -> pd.DataFrame:
+    """What the two runs differ in: the optimizer `core.engine._make_optimizer` builds from each
+    config, one row per run. Built on a stand-in layer (left uninitialised, so no random numbers
+    are drawn): an optimizer's settings do not depend on the model it updates."""
+    rows = []
+    for label, config in optimizer_race_configs(steps, seed, adamw_lr).items():
+        optimizer = _make_optimizer(torch.nn.utils.skip_init(torch.nn.Linear, 2, 2), config)
+        group = optimizer.param_groups[0]  # the weight matrices (biases get no weight decay)
+        rows.append({"run": label, "optimizer": type(optimizer).__name__, "lr": group["lr"],
+                     "weight decay": group["weight_decay"], "betas": str(group.get("betas", "—")),
+                     "steps": config.max_steps, "batch": config.batch_size, "seed": config.seed})
+    return pd.DataFrame(rows)
 
 
 def race_trainers(steps: int, seed: int, adamw_lr: float, data: NamesData) -> dict[str, Trainer]:
