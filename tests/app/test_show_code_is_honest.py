@@ -5,7 +5,8 @@ small LM before and while training), clears every cache first (Streamlit's and t
 core/), and runs the page under a profiler hook that records every Python function called in the
 script thread. The test fails if a function (or, for a class, its `__init__` / `forward`) handed to
 `ui.code.show_code` in that run never ran: the expander would show code that did not compute
-the numbers beside it.
+the numbers beside it. A live-training page computes its curves over the runs of the training,
+so its training case profiles Start and every run until the training finishes.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def _cases() -> list:
     cases.append(pytest.param(*_walk("pages/4_multi_head.py", mh_step="heads", train_mode=True,
                                      dropout_p=0.5), None, id="4-heads-train"))
     cases.append(pytest.param("pages/5_tokens_data.py", {}, None, id="5"))
-    small = core_settings.to_params(SmallLMSettings(max_steps=40))
+    small = core_settings.to_params(SmallLMSettings(max_steps=60))
     cases.append(pytest.param("pages/6_small_lm.py", small, None, id="6-before-training"))
+    # a live run: its curves are computed over the runs of the training, so the profiled action
+    # is Start and every run until the race finishes (60 steps: one evaluation at step 50)
     cases.append(pytest.param("pages/6_small_lm.py", small, "small_lm.start", id="6-training"))
     pending = {"pages/7_train_gpt.py": "training", "pages/8_sample_names.py": "training",
                "pages/9_inside_model.py": "training", "pages/10_pitfalls.py": "pitfalls"}
@@ -125,7 +128,16 @@ def test_every_function_in_a_code_view_ran(page, query, click):
         at.run()
         assert_no_exception(at)
     _clear_caches()
-    action = at.button(key=click).click().run if click else at.run
+    action = at.run
+    if click:
+        def action():
+            at.button(key=click).click().run()
+            pause = click.replace("start", "pause")
+            for _ in range(200):  # a live page: run until its training has finished (Pause greys out)
+                if not any(b.key == pause and not b.disabled for b in at.button):
+                    break
+                at.run()
+            assert not any(b.key == pause and not b.disabled for b in at.button), "still training"
     called, shown = _profiled(action)
     assert_no_exception(at)
     assert shown, "the page showed no code at all"
