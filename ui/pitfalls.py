@@ -1,5 +1,12 @@
-"""Streamlit pieces of the Pitfalls page: a pitfall's header, its code side by side, the
-"why" box, caught errors, rows of heatmaps, the overview cards and the pitfall menu.
+"""Streamlit pieces of the Pitfalls page (pages/10_pitfalls.py).
+
+* layout: a pitfall's header, its code side by side, the "why" box, caught errors, rows of
+  heatmaps, widgets whose bounds come from PitfallsSettings' field specs, the menu, the overview;
+* caches: `demo(key, *args)` and `names_demo(key, *args)` run `core.pitfalls.<key>.demo` once
+  per argument set (every demo is deterministic in its arguments);
+* the SGD/AdamW race: `race_panel` keeps the session's `core.pitfalls.sgd.OptimizerRace` and hands
+  it to the app's one live-training fragment (`ui.live.live_fragment`), which trains it a slice
+  per tick; finished races are kept for every session (`finished_races`).
 
 The numbers come from core.pitfalls, the charts from core.viz.pitfalls; this module only lays
 them out. "Show the code" is literal: `side_by_side` shows the real source of the functions that
