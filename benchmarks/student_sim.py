@@ -1144,7 +1144,7 @@ def summarise(result: dict, stats: Stats, server: Server, tmp: Path, args: argpa
 def soak_report(stats: Stats) -> list[dict]:
     """Per trainer: the step it had, what it downloaded, what the upload restored (and a check of
     the downloaded bytes with core.checkpoints, outside the app)."""
-    from core import live
+    from core import runs
 
     out = []
     for name, soak in sorted(stats.soak.items()):
@@ -1152,7 +1152,7 @@ def soak_report(stats: Stats) -> list[dict]:
         data = soak.get("checkpoint")
         if data:
             try:
-                run = live.run_from_checkpoint(data, "names-gpt.pt")
+                run = runs.run_from_checkpoint(data, "names-gpt.pt")
                 entry["checkpoint_step"] = run.step
                 entry["checkpoint_val_loss"] = (round(run.trainer.last_val_loss, 4)
                                                 if run.trainer.last_val_loss is not None else None)

@@ -35,7 +35,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 import torch  # noqa: E402
 
-from core import budget, live  # noqa: E402
+from core import budget, runs, train_settings  # noqa: E402
 from core.engine import Trainer  # noqa: E402
 
 
@@ -52,20 +52,20 @@ def _page_loop():
     return ui_live, training
 
 
-def headless_rate(settings: live.TrainSettings, steps: int) -> float:
+def headless_rate(settings: train_settings.TrainSettings, steps: int) -> float:
     """Steps per wall-clock second of the bare engine (validation passes included)."""
-    trainer = Trainer(live.to_train_config(settings), live.names_data(settings.context_size))
+    trainer = Trainer(train_settings.to_train_config(settings), runs.names_data(settings.context_size))
     start = time.perf_counter()
     trainer.train(n_steps=steps)
     return steps / (time.perf_counter() - start)
 
 
-def live_rate(page, settings: live.TrainSettings, steps: int, owner: str) -> tuple[float, float]:
+def live_rate(page, settings: train_settings.TrainSettings, steps: int, owner: str) -> tuple[float, float]:
     """Steps per wall-clock second through the page's tick, and the share of time spent drawing."""
     ui_live, training = page
-    book = live.RunBook(owner=owner)
+    book = runs.RunBook(owner=owner)
     run = book.create(settings)
-    live.start(run)
+    runs.start(run)
     start = time.perf_counter()
     while run.step < steps and run.active:
         ui_live.tick(run, lambda: training.draw_live(book, settings), ui_live.SLICE_S,
@@ -78,10 +78,10 @@ def live_rate(page, settings: live.TrainSettings, steps: int, owner: str) -> tup
 def preset_race(slice_s: float, name: str, limit_s: float, target: float) -> dict:
     """Train a preset through the live-training protocol, a slice at a time in a training slot
     as the page does, for at most `limit_s` wall seconds."""
-    settings = live.preset_settings(name)
+    settings = train_settings.preset_settings(name)
     owner = f"race-{name}"
-    run = live.RunBook(owner=owner).create(settings)
-    live.start(run)
+    run = runs.RunBook(owner=owner).create(settings)
+    runs.start(run)
     start = time.perf_counter()
     reached_at = None
     seen = 0
@@ -123,9 +123,9 @@ def main() -> None:
         budget.configure_torch_threads()
     page = _page_loop()
     ui_live = page[0]
-    settings = live.preset_settings("quick_demo")
+    settings = train_settings.preset_settings("quick_demo")
     settings.max_steps = max(settings.max_steps, args.steps + 1)
-    live.names_data(settings.context_size)  # load the data once, outside the timings
+    runs.names_data(settings.context_size)  # load the data once, outside the timings
     headless_rate(settings, 20)  # warm-up: first-call costs of torch
 
     headless, live_rates, draw_shares = [], [], []

@@ -1,6 +1,6 @@
 """Live training in Streamlit: the session's runs, the run controls and the ticking fragment.
 
-A `core.live.RunBook` lives in `st.session_state` (never in a module global), so every session has
+A `core.runs.RunBook` lives in `st.session_state` (never in a module global), so every session has
 its own runs and they are freed when the session ends. Nothing trains on its own in the
 background: while the current run is "running", the live fragment (`ui.live.live_fragment`) trains
 one short slice per tick (inside a global training slot) and `draw_live` redraws the curve from the
@@ -19,7 +19,7 @@ import re
 import altair as alt
 import streamlit as st
 
-from core import budget, live, viz as charts
+from core import budget, live as gpt_charts, runs, train_settings, viz as charts
 from ui import state
 from ui.live import leave_queue, live_fragment, session_owner
 
@@ -36,28 +36,28 @@ STATUS_TEXT = {
 }
 
 
-def runbook() -> live.RunBook:
+def runbook() -> runs.RunBook:
     """This session's runs (created on first use)."""
     if RUNBOOK_KEY not in st.session_state:
-        st.session_state[RUNBOOK_KEY] = live.RunBook(owner=session_owner())
+        st.session_state[RUNBOOK_KEY] = runs.RunBook(owner=session_owner())
     return st.session_state[RUNBOOK_KEY]
 
 
 # ----------------------------------------------------------------------------------- controls
 
 
-def start_new_run(book: live.RunBook, settings: live.TrainSettings) -> live.Run | None:
+def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) -> runs.Run | None:
     """Create a run from `settings` and start it; show why not if it cannot run."""
     try:
         run = book.create(settings)
-        live.start(run)
+        runs.start(run)
     except ValueError as exc:
         st.error(f"Training not started: {exc}", icon="🚫")
         return None
     return run
 
 
-def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: bool) -> None:
+def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, blocked: bool) -> None:
     """Start / pause / resume / stop / reset / break it. Each click reruns the whole page, so the
     ticking fragment starts or stops with it."""
     run = book.current
@@ -72,7 +72,7 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
     with cols[1]:
         if status == "running":
             if st.button("Pause", key="train.pause", icon=":material/pause:"):
-                live.pause(run)
+                runs.pause(run)
                 leave_queue()
                 st.rerun()
         else:
@@ -84,7 +84,7 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
         if st.button("Stop", key="train.stop", icon=":material/stop:",
                      disabled=status not in ("running", "paused", "idle"),
                      help="End this run where it is; its model stays available to sample and download."):
-            live.stop(run)
+            runs.stop(run)
             leave_queue()
             st.rerun()
     with cols[3]:
@@ -102,16 +102,16 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
                 st.rerun()
 
 
-def _resume(run: live.Run) -> bool:
+def _resume(run: runs.Run) -> bool:
     try:
-        live.start(run)
+        runs.start(run)
     except ValueError as exc:
         st.error(str(exc), icon="🚫")
         return False
     return True
 
 
-def continue_controls(book: live.RunBook) -> None:
+def continue_controls(book: runs.RunBook) -> None:
     """For a finished, stopped or uploaded run: train some more steps."""
     run = book.current
     finished = run is not None and (run.status in ("done", "stopped")
@@ -126,8 +126,8 @@ def continue_controls(book: live.RunBook) -> None:
         st.write("")
         if st.button(f"Train {int(extra):,} more steps", key="train.extend", icon=":material/fast_forward:"):
             try:
-                live.extend(run, int(extra))
-                live.start(run)
+                runs.extend(run, int(extra))
+                runs.start(run)
             except ValueError as exc:
                 st.error(str(exc), icon="🚫")
             else:
@@ -137,17 +137,17 @@ def continue_controls(book: live.RunBook) -> None:
 # ----------------------------------------------------------------------------------- live panel
 
 
-def live_panel(book: live.RunBook, settings: live.TrainSettings) -> None:
+def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
     """The live fragment over the current run: ticks while it trains, else draws once."""
     run = book.current
     live_fragment("train.live", run, lambda: draw_live(book, settings),
                   running=(lambda: run.active) if run is not None else False)
 
 
-def draw_live(book: live.RunBook, settings: live.TrainSettings) -> None:
+def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
     """The Train page's live view: progress and metrics, the loss curve, the sampled names."""
     run = book.current
-    view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
+    view = gpt_charts.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
     if run is None:
         st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
@@ -160,7 +160,7 @@ def draw_live(book: live.RunBook, settings: live.TrainSettings) -> None:
         _samples(run)
 
 
-def _loss_chart(view: live.ChartView, caption: str) -> None:
+def _loss_chart(view: gpt_charts.ChartView, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
@@ -170,7 +170,7 @@ def _loss_chart(view: live.ChartView, caption: str) -> None:
     st.caption(caption)
     lecture = state.lecture_mode()
     frame, vocab_size = view.frame.copy(), view.vocab_size
-    _downloads(lambda: live.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
+    _downloads(lambda: gpt_charts.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
                "Names GPT: loss", caption, "names-gpt-loss", "train.loss", lecture)
 
 
@@ -230,14 +230,14 @@ def _fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def _progress(run: live.Run) -> None:
+def _progress(run: runs.Run) -> None:
     status = STATUS_TEXT.get(run.status, run.status)
     text = (f"{run.label} · {status} · step {run.step:,} of {run.max_steps:,} · "
             f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
             f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
     st.progress(run.progress, text=text)
     history = run.history
-    smoothed = live.smooth(history["train_loss"])
+    smoothed = runs.smooth(history["train_loss"])
     cols = st.columns(5)
     cols[0].metric("Step", f"{run.step:,}")
     cols[1].metric("Train loss", f"{smoothed[-1]:.3f}" if len(smoothed) else "–",
@@ -260,15 +260,15 @@ def _compact(value: float) -> str:
     return f"{value / 1000:,.1f}k" if value >= 10_000 else f"{value:,.0f}"
 
 
-def _chart_caption(book: live.RunBook, settings: live.TrainSettings) -> str:
-    runs = live.chart_runs(book, settings.overlay)
-    described = "; ".join(f"{r.label}: {_run_summary(r)}" for r in runs)
+def _chart_caption(book: runs.RunBook, settings: train_settings.TrainSettings) -> str:
+    shown = runs.chart_runs(book, settings.overlay)
+    described = "; ".join(f"{r.label}: {_run_summary(r)}" for r in shown)
     return ("Cross-entropy per character (nats). Faint: each step's training batch; solid: its "
             "smoothed trend; dashed with dots: the validation split (10% of the names, never "
             f"trained on). Grey rule: a uniform guess. Runs: {described}.")
 
 
-def _run_summary(run: live.Run) -> str:
+def _run_summary(run: runs.Run) -> str:
     s = run.settings
     return (f"{s.n_layer} layers × {s.n_head} heads, d_embed {s.d_embed}, d_ff {s.d_ff}, "
             f"context {s.context_size}, dropout {s.dropout:g}, {s.optimizer.upper() if s.optimizer == 'sgd' else 'AdamW'} "
@@ -276,7 +276,7 @@ def _run_summary(run: live.Run) -> str:
             f"step {run.step:,}")
 
 
-def _samples(run: live.Run) -> None:
+def _samples(run: runs.Run) -> None:
     if not run.samples:
         return
     shown = " · ".join(f"**{s.name or '(empty)'}**" + (" :gray[(in data)]" if s.label != "new" else "")
@@ -288,7 +288,7 @@ def _samples(run: live.Run) -> None:
 # ----------------------------------------------------------------------------------- checkpoints
 
 
-def checkpoint_panel(book: live.RunBook) -> None:
+def checkpoint_panel(book: runs.RunBook) -> None:
     """Download the current model; upload one to continue training or to sample."""
     run = book.current
     left, right = st.columns(2)
@@ -296,7 +296,7 @@ def checkpoint_panel(book: live.RunBook) -> None:
         st.markdown("**Download the model**")
         can_save = run is not None and run.step > 0
         st.download_button(
-            "Download checkpoint (.pt)", data=(lambda: live.run_to_checkpoint(run)) if can_save else b"",
+            "Download checkpoint (.pt)", data=(lambda: runs.run_to_checkpoint(run)) if can_save else b"",
             file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
             mime="application/octet-stream", key="train.download", on_click="ignore",
             disabled=not can_save, icon=":material/download:",
@@ -307,9 +307,9 @@ def checkpoint_panel(book: live.RunBook) -> None:
         upload_panel(book)
 
 
-def upload_panel(book: live.RunBook) -> None:
+def upload_panel(book: runs.RunBook) -> None:
     """File uploader for a checkpoint; errors are clear and never touch the current model."""
-    max_mb = math.ceil(live.UPLOAD_MAX_BYTES / 1e6)
+    max_mb = math.ceil(runs.UPLOAD_MAX_BYTES / 1e6)
     upload = st.file_uploader("Upload a checkpoint (.pt) to continue training or to sample",
                               type=["pt"], key=UPLOAD_KEY, max_upload_size=max_mb + 1,
                               help=f"A file downloaded from this page (at most {max_mb} MB). "
@@ -321,7 +321,7 @@ def upload_panel(book: live.RunBook) -> None:
         for old_id in list(results)[:-4]:  # keep the outcome of the last few files only
             del results[old_id]
         try:
-            run = live.run_from_checkpoint(upload.getvalue(), upload.name)
+            run = runs.run_from_checkpoint(upload.getvalue(), upload.name)
         except ValueError as exc:  # CheckpointError is a ValueError
             results[upload.file_id] = ("error", f"Checkpoint not loaded: {exc}. "
                                                 "Your current model is unchanged.")
@@ -345,7 +345,7 @@ def upload_panel(book: live.RunBook) -> None:
 # ----------------------------------------------------------------------------------- other pages
 
 
-def model_picker(book: live.RunBook, key: str) -> live.Run | None:
+def model_picker(book: runs.RunBook, key: str) -> runs.Run | None:
     """Select box of the session's trained runs (newest first); None when there is none."""
     runs = book.trained()
     if not runs:
@@ -365,7 +365,7 @@ def model_picker(book: live.RunBook, key: str) -> live.Run | None:
     return run
 
 
-def _picker_label(run: live.Run | None) -> str:
+def _picker_label(run: runs.Run | None) -> str:
     if run is None:
         return "?"
     val = run.trainer.last_val_loss
@@ -373,14 +373,14 @@ def _picker_label(run: live.Run | None) -> str:
             + (f" · val {val:.3f}" if val is not None else ""))
 
 
-def empty_state(book: live.RunBook, what: str) -> None:
+def empty_state(book: runs.RunBook, what: str) -> None:
     """No model yet: say so, and offer to train the quick demo (it opens the Train page)."""
     st.info(f"There is no trained model in this session yet, so there is nothing to {what}. "
             "Train one on the **Train the names GPT** page (the quick demo takes about 30 s), "
             "or upload a checkpoint there.", icon=":material/info:")
     if st.button("Train the quick demo now", key=f"empty.{what}.quick", type="primary",
                  icon=":material/model_training:"):
-        settings = live.preset_settings("quick_demo")
+        settings = train_settings.preset_settings("quick_demo")
         state.replace_settings("train", settings)
         if start_new_run(book, settings) is not None:
             st.switch_page(TRAIN_PAGE)

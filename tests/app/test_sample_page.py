@@ -3,7 +3,8 @@ bars, bad input, the URL."""
 
 from __future__ import annotations
 
-from core import live, settings as core_settings
+from core import settings as core_settings, train_settings
+from core.lessons import sample_names
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.test_train_page import (  # noqa: F401 - one_thread is an autouse fixture
     book_of, chart_rows, chart_titles, one_thread, texts, tiny_trained_book)
@@ -33,8 +34,8 @@ def test_without_a_model_the_page_explains_and_offers_the_quick_demo():
     assert_no_exception(at)
     run = book_of(at).current
     assert run is not None and run.status == "running"
-    assert live.matching_preset(run.settings) == "quick_demo"
-    assert at.session_state["train"] == live.preset_settings("quick_demo")
+    assert train_settings.matching_preset(run.settings) == "quick_demo"
+    assert at.session_state["train"] == train_settings.preset_settings("quick_demo")
     assert "Start" in [b.label for b in at.button]  # we are on the Train page now
 
 
@@ -44,7 +45,7 @@ def test_names_are_sampled_labelled_and_shared():
     run = book.current
     shown = names(at)
     assert len(shown) == 20
-    expected = live.sample_for_page(run, live.SampleSettings())
+    expected = sample_names.sample_for_page(run, sample_names.SampleSettings())
     assert shown == [s.name or "(empty)" for s in expected]
     wheres = list(at.dataframe[0].value["where"])
     assert set(wheres) <= {"new", "in the training split", "in the validation split"}
@@ -58,7 +59,7 @@ def test_every_control_changes_the_names():
     at = with_model()
     at.number_input(key=_key(at, "n")).set_value(7).run()
     run = book_of(at).current
-    expected = live.sample_for_page(run, live.SampleSettings(n=7))
+    expected = sample_names.sample_for_page(run, sample_names.SampleSettings(n=7))
     assert len(names(at)) == 7 and names(at) == [s.name or "(empty)" for s in expected]
     at.number_input(key=_key(at, "seed")).set_value(5).run()
     reseeded = names(at)
@@ -87,7 +88,7 @@ def test_bad_prefix_gets_a_message_and_keeps_the_last_names():
 def test_a_chosen_name_shows_its_step_by_step_probabilities():
     at = with_model()
     run = book_of(at).current
-    samples = live.sample_for_page(run, live.SampleSettings())
+    samples = sample_names.sample_for_page(run, sample_names.SampleSettings())
     index = next(i for i, s in enumerate(samples) if len(s.name) >= 3)
     at.selectbox(key=_key(at, "chosen")).set_value(index).run()
     name = samples[index].name
