@@ -28,7 +28,11 @@ def show_chart(chart, *, name: str, caption: str, title: str = "", key: str | No
     `title` is the human title of the downloaded figure and its file name (default: the chart's
     own title, else `name`)."""
     lecture = lecture_mode()
-    st.altair_chart(viz.themed(chart, lecture), width="content")
+    spec = viz.vega_spec(chart, lecture)
+    if spec is None:  # tables inside layers: Altair serialises them (slower, same picture)
+        st.altair_chart(viz.themed(chart, lecture), width="content")
+    else:
+        st.vega_lite_chart(spec=spec, width="content")
     st.caption(caption)
     if downloads:
         download_buttons(lambda: chart, title=title or viz.chart_title(chart) or name, caption=caption,

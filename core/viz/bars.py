@@ -43,21 +43,23 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
     colors = palette(lecture)
     grouped = len(series) > 1
     y_scale = alt.Scale(domain=list(domain)) if domain else alt.Scale()
-    enc = dict(x=alt.X("label:N", sort=names, title=x_title,
+    enc = dict(x=alt.X(field="label", type="nominal", sort=names, title=x_title,
                        axis=alt.Axis(labelAngle=-40 if len(names) > 6 else 0)),
-               y=alt.Y("value:Q", title=y_title, scale=y_scale))
+               y=alt.Y(field="value", type="quantitative", title=y_title, scale=y_scale))
     if grouped:
-        enc["xOffset"] = alt.XOffset("kind:N", sort=list(series))
+        enc["xOffset"] = alt.XOffset(field="kind", type="nominal", sort=list(series))
     base = alt.Chart().encode(**enc)
-    color = alt.Color("kind:N", sort=list(series), scale=alt.Scale(range=colors), title=None,
-                      legend=alt.Legend(orient="top")) if grouped else \
-        alt.condition("datum.highlight", alt.value(colors[1]), alt.value(colors[0]))
-    tooltip = ["label:N"] + (["kind:N"] if grouped else []) + [alt.Tooltip("text:N", title="value")]
+    color = alt.Color(field="kind", type="nominal", sort=list(series), scale=alt.Scale(range=colors),
+                      title=None, legend=alt.Legend(orient="top")) if grouped else \
+        alt.ColorValue(colors[0], condition={"test": "datum.highlight", "value": colors[1]})
+    tooltip = [alt.Tooltip(field="label", type="nominal")] + \
+        ([alt.Tooltip(field="kind", type="nominal")] if grouped else []) + \
+        [alt.Tooltip(field="text", type="nominal", title="value")]
     layers = [base.mark_bar().encode(color=color, tooltip=tooltip)]
     if len(names) <= max_labels:
         font = font_sizes(lecture)["text"] - (2 if grouped else 1)
         layers.append(base.mark_text(dy=-8, fontSize=max(font, 14) if lecture else font)
-                      .encode(text="text:N"))
+                      .encode(text=alt.Text(field="text", type="nominal")))
     width = width or max(240, min(56 * len(names) * (len(series) if grouped else 1), 700))
     return alt.LayerChart(data=df, layer=layers, title=title, width=width, height=height)
 
@@ -75,12 +77,15 @@ def hbar_chart(values, labels: Sequence[str], *, texts: Sequence[str] | None = N
     df = pd.DataFrame({"label": names, "value": values,
                        "text": list(texts) if texts is not None else [f"{v:.3g}" for v in values]})
     base = alt.Chart().encode(
-        y=alt.Y("label:N", sort=names, title=None, axis=alt.Axis(labelOverlap=False)),
-        x=alt.X("value:Q", title=x_title, scale=alt.Scale(domain=list(domain)) if domain else alt.Scale(),
+        y=alt.Y(field="label", type="nominal", sort=names, title=None, axis=alt.Axis(labelOverlap=False)),
+        x=alt.X(field="value", type="quantitative", title=x_title,
+                scale=alt.Scale(domain=list(domain)) if domain else alt.Scale(),
                 axis=alt.Axis(format=x_format) if x_format else alt.Axis()))
-    bars = base.mark_bar().encode(color=alt.Color("label:N", sort=names, legend=None,
-                                                  scale=alt.Scale(range=palette(lecture)[:len(names)])))
-    text = base.mark_text(align="left", dx=4, fontSize=16 if lecture else 12).encode(text="text:N")
+    bars = base.mark_bar().encode(color=alt.Color(
+        field="label", type="nominal", sort=names, legend=None,
+        scale=alt.Scale(range=palette(lecture)[:len(names)])))
+    text = base.mark_text(align="left", dx=4, fontSize=16 if lecture else 12).encode(
+        text=alt.Text(field="text", type="nominal"))
     row_px = row_px or (42 if lecture else 32)
     return alt.LayerChart(data=df, layer=[bars, text], title=title, width=width,
                           height=row_px * len(names))
@@ -91,11 +96,12 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str, group: str | None =
             title: str = "", lecture: bool = False, x_title: str | None = None,
             y_title: str | None = None, width: int = 480, height: int = 400) -> alt.LayerChart:
     """Labelled points (e.g. a 2-D PCA of embeddings), coloured by group."""
-    color = alt.Color(f"{group}:N", scale=alt.Scale(range=palette(lecture)), title=None) \
-        if group else alt.value(palette(lecture)[0])
-    base = alt.Chart(df).encode(x=alt.X(f"{x}:Q", title=x_title or x),
-                                y=alt.Y(f"{y}:Q", title=y_title or y))
-    points = base.mark_circle(size=160 if lecture else 90).encode(color=color, tooltip=[f"{label}:N"])
+    color = alt.Color(field=group, type="nominal", scale=alt.Scale(range=palette(lecture)), title=None) \
+        if group else alt.ColorValue(palette(lecture)[0])
+    base = alt.Chart().encode(x=alt.X(field=x, type="quantitative", title=x_title or x),
+                              y=alt.Y(field=y, type="quantitative", title=y_title or y))
+    points = base.mark_circle(size=160 if lecture else 90).encode(
+        color=color, tooltip=[alt.Tooltip(field=label, type="nominal")])
     text = base.mark_text(dx=10, align="left", fontSize=font_sizes(lecture)["text"]).encode(
-        text=f"{label}:N")
-    return alt.layer(points, text).properties(title=title, width=width, height=height)
+        text=alt.Text(field=label, type="nominal"))
+    return alt.LayerChart(data=df, layer=[points, text], title=title, width=width, height=height)

@@ -17,6 +17,7 @@ import pandas as pd
 from core.viz.theme import (HIGHLIGHT, LECTURE_MIN_VALUE_PX, MASKED_GREY, diverging_scheme,
                             fast_build, font_sizes, format_value, sequential_scheme, unique_labels)
 
+MAX_CELL = 110  # px: the largest cell `fill_width` makes (a 2x2 matrix should not fill a wall)
 MAX_VALUE_CELLS = 24  # beyond this many columns the numbers are hidden (colours and tooltips stay)
 CHAR_PX = {False: 7, True: 10}  # rough width of one digit at the cell font size (normal, lecture)
 
@@ -112,7 +113,8 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
             max_width: int = 640, special=None, masked=None, highlight_row: int | None = None,
             highlight_col: int | None = None, highlight_cells: Sequence[tuple[int, int]] | None = None,
             facets=None, facet_columns: int | None = None, row_axis: bool = True,
-            x_on_top: bool = False, legend: bool | None = None) -> alt.TopLevelMixin:
+            x_on_top: bool = False, legend: bool | None = None,
+            fill_width: int | None = None) -> alt.TopLevelMixin:
     """A labelled heatmap with the value written in each cell when it fits; −∞ cells are grey.
 
     `matrix`: 2-D (rows, cols); 3-D (panels, rows, cols) with `facets` = one name per panel
@@ -122,8 +124,10 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     ("−∞", "✕", "0/0"). `masked`: booleans; True cells are grey but keep their value in the tooltip.
     `diverging`: signed values, symmetric domain around 0 unless `domain` is given.
     `cell`: side of a square cell in px (`cell_w`/`cell_h` fix each side); by default cells grow
-    to fit their numbers, up to `max_width` for the panel. Numbers are hidden (a colour legend is
-    shown instead) when `show_values` is False or they do not fit.
+    to fit their numbers, up to `max_width` for the panel. `fill_width` (px, e.g. the page width
+    in lecture mode) grows square cells until the panel is that wide (at most MAX_CELL each).
+    Numbers are hidden (a colour legend is shown instead) when `show_values` is False or they do
+    not fit.
     """
     values = np.asarray(matrix, dtype=np.float64)
     df = _frame(values, row_labels, col_labels, fmt, special, masked, facets)
@@ -134,6 +138,9 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
 
     base_cell = cell or (54 if lecture else 44)
     base_cell = max(14, min(base_cell, int(max_width / max(n_cols, 1))))
+    if fill_width and not cell:  # a small matrix on a projector: use the width there is
+        max_width = max(max_width, fill_width)
+        base_cell = max(base_cell, min(MAX_CELL, int(fill_width / max(n_cols, 1))))
     needed_w = chars * char_px + 8  # the widest number, with a margin
     fits = n_cols <= MAX_VALUE_CELLS and needed_w * n_cols <= max_width
     # a fixed cell width must hold the numbers; otherwise cells widen to fit them
@@ -152,36 +159,40 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     rows = list(dict.fromkeys(df["row"]))
     cols = list(dict.fromkeys(df["col"]))
     angle = -40 if (n_cols > 6 and max(len(c) for c in cols) * char_px > width - 4) else 0
+    # channels are built from field/type keywords and conditions from plain dicts: Altair parses
+    # shorthands ("col:N") and alt.condition through its JSON schema even outside debug mode
     base = alt.Chart().encode(
-        x=alt.X("col:N", sort=cols, title=x_title,
+        x=alt.X(field="col", type="nominal", sort=cols, title=x_title,
                 axis=alt.Axis(labelAngle=angle, labelOverlap=False,
                               orient="top" if x_on_top else "bottom")),
         # row_axis=False: a panel to the right of one that already names the rows
-        y=alt.Y("row:N", sort=rows, title=y_title if row_axis else None,
+        y=alt.Y(field="row", type="nominal", sort=rows, title=y_title if row_axis else None,
                 axis=alt.Axis(labelOverlap=False) if row_axis else alt.Axis(labels=False, ticks=False)),
-        tooltip=[alt.Tooltip("row:N", title=y_title or "row"),
-                 alt.Tooltip("col:N", title=x_title or "column"),
-                 alt.Tooltip("label:N", title="value")])
+        tooltip=[alt.Tooltip(field="row", type="nominal", title=y_title or "row"),
+                 alt.Tooltip(field="col", type="nominal", title=x_title or "column"),
+                 alt.Tooltip(field="label", type="nominal", title="value")])
     rect = base.mark_rect(stroke="white").encode(
-        color=alt.condition("datum.finite",
-                            alt.Color("value:Q", scale=scale, title=None,
-                                      legend=alt.Legend() if show_legend else None),
-                            alt.value(MASKED_GREY)))
+        color=alt.ColorValue(MASKED_GREY, condition={
+            "test": "datum.finite", "field": "value", "type": "quantitative",
+            "scale": scale.to_dict(validate=False), "title": None,
+            "legend": alt.Legend().to_dict(validate=False) if show_legend else None}))
     layers = [rect]
     outlined = _outlined(df, highlight_row, highlight_col, highlight_cells)
     if outlined.any():
         df["outlined"] = outlined
         # same data as the cells (one dataset to send); only the chosen cells get a visible stroke
         layers.append(base.mark_rect(fill=None, stroke=HIGHLIGHT, strokeWidth=3 if lecture else 2)
-                      .encode(strokeOpacity=alt.condition("datum.outlined", alt.value(1), alt.value(0))))
+                      .encode(strokeOpacity=alt.StrokeOpacityValue(0, condition={
+                          "test": "datum.outlined", "value": 1})))
     if show:
         layers.append(_value_text(base, finite_vals, domain, scheme, diverging, lecture,
                                   size["text"] if width >= 44 else size["text"] - 3))
     # the data sits on the layer chart, not on each layer: Altair would otherwise hash every
     # layer's DataFrame to merge them, the slowest part of building a chart
+    if values.ndim == 2:  # everything in the constructor: each later copy deep-copies the layers
+        return alt.LayerChart(data=df, layer=layers, title=title, width=width * n_cols,
+                              height=height * n_rows)
     chart = alt.LayerChart(data=df, layer=layers, width=width * n_cols, height=height * n_rows)
-    if values.ndim == 2:
-        return chart.properties(title=title)
     return _faceted(chart, df, values.ndim, facet_columns, lecture, title)
 
 
@@ -200,7 +211,8 @@ def _value_text(base: alt.Chart, finite_vals: pd.Series, domain, scheme: str, di
         # the dark end is high for "blues"-like schemes, low for "viridis"
         dark = f"datum.finite && datum.value {'<' if scheme in ('viridis', 'magma', 'inferno', 'plasma', 'cividis') else '>'} {mid!r}"
     return base.mark_text(fontSize=font).encode(
-        text="label:N", color=alt.condition(dark, alt.value("white"), alt.value("black")))
+        text=alt.Text(field="label", type="nominal"),
+        color=alt.ColorValue("black", condition={"test": dark, "value": "white"}))
 
 
 def _faceted(chart: alt.LayerChart, df: pd.DataFrame, ndim: int, columns: int | None,
@@ -209,11 +221,14 @@ def _faceted(chart: alt.LayerChart, df: pd.DataFrame, ndim: int, columns: int | 
     header = alt.Header(labelFontSize=16 if lecture else 12, labelFontWeight="bold", title=None)
     col_order = list(dict.fromkeys(df["facet"]))
     if ndim == 3:
-        faceted = chart.facet(facet=alt.Facet("facet:N", sort=col_order, header=header, title=None),
+        faceted = chart.facet(facet=alt.Facet(field="facet", type="nominal", sort=col_order,
+                                              header=header, title=None),
                               columns=columns or len(col_order), spacing=12)
     else:
         row_order = list(dict.fromkeys(df["facet_row"]))
-        faceted = chart.facet(row=alt.Row("facet_row:N", sort=row_order, header=header, title=None),
-                              column=alt.Column("facet:N", sort=col_order, header=header, title=None),
+        faceted = chart.facet(row=alt.Row(field="facet_row", type="nominal", sort=row_order,
+                                          header=header, title=None),
+                              column=alt.Column(field="facet", type="nominal", sort=col_order,
+                                                header=header, title=None),
                               spacing=10)
     return faceted.properties(title=title)

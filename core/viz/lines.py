@@ -19,20 +19,28 @@ def line_chart(df: pd.DataFrame, *, x: str, y: str, series: str, title: str = ""
     `series` picks the colour, `dash` (a column) the dash pattern; `log_y` a log y scale;
     `rule` = (y value, text) draws a dashed reference line with its text (e.g. the loss of a
     uniform guess)."""
-    enc = dict(x=alt.X(f"{x}:Q", title=x_title or x),
-               y=alt.Y(f"{y}:Q", title=y_title or y,
+    color_range = palette(lecture)
+    enc = dict(x=alt.X(field=x, type="quantitative", title=x_title or x),
+               y=alt.Y(field=y, type="quantitative", title=y_title or y,
                        scale=alt.Scale(type="log") if log_y else alt.Scale(zero=False)),
-               color=alt.Color(f"{series}:N", scale=alt.Scale(range=palette(lecture)), title=None),
-               tooltip=[f"{series}:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=y_format)])
+               color=alt.Color(field=series, type="nominal", scale=alt.Scale(range=color_range),
+                               title=None),
+               tooltip=[alt.Tooltip(field=series, type="nominal"),
+                        alt.Tooltip(field=x, type="quantitative"),
+                        alt.Tooltip(field=y, type="quantitative", format=y_format)])
     if dash:
-        enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None)
-    chart = alt.Chart(df).mark_line(point=points, strokeWidth=3 if lecture else 2).encode(**enc)
+        enc["strokeDash"] = alt.StrokeDash(field=dash, type="nominal", title=None)
     if rule is None:
-        return chart.properties(title=title, width=width, height=height)
+        return alt.Chart(df, title=title, width=width, height=height).mark_line(
+            point=points, strokeWidth=3 if lecture else 2).encode(**enc)
     value, text = rule
     rule_data = alt.InlineData(values=[{"y": float(value), "text": text}])
-    line = alt.Chart(rule_data).mark_rule(color="#888", strokeDash=[2, 3]).encode(y="y:Q")
+    lines = alt.Chart().mark_line(point=points, strokeWidth=3 if lecture else 2).encode(**enc)
+    line = alt.Chart(rule_data).mark_rule(color="#888", strokeDash=[2, 3]).encode(
+        y=alt.Y(field="y", type="quantitative"))
     label = alt.Chart(rule_data).mark_text(align="left", dx=4, dy=-7, color="#444",
                                            fontSize=font_sizes(lecture)["text"] - 1).encode(
-        y="y:Q", x=alt.value(4), text="text:N")
-    return alt.layer(chart, line, label).properties(title=title, width=width, height=height)
+        y=alt.Y(field="y", type="quantitative"), x=alt.XValue(4),
+        text=alt.Text(field="text", type="nominal"))
+    return alt.LayerChart(data=df, layer=[lines, line, label], title=title, width=width,
+                          height=height)

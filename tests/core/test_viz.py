@@ -265,3 +265,90 @@ def test_pending_list_names_real_files():
     for p in _python_files()])
 def test_only_core_viz_imports_altair(path):
     assert not imports_altair(ROOT / path), f"{path} imports altair: move its chart code to core/viz"
+
+
+# ------------------------------------------------------------------------------ the fast path
+def _without_data(spec: dict) -> dict:
+    spec = {k: v for k, v in spec.items() if k not in ("data", "datasets", "$schema")}
+    config = {k: v for k, v in spec.get("config", {}).items() if k != "view"}
+    return {**spec, "config": config}
+
+
+@pytest.mark.parametrize("build", [
+    lambda: viz.heatmap(np.eye(3), list("abc"), list("abc"), highlight_row=1, title="t"),
+    lambda: viz.heatmap(np.random.default_rng(0).random((2, 3, 3)), list("abc"), list("abc"),
+                        facets=["h1", "h2"]),
+    lambda: viz.bar_chart([0.2, 0.8], ["a", "b"], highlight=0),
+    lambda: viz.line_chart(pd.DataFrame({"s": [0, 1], "l": [2.0, 1.0], "r": ["a", "a"]}),
+                           x="s", y="l", series="r", rule=(3.0, "uniform")),
+])
+@pytest.mark.parametrize("lecture", [False, True])
+def test_vega_spec_is_the_validated_themed_spec_with_the_table_as_a_frame(build, lecture):
+    chart = build()
+    spec = viz.vega_spec(chart, lecture)
+    (name, frame), = [(k, v) for k, v in spec["datasets"].items() if isinstance(v, pd.DataFrame)]
+    assert frame is chart.data and spec["data"] == {"name": name}
+    assert _without_data(spec) == _without_data(viz.themed(chart, lecture).to_dict(validate=True))
+    assert spec["autosize"] == {"type": "pad"}
+    assert isinstance(chart.data, pd.DataFrame)  # the chart itself is left as it was
+    # the same table gets the same name (the frontend keeps it), another table another name
+    assert set(viz.vega_spec(build(), lecture)["datasets"]) == set(spec["datasets"])
+
+
+def test_vega_spec_leaves_charts_with_tables_in_their_layers_to_altair():
+    import altair as alt
+
+    a = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q")
+    b = alt.Chart(pd.DataFrame({"x": [2]})).mark_rule().encode(x="x:Q")
+    assert viz.vega_spec(alt.layer(a, b)) is None
+    assert viz.vega_spec(a) is not None
+
+
+def test_heatmap_fill_width_uses_the_width_available_within_limits():
+    small = viz.heatmap(np.eye(6), list("abcdef"), list("abcdef"), lecture=True)
+    filled = viz.heatmap(np.eye(6), list("abcdef"), list("abcdef"), lecture=True, fill_width=600)
+    assert small.to_dict()["width"] < 400 <= filled.to_dict()["width"] <= 600
+    assert filled.to_dict()["height"] == filled.to_dict()["width"]  # square cells
+    tiny = viz.heatmap(np.eye(2), list("ab"), list("ab"), fill_width=1200)
+    assert tiny.to_dict()["width"] <= 2 * 110
+    assert len(layers(filled.to_dict())) == 2  # still writes the numbers
+
+
+def _font_sizes_in(spec, path="") -> list[tuple[str, float]]:
+    """Every font size set anywhere in a spec (marks, axes, headers, config), with where."""
+    found = []
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            if key.lower().endswith("fontsize") and isinstance(value, (int, float)):
+                found.append((f"{path}.{key}", value))
+            else:
+                found += _font_sizes_in(value, f"{path}.{key}")
+    elif isinstance(spec, list):
+        for i, value in enumerate(spec):
+            found += _font_sizes_in(value, f"{path}[{i}]")
+    return found
+
+
+@pytest.mark.parametrize("build", [
+    lambda: viz.heatmap(np.random.default_rng(0).random((6, 6)), list("abcdef"), list("abcdef"),
+                        lecture=True, highlight_row=2),
+    lambda: viz.heatmap(np.random.default_rng(0).random((2, 2, 5, 5)), list("abcde"), list("abcde"),
+                        lecture=True, facets=(["layer 1", "layer 2"], ["head 1", "head 2"])),
+    lambda: viz.heatmap(np.eye(30), [str(i) for i in range(30)], [str(i) for i in range(30)],
+                        lecture=True, cell=20),
+    lambda: viz.grouped_bars({"a": [0.1, 0.2], "b": [0.3, 0.4]}, ["x", "y"], lecture=True),
+    lambda: viz.bar_chart([0.1, 0.9], ["x", "y"], lecture=True),
+    lambda: viz.hbar_chart([0.5], ["new"], lecture=True),
+    lambda: viz.line_chart(pd.DataFrame({"s": [0, 1], "l": [2.0, 1.0], "r": ["a", "a"]}),
+                           x="s", y="l", series="r", rule=(3.0, "uniform"), lecture=True),
+    lambda: viz.scatter(pd.DataFrame({"x": [0.0], "y": [1.0], "c": ["a"]}), x="x", y="y",
+                        label="c", lecture=True),
+])
+def test_lecture_mode_holds_its_px_floor_in_every_builder(build):
+    spec = viz.vega_spec(build(), lecture=True)
+    sizes = _font_sizes_in({k: v for k, v in spec.items() if k != "datasets"})
+    assert sizes, "no font sizes found"
+    small = [(where, px) for where, px in sizes if px < viz.LECTURE_MIN_VALUE_PX]
+    assert not small, small
+    axis = spec["config"]["axis"]
+    assert min(axis["labelFontSize"], axis["titleFontSize"]) >= viz.LECTURE_MIN_AXIS_PX
