@@ -158,7 +158,10 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
 
     rows = list(dict.fromkeys(df["row"]))
     cols = list(dict.fromkeys(df["col"]))
-    angle = -40 if (n_cols > 6 and max(len(c) for c in cols) * char_px > width - 4) else 0
+    # slant the column names when the longest is wider than a cell at the axis font (≈0.6 em a
+    # character): level names would run into each other ("Youjourney")
+    label_px = 0.6 * font_sizes(lecture)["label"]
+    angle = -40 if cols and max(len(c) for c in cols) * label_px > width - 4 else 0
     # channels are built from field/type keywords and conditions from plain dicts: Altair parses
     # shorthands ("col:N") and alt.condition through its JSON schema even outside debug mode
     base = alt.Chart().encode(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -238,6 +240,17 @@ def test_spelling():
     at = open_pitfall("spelling")
     assert "module 'core.models' has no attribute 'CasualSelfAttention'" in codes(at)
     assert "<class 'CausalSelfAttention'>" in codes(at)
+
+
+def test_widgets_take_their_label_and_bounds_from_the_settings_spec():
+    rules = {f.name: f.metadata for f in dataclasses.fields(pf.PitfallsSettings)}
+    at = open_pitfall("fit_indent")
+    for field in ("fit_iters", "eval_iters", "seed"):
+        widget = number_input(at, rules[field]["label"])
+        assert (widget.min, widget.max) == (rules[field]["min"], rules[field]["max"]), field
+    slider = open_pitfall("short_names").slider[0]
+    assert slider.label == rules["context_size"]["label"]
+    assert (slider.min, slider.max) == (rules["context_size"]["min"], rules["context_size"]["max"])
 
 
 # ------------------------------------------------------------------ URL, bad links, lessons

@@ -352,3 +352,13 @@ def test_lecture_mode_holds_its_px_floor_in_every_builder(build):
     assert not small, small
     axis = spec["config"]["axis"]
     assert min(axis["labelFontSize"], axis["titleFontSize"]) >= viz.LECTURE_MIN_AXIS_PX
+
+
+def test_heatmap_slants_column_names_wider_than_a_cell():
+    def angle(cols, lecture):
+        spec = viz.heatmap(np.eye(len(cols)), cols, cols, lecture=lecture).to_dict()
+        return layers(spec)[0]["encoding"]["x"]["axis"]["labelAngle"]
+
+    book = ["Your", "journey", "starts", "with", "one", "step"]
+    assert angle(book, lecture=True) != 0  # "journey" at 16 px is wider than a 54 px cell
+    assert angle(list("abcdef"), lecture=True) == 0
