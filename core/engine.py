@@ -45,7 +45,14 @@ class TrainingError(ValueError):
 
 @dataclass
 class TrainConfig:
-    """Everything that defines a training run of the names GPT (besides the data)."""
+    """Everything that defines a training run of the names GPT (besides the data).
+
+    Each field is declared with `spec(default, ...)` (core.settings): its bounds or choices, the
+    label of its control, its group on the Train page, its wording in run labels (`short`), and
+    `none_is` for a None default. The Train page, links, lesson files and run labels derive from
+    it (core/train_settings.py): a new field needs no other edit. A field that is no page control
+    says why with `internal="..."`.
+    """
 
     model: GPTConfig = field(default_factory=GPTConfig)  # architecture (vocab_size is taken from the data)
     # "adamw" or "sgd"; the lecture used SGD, which converges slowly

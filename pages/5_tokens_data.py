@@ -195,8 +195,21 @@ if view is not None:
     st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch")
     if view.n_windows > 60:
         st.caption(f"The first 60 of {view.n_windows:,} windows.")
-    show_code([core_data.count_windows, core_data.sliding_windows, core_data.create_dataloader_v1,
-               tokens_data.build_loader_view])
+    if view.book_first_batch is None:
+        st.caption(f"{END_OF_TEXT} is read as plain text here, so these windows differ on purpose "
+                   "from the book's create_dataloader_v1 (which always reads it as one token).")
+    else:
+        ok = view.book_first_batch
+        st.badge(("Batch 0 is exactly" if ok else "Batch 0 differs from") + " the book's "
+                 f"create_dataloader_v1(text, batch_size={vs.batch_size}, max_length={vs.max_length}, "
+                 f"stride={vs.stride}, shuffle={vs.shuffle}) with seed {vs.seed}",
+                 color="green" if ok else "red",
+                 icon=":material/check_circle:" if ok else ":material/error:")
+    # the functions that made these windows and batches (and, when it ran, the book's loader
+    # they were checked against)
+    show_code([tokens_data.build_loader_view, core_data.count_windows, core_data.sliding_windows]
+              + ([tokens_data.matches_book_loader, core_data.create_dataloader_v1]
+                 if view.book_first_batch is not None else []))
 
 # ---------------------------------------------------------------------------------------------
 st.header("4 · One batch becomes embeddings")

@@ -10,7 +10,7 @@ from core.sampling import label_shares, next_char_distributions, sample_names
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, sync_url
+from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
 LAST_KEY = "sample.last_valid"  # the last names that could be sampled, kept through bad input
@@ -24,20 +24,9 @@ st.markdown(
 
 settings, book, run = training.model_page(PREFIX, lesson.SampleSettings, "sample")
 
-cols = st.columns(5)
-with cols[0]:
-    bound(st.number_input, "How many names", settings, "n", prefix=PREFIX, min_value=1, max_value=200, step=5)
-with cols[1]:
-    bound(st.slider, "Temperature", settings, "temperature", prefix=PREFIX, min_value=0.05, max_value=5.0,
-          step=0.05)
-with cols[2]:
-    bound(st.slider, "Top-k (0 = all)", settings, "top_k", prefix=PREFIX, min_value=0, max_value=27,
-          help="Keep only the k most likely next characters; 0 keeps all 27.")
-with cols[3]:
-    bound(st.text_input, "Prefix", settings, "prefix", prefix=PREFIX, max_chars=20,
-          help="Every name starts with these letters.")
-with cols[4]:
-    bound(st.number_input, "Seed", settings, "seed", prefix=PREFIX, min_value=0, max_value=2**31 - 1, step=1)
+for col, field in zip(st.columns(5), ("n", "temperature", "top_k", "prefix", "seed")):
+    with col:  # each control from its field's declaration in SampleSettings (label, bounds, step)
+        spec_widget(settings, field, prefix=PREFIX)
 
 
 def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> list:

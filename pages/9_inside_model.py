@@ -10,7 +10,7 @@ from core.models import CausalSelfAttention
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, sync_url
+from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "inside"
 
@@ -30,8 +30,8 @@ if settings.head >= config.n_head:
 
 name_col, layer_col, head_col = st.columns([2, 1, 1])
 with name_col:
-    bound(st.text_input, "Name", settings, "name", prefix=PREFIX, max_chars=40,
-          help=f"Letters a–z; the model reads at most {config.context_size} characters, “.” included.")
+    spec_widget(settings, "name", prefix=PREFIX,
+                help=f"Letters a–z; the model reads at most {config.context_size} characters, “.” included.")
 with layer_col:
     bound(st.selectbox, "Layer (enlarged map)", settings, "layer", prefix=PREFIX,
           options=list(range(config.n_layer)), format_func=lambda i: f"layer {i + 1}")

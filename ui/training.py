@@ -12,7 +12,6 @@ waits in session state, and the next tick (or the next visit to the Train page) 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 
 import streamlit as st
@@ -184,9 +183,9 @@ MAX_CACHED_CHARTS = 24
 def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: str) -> None:
     """Like ui.charts.show_chart, but the chart is built and validated once per `cache_key`.
 
-    Altair builds and validates a spec on every rerun (20-90 ms per chart); the Sample and Inside
-    pages draw up to six charts that only change when the model, the name or a setting does, so
-    their specs are kept (as JSON, per session, at most MAX_CACHED_CHARTS) and re-sent as they are.
+    Building a chart and its spec takes 20-90 ms; the Sample and Inside pages draw up to six charts
+    that only change when the model, the name or a setting does, so their specs
+    (`core.viz.vega_spec`) are kept per session (at most MAX_CACHED_CHARTS) and re-sent as they are.
     `name` is the figure's human title (and its downloaded file's name).
     """
     lecture = state.lecture_mode()
@@ -194,14 +193,14 @@ def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: 
     full_key = (key, cache_key, lecture)
     if full_key not in cache:
         chart = build()
-        cache[full_key] = (chart, training_charts.spec_json(chart, lecture))
+        cache[full_key] = (chart, viz.vega_spec(chart, lecture))
         while len(cache) > MAX_CACHED_CHARTS:
             cache.pop(next(iter(cache)))
     chart, spec = cache[full_key]
-    if spec is None:  # a very large map: Streamlit sends its rows (no inline row limit there)
+    if spec is None:  # tables inside layers: Altair serialises them (slower, same picture)
         st.altair_chart(viz.themed(chart, lecture), width="content")
-    else:
-        st.vega_lite_chart(spec=json.loads(spec), width="content")
+    else:  # a fresh top level each time: the kept spec is never changed by a rerun
+        st.vega_lite_chart(spec={**spec, "datasets": dict(spec.get("datasets", {}))}, width="content")
     st.caption(caption)
     download_buttons(lambda: chart, title=name, caption=caption, key=key, lecture=lecture)
 

@@ -87,13 +87,3 @@ def loss_chart_spec(runs: tuple[str, ...], *, vocab_size: int = 27, lecture: boo
                     width: int = 640, height: int = 340) -> dict:
     """The loss chart as a themed Vega-Lite spec without data, built once per set of runs."""
     return json.loads(_loss_spec_json(tuple(runs), vocab_size, lecture, width, height))
-
-
-def spec_json(chart: alt.TopLevelMixin, lecture: bool) -> str | None:
-    """The chart themed for the mode, as Vega-Lite JSON to keep and re-send (a page then skips
-    rebuilding and re-validating it on every rerun); None when its rows exceed Altair's limit for
-    inline data (the page then hands the chart itself to Streamlit, which has no such limit)."""
-    try:
-        return json.dumps(themed(chart, lecture).to_dict())
-    except alt.MaxRowsError:
-        return None

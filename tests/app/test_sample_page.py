@@ -119,3 +119,14 @@ def _key(at, field: str) -> str:
     """The bound widget key of a field of the Sample page's settings."""
     generation = at.session_state["sample.__gen"]
     return f"sample.{generation}.{field}"
+
+
+def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
+    at = open_page(PAGE, query={"top_k": "100", "temperature": "0.5"})  # used to crash the slider (max 27)
+    assert_no_exception(at)
+    assert "top_k must be at most 27" in texts(at.warning)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    assert_no_exception(at)
+    assert at.session_state["sample"].top_k == 0 and at.session_state["sample"].temperature == 0.5
+    assert at.slider(key=_key(at, "top_k")).value == 0
