@@ -114,7 +114,8 @@ def render_mask_after_softmax() -> None:
 
 def render_no_scaling() -> None:
     ui.side_by_side([no_scaling.buggy_unscaled_weights],
-                    [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm], no_scaling.demo)
+                    [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm],
+                    [no_scaling.demo, no_scaling.scaling_run])
     seed = ui.widget(settings, "seed")
     table = ui.demo("no_scaling", seed)
     last = table[table["d_k"] == max(no_scaling.SCALING_DKS)].set_index("version")

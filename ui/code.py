@@ -42,7 +42,7 @@ _recorders: list[list[Callable]] = []  # one list per active recording() (tests 
 
 @contextlib.contextmanager
 def recording():
-    """Collect every function or class passed to show_code while the block runs (for tests)."""
+    """Collect every function or class shown (show_code, note_shown) while the block runs (for tests)."""
     shown: list[Callable] = []
     _recorders.append(shown)
     try:
@@ -51,12 +51,18 @@ def recording():
         _recorders.remove(shown)
 
 
+def note_shown(fns: Iterable[Callable]) -> None:
+    """Tell every active recording() that these functions are on screen. show_code calls it; a
+    page that lays out source its own way (the Pitfalls page's side-by-side columns) calls it too."""
+    for shown in _recorders:
+        shown.extend(fns)
+
+
 def show_code(fns: Callable | Iterable[Callable], label: str = "Show the code",
               expanded: bool = False, note: str | None = None) -> None:
     """An expander with the source of one or more core/ functions (and a `note` above them)."""
     fns = [fns] if callable(fns) else list(fns)
-    for shown in _recorders:
-        shown.extend(fns)
+    note_shown(fns)
     with st.expander(label, expanded=expanded, icon=":material/code:"):
         if note:
             st.markdown(note)

@@ -20,7 +20,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from core import settings as core_settings
+from core import pitfalls as pf, settings as core_settings
 from core.lessons import walkthrough as wt
 from core.lessons.small_lm import SmallLMSettings
 from tests.app.conftest import ENTRY, ROOT, assert_no_exception
@@ -63,8 +63,14 @@ def _cases() -> list:
     # a live run: its curves are computed over the runs of the training, so the profiled action
     # is Start and every run until the race finishes (60 steps: one evaluation at step 50)
     cases.append(pytest.param("pages/6_small_lm.py", small, "small_lm.start", id="6-training"))
+    # every pitfall (the overview shows no code); the race before training and while it trains
+    for key in pf.PITFALLS:
+        cases.append(pytest.param("pages/10_pitfalls.py", {"pitfall": key, "optim_steps": "10"}, None,
+                                  id=f"10-{key}"))
+    cases.append(pytest.param("pages/10_pitfalls.py", {"pitfall": "sgd", "optim_steps": "10"},
+                              "pitfalls.race_start", id="10-sgd-training"))
     pending = {"pages/7_train_gpt.py": "training", "pages/8_sample_names.py": "training",
-               "pages/9_inside_model.py": "training", "pages/10_pitfalls.py": "pitfalls"}
+               "pages/9_inside_model.py": "training"}
     for page, owner in pending.items():
         cases.append(pytest.param(page, {}, None, id=page.split("/")[1].split("_")[0],
                                   marks=pytest.mark.xfail(strict=False,
