@@ -166,7 +166,8 @@ def dropout_step(steps) -> None:
                      caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
     page.numbers_line("row sums =", view.row_sums())
     # the dropout draw runs only in training mode with p > 0
-    steps_code(([causal_attention.book_dropout_keep] if view.active else [])
+    steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
+                if view.active else [])
                + [causal_attention.dropout_view])
 
 
@@ -177,8 +178,8 @@ def context_step(steps) -> None:
                      title="Z", x_title="dimension", y_title="token", highlight_row=query,
                      caption=f"Context vectors; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    st.markdown(f"The first token can only attend to itself, so its context vector is its "
-                f"own value vector" + (" (when the mask is on and nothing is dropped)." if
+    st.markdown("The first token can only attend to itself, so its context vector is its "
+                "own value vector" + (" (when the mask is on and nothing is dropped)." if
                                        settings.causal else "; with the mask off it sees everything."))
     steps_code()
 

@@ -111,26 +111,39 @@ def book_dropout_keep(shape, dropout_p: float, seed: int) -> torch.Tensor:
     return kept != 0  # (H, T, T) bool, True = kept
 
 
+def with_book_dropout(steps: AttentionSteps, dropout_p: float, seed: int,
+                      out_proj: nn.Linear | None = None) -> AttentionSteps:
+    """`steps` (computed without dropout) with the attention weights dropped as the book's
+    nn.Dropout(p) drops them after torch.manual_seed(seed), and every later step recomputed:
+    the kept weights scaled by 1/(1 - p), the context vectors, and `out_proj` (multi-head)."""
+    keep = book_dropout_keep(steps.attn_weights.shape, dropout_p, seed)  # (H, T, T)
+    # zero the dropped weights, scale the kept ones so each weight keeps its expected value
+    dropped = steps.attn_weights * keep * (1.0 / (1.0 - dropout_p))  # (H, T, T)
+    context_per_head = dropped @ steps.values_h  # (H, T, head_dim)
+    num_heads, num_tokens, head_dim = context_per_head.shape
+    context_vec = context_per_head.transpose(0, 1).reshape(num_tokens, num_heads * head_dim)  # (T, d_out)
+    output = context_vec
+    if out_proj is not None:
+        with torch.no_grad():
+            output = out_proj(context_vec)  # (T, d_out)
+    return dataclasses.replace(steps, dropout_keep=keep, attn_weights_dropped=dropped,
+                               context_per_head=context_per_head, context_vec=context_vec,
+                               output=output, dropout_p=dropout_p, training=True)
+
+
 def causal_attention(inputs: torch.Tensor, projection: Projection,
                      settings: WalkthroughSettings) -> AttentionSteps:
     """Page 3: the projection's steps with the page's mask, then dropout as the book draws it.
 
     The steps up to the weights come from `attention_intermediates` (no dropout there); in
-    training mode with p > 0 the weights are dropped with `book_dropout_keep` and scaled by
-    1/(1 - p), as nn.Dropout does, and the context vectors are recomputed from them.
+    training mode with p > 0, `with_book_dropout` drops weights exactly as the book's
+    CausalAttention does after torch.manual_seed(dropout_seed) and recomputes the context.
     """
     steps = attention.attention_intermediates(inputs, **projection.kwargs(), num_heads=1,
                                               causal=settings.causal)
-    p = settings.dropout_p
-    if not (settings.train_mode and p > 0):  # eval mode, or nothing to drop
-        return dataclasses.replace(steps, dropout_p=p, training=settings.train_mode)
-    keep = book_dropout_keep(steps.attn_weights.shape, p, settings.dropout_seed)  # (1, T, T)
-    # zero the dropped weights, scale the kept ones so each weight keeps its expected value
-    dropped = steps.attn_weights * keep * (1.0 / (1.0 - p))  # (1, T, T)
-    context_per_head = dropped @ steps.values_h  # (1, T, d_out)
-    return dataclasses.replace(steps, dropout_keep=keep, attn_weights_dropped=dropped,
-                               context_per_head=context_per_head, context_vec=context_per_head[0],
-                               output=context_per_head[0], dropout_p=p, training=True)
+    if not (settings.train_mode and settings.dropout_p > 0):  # eval mode, or nothing to drop
+        return dataclasses.replace(steps, dropout_p=settings.dropout_p, training=settings.train_mode)
+    return with_book_dropout(steps, settings.dropout_p, settings.dropout_seed)
 
 
 def module_check_train(module, inputs: torch.Tensor, ours: torch.Tensor, seed: int) -> float:

@@ -495,6 +495,18 @@ class TestMultiHead:
         assert result.head_diffs == [0.0, 0.0, 0.0]
         assert torch.equal(result.head_W_query[0], result.head_W_query[2])
 
+    def test_training_mode_drops_as_the_books_class_does(self):
+        for causal in (True, False):
+            s = WalkthroughSettings(d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
+                                    dropout_seed=3, causal=causal)
+            result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
+            assert result.steps.training and not result.steps.dropout_keep.all()
+            assert result.train_module_diff is not None and result.train_module_diff < 1e-12
+            eval_result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64),
+                                                dataclasses.replace(s, train_mode=False), 2)
+            assert eval_result.train_module_diff is None
+            assert (result.steps.output - eval_result.steps.output).abs().max() > 1e-3  # dropout acts
+
     def test_mask_off_follows_the_setting(self):
         s = WalkthroughSettings(d_out=4, num_heads=2, causal=False)
         result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
