@@ -26,7 +26,7 @@ from core.pitfalls import sgd
 from core.viz import pitfalls as viz_pitfalls
 from ui import layout, state
 from ui.charts import show_chart
-from ui.code import source_of
+from ui.code import note_shown, source_of
 from ui.live import live_fragment
 
 PREFIX = "pitfalls"  # session-state key of the page's PitfallsSettings and prefix of its widgets
@@ -45,6 +45,8 @@ def why(pitfall: pf.Pitfall) -> None:
 
 
 def _code(fn: Callable, height: int | None = None, wrap: bool = True) -> None:
+    """The real source of `fn` under its qualified name (the honest-code test records it)."""
+    note_shown([fn])
     st.caption(f"`{fn.__module__}.{fn.__qualname__}`")
     st.code(textwrap.dedent(source_of(fn)), language="python", height=height or "content", wrap_lines=wrap)
 

@@ -244,18 +244,10 @@ def _compact(value: float) -> str:
 
 def _chart_caption(book: runs.RunBook, settings: train_settings.TrainSettings) -> str:
     shown = runs.chart_runs(book, settings.overlay)
-    described = "; ".join(f"{r.label}: {_run_summary(r)}" for r in shown)
+    described = "; ".join(f"{r.label}: {runs.run_summary(r)}" for r in shown)
     return ("Cross-entropy per character (nats). Faint: each step's training batch; solid: its "
             "smoothed trend; dashed with dots: the validation split (10% of the names, never "
             f"trained on). Grey rule: a uniform guess. Runs: {described}.")
-
-
-def _run_summary(run: runs.Run) -> str:
-    s = run.settings
-    return (f"{s.n_layer} layers × {s.n_head} heads, d_embed {s.d_embed}, d_ff {s.d_ff}, "
-            f"context {s.context_size}, dropout {s.dropout:g}, {s.optimizer.upper() if s.optimizer == 'sgd' else 'AdamW'} "
-            f"lr {s.lr:g}, batch {s.batch_size}, {'mask on' if s.causal else 'MASK OFF'}, seed {s.seed}, "
-            f"step {run.step:,}")
 
 
 def _samples(run: runs.Run) -> None:

@@ -5,8 +5,8 @@ small LM before and while training, plus pages 7-9 and every pitfall of page 10)
 cache first (Streamlit's and the lru_caches of core/ and ui/), and runs the page under a profiler
 hook that records every Python function called in the script thread. The test fails if a function
 (or, for a class, its `__init__` / `forward`) whose source the run put on screen
-(`ui.code.show_code` / `source_of`) never ran: the page would show code that did not compute the
-numbers beside it. A live-training page computes its curves over the runs of the training, so
+(`ui.code.show_code`, or `ui.code.note_shown` for a page that lays out source its own way) never
+ran: the page would show code that did not compute the numbers beside it. A live-training page computes its curves over the runs of the training, so
 its training case profiles Start and every run until the training finishes.
 """
 
@@ -21,10 +21,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from core import settings as core_settings
+from core import pitfalls as pf, settings as core_settings
 from core.lessons import walkthrough as wt
 from core.lessons.small_lm import SmallLMSettings
-from core.pitfalls import PITFALLS
 from tests.app.conftest import ENTRY, ROOT, assert_no_exception
 from ui import code as ui_code
 
@@ -68,14 +67,17 @@ def _cases() -> list:
     # a live run: its curves are computed over the runs of the training, so the profiled action
     # is Start and every run until the race finishes (60 steps: one evaluation at step 50)
     cases.append(pytest.param("pages/6_small_lm.py", small, "small_lm.start", id="6-training"))
-    # the other pages: the names GPT (7-9) and the pitfalls (10, each pitfall on its own)
-    # page 7 shows the training loop's code before anything trained (the training helper's page)
+    # every pitfall (the overview shows no code); the race before training and while it trains
+    for key in pf.PITFALLS:
+        cases.append(pytest.param("pages/10_pitfalls.py", {"pitfall": key, "optim_steps": "10"}, None,
+                                  id=f"10-{key}"))
+    cases.append(pytest.param("pages/10_pitfalls.py", {"pitfall": "sgd", "optim_steps": "10"},
+                              "pitfalls.race_start", id="10-sgd-training"))
+    # the names GPT: page 7 shows the training loop's code before anything trained
     cases.append(pytest.param("pages/7_train_gpt.py", {}, None, id="7", marks=pytest.mark.xfail(
         strict=False, reason="owned by training, pending")))
     for page in ("pages/8_sample_names.py", "pages/9_inside_model.py"):
         cases.append(pytest.param(page, {}, None, id=page.split("/")[1].split("_")[0]))
-    for key in PITFALLS:
-        cases.append(pytest.param("pages/10_pitfalls.py", {"pitfall": key}, None, id=f"10-{key}"))
     return cases
 
 
@@ -135,16 +137,19 @@ def test_every_function_in_a_code_view_ran(page, query, click):
         at.run()
         assert_no_exception(at)
     _clear_caches()
-    action = at.run
-    if click:
-        def action():
-            at.button(key=click).click().run()
-            pause = click.replace("start", "pause")
-            for _ in range(200):  # a live page: run until its training has finished (Pause greys out)
-                if not any(b.key == pause and not b.disabled for b in at.button):
-                    break
-                at.run()
-            assert not any(b.key == pause and not b.disabled for b in at.button), "still training"
+
+    def action() -> None:
+        if not click:
+            at.run()
+            return
+        at.button(key=click).click().run()
+        pause = click.replace("start", "pause")  # a page with a Pause button trains live:
+        for _ in range(200):  # run it until its training has finished (Pause greys out)
+            if not any(b.key == pause and not b.disabled for b in at.button):
+                break
+            at.run()
+        assert not any(b.key == pause and not b.disabled for b in at.button), "still training"
+
     called, shown = _profiled(action)
     assert_no_exception(at)
     if page in LESSON_PAGES:  # every step of these lessons has a code view

@@ -391,3 +391,9 @@ def test_training_separates_vowels_and_breaking_the_mask_collapses_the_loss():
     train_set, val_set = runs.split_sets(broken)
     real = sum(s.name in train_set or s.name in val_set for s in broken.samples)
     assert real <= 2  # almost nothing it writes is a real name
+
+
+def test_a_figure_caption_names_each_runs_settings_in_the_labels_words():
+    run = runs.RunBook(owner="t").create(tiny(optimizer="sgd", lr=0.01, causal=False))
+    assert runs.run_summary(run) == ("1 layers, 2 heads, d_embed 16, d_ff 32, context 8, dropout 0, "
+                                     "SGD, lr 0.01, batch 16, mask off, seed 101, step 0")
