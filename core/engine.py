@@ -38,6 +38,7 @@ OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "cosine")
 AUTOCAST_MODES = ("auto", "bf16", "off")
 GPU_LOSS_READ_EVERY = 32  # default loss_read_every on a GPU: one host sync per this many steps
+GRAPH_WARMUP_STEPS = 3  # ordinary steps before a training step is recorded as a CUDA graph
 
 
 class TrainingError(ValueError):
@@ -64,8 +65,9 @@ class TrainConfig:
     schedule: str = "constant"  # learning rate after warm-up: "constant" or "cosine" decay to the end
     warmup_steps: int = 0  # linear warm-up from ~0 to lr over this many steps
     min_lr_ratio: float = 0.1  # the cosine schedule ends at lr * min_lr_ratio
-    autocast: str = "auto"  # "auto": bfloat16 autocast of the training forward pass on a CUDA GPU that supports it; "bf16"; "off"
+    autocast: str = "off"  # "bf16" (or "auto"): bfloat16 autocast of the training forward pass on a CUDA GPU that supports it; measured slower than float32 for these small models on an H100
     loss_read_every: int | None = None  # read training losses back to the host every this many steps; None: 1 on the CPU, 32 on a GPU
+    cuda_graph: bool = True  # on a CUDA GPU with packed rows, replay each training step as one recorded CUDA graph (far less CPU work per step)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -94,6 +96,8 @@ class TrainConfig:
             raise ValueError(f"autocast must be one of {', '.join(AUTOCAST_MODES)}, got {self.autocast!r}")
         if self.loss_read_every is not None:
             _check_int("loss_read_every", self.loss_read_every, minimum=1)
+        if not isinstance(self.cuda_graph, bool):
+            raise ValueError(f"cuda_graph must be true or false, got {self.cuda_graph!r}")
         if self.grad_clip is not None:
             _check_number("grad_clip", self.grad_clip, positive=True)
         if self.pack_length is not None:
@@ -316,6 +320,66 @@ def _make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.
     return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.99), fused=fused)
 
 
+class CudaGraphStep:
+    """One packed training step (forward, backward, clipping, optimizer update) recorded as a CUDA graph.
+
+    An eager step of these small models launches ~200 tiny kernels, and preparing each costs the CPU
+    more than the GPU needs to run it: the GPU waits on Python (~100 steps/s on an H100, whatever the
+    batch). Recorded once, the whole step is replayed with one call. The batch is copied into fixed
+    input tensors first and the learning rate into a tensor the optimizer reads, because a replay
+    re-runs the recorded kernels on the same memory. The loss of each replay is copied out, so the
+    trainer can read losses back later as in an eager step. Dropout masks come from the trainer's own
+    generator, registered with the graph so that every replay draws new ones.
+    """
+
+    def __init__(self, trainer: "Trainer"):
+        config, device = trainer.config, trainer.device
+        rows, length = config.batch_size, config.pack_length
+        self.inputs = torch.zeros(rows, length, dtype=torch.long, device=device)  # (B, P)
+        self.targets = torch.full((rows, length), IGNORE_INDEX, dtype=torch.long, device=device)  # (B, P)
+        self.positions = torch.zeros(rows, length, dtype=torch.long, device=device)  # (B, P)
+        self.attn_mask = torch.ones(rows, 1, length, length, dtype=torch.bool, device=device).tril()  # (B, 1, P, P)
+        optimizer = trainer.optimizer
+        for group in optimizer.param_groups:  # the update must read its lr from device memory, and be recordable
+            group["lr"] = torch.tensor(float(group["lr"]), device=device)
+            group["capturable"] = True
+        self.graph = torch.cuda.CUDAGraph()
+        if trainer.config.model.dropout > 0:
+            self.graph.register_generator_state(trainer._dropout_generator)
+        optimizer.zero_grad(set_to_none=True)  # gradients are then created inside the graph's memory
+        # thread_local: other sessions' threads may use the GPU while this one records
+        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+            with trainer._autocast():
+                _, loss = trainer.model(self.inputs, self.targets, positions=self.positions, attn_mask=self.attn_mask)
+            loss.backward()
+            if config.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), config.grad_clip)
+            optimizer.step()
+        self.loss = loss.detach()  # () float32, rewritten by every replay
+
+    def run(self, inputs, targets, positions, attn_mask, lr: float, optimizer) -> torch.Tensor:
+        """One training step on this batch at this learning rate; returns its loss (a 0-d device tensor)."""
+        self.inputs.copy_(inputs)
+        self.targets.copy_(targets)
+        self.positions.copy_(positions)
+        self.attn_mask.copy_(attn_mask)
+        for group in optimizer.param_groups:
+            group["lr"].fill_(lr)
+        self.graph.replay()
+        return self.loss.clone()
+
+
+def _optimizer_snapshot(optimizer: torch.optim.Optimizer) -> dict:
+    """A deep copy of the optimizer's state_dict with plain-float learning rates (a CUDA graph keeps its
+    lr in a device tensor), so the saved run resumes on any device."""
+    snapshot = copy.deepcopy(optimizer.state_dict())
+    for group in snapshot["param_groups"]:
+        if isinstance(group.get("lr"), torch.Tensor):
+            group["lr"] = float(group["lr"])
+        group["capturable"] = False
+    return snapshot
+
+
 def autocast_dtype(mode: str, device: torch.device) -> torch.dtype | None:
     """The autocast dtype of a run's training forward pass: bfloat16 on a CUDA GPU that supports it
     (mode "auto" or "bf16"), else None (full float32). The CPU never autocasts: bfloat16 is slower
@@ -376,6 +440,11 @@ class Trainer:
         self.optimizer = _make_optimizer(self.model, self.config)
         self.autocast_dtype = autocast_dtype(self.config.autocast, self.device)  # torch.bfloat16 or None
         self.loss_read_every = loss_read_every(self.config, self.device)  # steps between host syncs
+        # CUDA graph replay needs fixed shapes (packed rows) and a CUDA device; recorded after a few steps
+        self.use_cuda_graph = self.config.cuda_graph and self.device.type == "cuda" and self._packed is not None
+        self._graph: CudaGraphStep | None = None
+        self._eager_steps = 0  # ordinary steps since the graph was (re)set: recording waits for a few
+        self.graph_error: str | None = None  # why recording failed, if it did (training then goes on eagerly)
 
         self.step = 0  # optimisation steps done so far
         self.history = _new_history()
@@ -410,6 +479,9 @@ class Trainer:
         reaches the weights of the step where it is seen (at once on the CPU, where the interval is 1)."""
         if not self._pending:
             self._chunk_start = time.perf_counter()
+        if self.use_cuda_graph and self._eager_steps >= GRAPH_WARMUP_STEPS:
+            self._graph_step()
+            return
         lr = learning_rate(self.config, self.step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -431,8 +503,32 @@ class Trainer:
         if self.config.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         self.optimizer.step()
+        self._eager_steps += 1
         if values is not None:
             self._record(values)
+
+    def _graph_step(self) -> None:
+        """A training step replayed from the CUDA graph (recorded on first use). Its loss is read back with
+        the others, after the update: a NaN then stops training one update later than in an eager step."""
+        if self._graph is None:
+            try:
+                torch.cuda.synchronize(self.device)
+                self._graph = CudaGraphStep(self)
+            except Exception as exc:  # an op that cannot be recorded: train on without the graph
+                self.use_cuda_graph = False
+                self.graph_error = f"{type(exc).__name__}: {exc}"
+                for group in self.optimizer.param_groups:
+                    if isinstance(group["lr"], torch.Tensor):
+                        group["lr"] = float(group["lr"])
+                self._train_step()
+                return
+        lr = learning_rate(self.config, self.step)
+        inputs, targets, positions, attn_mask, n_tokens = self._packed.sample_counted(self.config.batch_size, self.device)
+        loss = self._graph.run(inputs, targets, positions, attn_mask, lr, self.optimizer)  # ()
+        self.step += 1
+        self._pending.append((self.step, loss, n_tokens, lr))
+        if len(self._pending) >= self.loss_read_every:
+            self._record(self._read_losses())
 
     def _autocast(self) -> ContextManager:
         """bfloat16 autocast of the forward pass when this run uses it, else nothing."""
@@ -621,7 +717,7 @@ class Trainer:
             "config": self.config.to_dict(),
             "step": self.step,
             "model": {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()},
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()),  # a snapshot, not the live tensors
+            "optimizer": _optimizer_snapshot(self.optimizer),  # a snapshot, not the live tensors
             "history": {k: list(v) for k, v in self.history.items()},
             "elapsed": self._elapsed,
             "tokens": self._tokens,
@@ -641,6 +737,7 @@ class Trainer:
         self.config = saved
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self._graph, self._eager_steps = None, 0  # the optimizer's tensors were replaced: record again later
         self.step = int(state["step"])
         self.history = {k: list(v) for k, v in state["history"].items()}
         self._elapsed = float(state["elapsed"])
@@ -732,8 +829,65 @@ def best_config() -> TrainConfig:
     )
 
 
+# -- GPU presets (measured with benchmarks/gpu_train.py on one H100) ----------------------------
+# A GPU runs one step of these small models in about the time a CPU takes, whatever the batch: the step
+# is bound by launching its ~200 small kernels, not by arithmetic. So on a GPU each step takes many more
+# packed rows (more characters for the same step time), with bfloat16 autocast and the losses read
+# back once every GPU_LOSS_READ_EVERY steps (TrainConfig defaults on a CUDA device).
+
+
+def quick_demo_gpu_config() -> TrainConfig:
+    """The quick demo's model, scaled to a GPU: 16x the rows per step (PLACEHOLDER, being tuned)."""
+    return replace(
+        quick_demo_config(), device="cuda", batch_size=480, max_steps=700, lr=1e-2, warmup_steps=50,
+    )
+
+
+def best_gpu_config() -> TrainConfig:
+    """The best preset's model on a GPU: 4x the rows per step (PLACEHOLDER, being tuned)."""
+    return replace(best_config(), device="cuda", batch_size=120, max_steps=2000, lr=1e-2, warmup_steps=100)
+
+
+def gpu_config() -> TrainConfig:
+    """A larger model that needs a GPU (PLACEHOLDER, being tuned)."""
+    return TrainConfig(
+        model=GPTConfig(context_size=12, n_layer=6, n_head=6, d_embed=192, d_ff=768, dropout=0.2),
+        optimizer="adamw",
+        lr=3e-3,
+        weight_decay=0.1,
+        batch_size=128,
+        pack_length=32,
+        max_steps=6000,
+        val_interval=500,
+        seed=101,
+        device="cuda",
+        grad_clip=1.0,
+        schedule="cosine",
+        warmup_steps=300,
+        min_lr_ratio=0.05,
+    )
+
+
 PRESETS: dict[str, Callable[[], TrainConfig]] = {
     "lecture": lecture_config,
     "quick_demo": quick_demo_config,
     "best": best_config,
+    "gpu": gpu_config,  # needs a CUDA GPU; elsewhere it falls back to the CPU and is slow
 }
+
+# what each preset becomes when the run's device is a GPU (presets without an entry stay as they are)
+GPU_PRESETS: dict[str, Callable[[], TrainConfig]] = {
+    "quick_demo": quick_demo_gpu_config,
+    "best": best_gpu_config,
+    "gpu": gpu_config,
+}
+
+
+def preset_config(name: str, device: str | torch.device = "auto") -> TrainConfig:
+    """The preset `name` for a run on `device`: its GPU version when that resolves to a CUDA GPU."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
+    resolved, _ = resolve_device(device)
+    if resolved.type == "cuda" and name in GPU_PRESETS:
+        return GPU_PRESETS[name]()
+    return PRESETS[name]()
