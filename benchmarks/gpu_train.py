@@ -1,6 +1,6 @@
 """Training the names GPT on a CUDA GPU against the CPU of the same machine.
 
-    python benchmarks/gpu_train.py [--cpu-cap 120] [--gpu-cap 90] [--seconds 5] [--skip-cpu-run]
+    python benchmarks/gpu_train.py [--cpu-cap 60] [--gpu-cap 60] [--seconds 5] [--skip-cpu-run]
 
 Without a CUDA GPU it prints one line saying so and exits 0 (last line: a JSON object with "skipped").
 
@@ -121,8 +121,8 @@ def first_time(run: dict, loss: float) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds of each throughput run")
-    parser.add_argument("--gpu-cap", type=float, default=90.0, help="cap in seconds of each GPU loss run")
-    parser.add_argument("--cpu-cap", type=float, default=120.0, help="cap in seconds of the CPU loss run")
+    parser.add_argument("--gpu-cap", type=float, default=60.0, help="cap in seconds of each GPU loss run")
+    parser.add_argument("--cpu-cap", type=float, default=60.0, help="cap in seconds of the CPU loss run")
     parser.add_argument("--skip-cpu-run", action="store_true", help="no CPU loss run (it is the slowest)")
     args = parser.parse_args()
 

@@ -65,7 +65,7 @@ class TrainConfig:
     schedule: str = "constant"  # learning rate after warm-up: "constant" or "cosine" decay to the end
     warmup_steps: int = 0  # linear warm-up from ~0 to lr over this many steps
     min_lr_ratio: float = 0.1  # the cosine schedule ends at lr * min_lr_ratio
-    autocast: str = "off"  # "bf16" (or "auto"): bfloat16 autocast of the training forward pass on a CUDA GPU that supports it; measured slower than float32 for these small models on an H100
+    autocast: str = "auto"  # bfloat16 autocast of the training forward pass on a CUDA GPU that supports it: "auto" (only for CUDA-graph steps, where it pays), "bf16" (always) or "off"
     loss_read_every: int | None = None  # read training losses back to the host every this many steps; None: 1 on the CPU, 32 on a GPU
     cuda_graph: bool = True  # on a CUDA GPU with packed rows, replay each training step as one recorded CUDA graph (far less CPU work per step)
 
@@ -380,11 +380,15 @@ def _optimizer_snapshot(optimizer: torch.optim.Optimizer) -> dict:
     return snapshot
 
 
-def autocast_dtype(mode: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype of a run's training forward pass: bfloat16 on a CUDA GPU that supports it
-    (mode "auto" or "bf16"), else None (full float32). The CPU never autocasts: bfloat16 is slower
-    there on most processors, and the CPU's results stay exactly those of float32."""
-    if mode == "off" or device.type != "cuda":
+def autocast_dtype(mode: str, device: torch.device, graphed: bool = True) -> torch.dtype | None:
+    """The autocast dtype of a run's training forward pass, or None for plain float32.
+
+    bfloat16 only on a CUDA GPU that supports it: with "bf16" always, with "auto" only when the steps
+    are replayed from a CUDA graph (`graphed`). Measured on an H100: eager steps of these small models
+    are bound by the CPU launching kernels, and the casts autocast adds made them ~20% slower; replayed
+    from a graph, bfloat16 made them 10-25% faster. The CPU never autocasts: bfloat16 is slower there
+    on most processors, and the CPU's results stay exactly those of float32."""
+    if mode == "off" or device.type != "cuda" or (mode == "auto" and not graphed):
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
 
@@ -438,10 +442,10 @@ class Trainer:
         self._dropout_generator = _make_generator(self.device, config.seed + 1)
         self.model.set_dropout_generator(self._dropout_generator)
         self.optimizer = _make_optimizer(self.model, self.config)
-        self.autocast_dtype = autocast_dtype(self.config.autocast, self.device)  # torch.bfloat16 or None
         self.loss_read_every = loss_read_every(self.config, self.device)  # steps between host syncs
         # CUDA graph replay needs fixed shapes (packed rows) and a CUDA device; recorded after a few steps
         self.use_cuda_graph = self.config.cuda_graph and self.device.type == "cuda" and self._packed is not None
+        self.autocast_dtype = autocast_dtype(self.config.autocast, self.device, self.use_cuda_graph)  # bfloat16 or None
         self._graph: CudaGraphStep | None = None
         self._eager_steps = 0  # ordinary steps since the graph was (re)set: recording waits for a few
         self.graph_error: str | None = None  # why recording failed, if it did (training then goes on eagerly)
@@ -516,6 +520,7 @@ class Trainer:
                 self._graph = CudaGraphStep(self)
             except Exception as exc:  # an op that cannot be recorded: train on without the graph
                 self.use_cuda_graph = False
+                self.autocast_dtype = autocast_dtype(self.config.autocast, self.device, graphed=False)
                 self.graph_error = f"{type(exc).__name__}: {exc}"
                 for group in self.optimizer.param_groups:
                     if isinstance(group["lr"], torch.Tensor):
@@ -534,7 +539,8 @@ class Trainer:
         """bfloat16 autocast of the forward pass when this run uses it, else nothing."""
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+        # no cache of cast weights: inside a CUDA graph it would hold stale copies (PyTorch's advice)
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype, cache_enabled=not self.use_cuda_graph)
 
     def _padded_batch(self) -> tuple[torch.Tensor, torch.Tensor, int]:
         """`batch_size` random windows (drawn as `random_batch` draws them), trimmed after the longest
@@ -830,40 +836,52 @@ def best_config() -> TrainConfig:
 
 
 # -- GPU presets (measured with benchmarks/gpu_train.py on one H100) ----------------------------
-# A GPU runs one step of these small models in about the time a CPU takes, whatever the batch: the step
-# is bound by launching its ~200 small kernels, not by arithmetic. So on a GPU each step takes many more
-# packed rows (more characters for the same step time), with bfloat16 autocast and the losses read
-# back once every GPU_LOSS_READ_EVERY steps (TrainConfig defaults on a CUDA device).
+# Eagerly, a GPU runs one step of these small models at about the CPU's speed whatever the batch
+# (~100 steps/s on an H100): the step is bound by the CPU launching ~200 tiny kernels. Replayed from a
+# CUDA graph (TrainConfig.cuda_graph, packed rows) the same step runs 3-10x faster, and bfloat16
+# autocast adds 10-25%. So on a GPU each step takes many more packed rows, at a higher learning rate.
+# TrainConfig's defaults already do the rest on a CUDA device (graph, bfloat16, losses read back
+# every GPU_LOSS_READ_EVERY steps), so these presets only set sizes and the schedule.
 
 
 def quick_demo_gpu_config() -> TrainConfig:
-    """The quick demo's model, scaled to a GPU: 16x the rows per step (PLACEHOLDER, being tuned)."""
-    return replace(
-        quick_demo_config(), device="cuda", batch_size=480, max_steps=700, lr=1e-2, warmup_steps=50,
-    )
+    """The quick demo's model on a GPU: 16x the packed rows per step (480 rows, ~12k characters) at a
+    higher learning rate; the same number of steps. See benchmarks/gpu_train.py for measured figures."""
+    return replace(quick_demo_config(), device="cuda", batch_size=480, lr=1.2e-2)
 
 
 def best_gpu_config() -> TrainConfig:
-    """The best preset's model on a GPU: 4x the rows per step (PLACEHOLDER, being tuned)."""
-    return replace(best_config(), device="cuda", batch_size=120, max_steps=2000, lr=1e-2, warmup_steps=100)
+    """The best preset's model on a GPU: 8x the rows per step at 2.5x the learning rate, with the cosine
+    decay ending where the CPU preset's many more, smaller steps would over-fit (~1,800 steps).
+
+    Tuning (H100, float32, cosine over 3,800 steps): 240 rows reached 1.905 at step 1,528 (5 s), then
+    over-fitted; 480 and 960 rows reached 1.907 and 1.911 at about the same time."""
+    return replace(
+        best_config(), device="cuda", batch_size=240, lr=1.5e-2, warmup_steps=100, max_steps=1800, val_interval=200
+    )
 
 
 def gpu_config() -> TrainConfig:
-    """A larger model that needs a GPU (PLACEHOLDER, being tuned)."""
+    """A larger model for a GPU: 8 layers of width 256, dropout 0.3, 512 rows (~13k characters) a step.
+
+    The names are few (~210k characters): every model here stops improving after 30-50 passes over
+    them. Larger, more regularised models get further before that, and the cosine decay ends there.
+    Tuning (H100, float32, cosine over 1,800 steps): 1.892 at step 728 (18 s) with the learning rate
+    still high; 6 layers of 192 or 256 reached 1.897 and 1.898."""
     return TrainConfig(
-        model=GPTConfig(context_size=12, n_layer=6, n_head=6, d_embed=192, d_ff=768, dropout=0.2),
+        model=GPTConfig(context_size=12, n_layer=8, n_head=8, d_embed=256, d_ff=1024, dropout=0.3),
         optimizer="adamw",
         lr=3e-3,
         weight_decay=0.1,
-        batch_size=128,
+        batch_size=512,
         pack_length=32,
-        max_steps=6000,
-        val_interval=500,
+        max_steps=1000,
+        val_interval=100,
         seed=101,
         device="cuda",
         grad_clip=1.0,
         schedule="cosine",
-        warmup_steps=300,
+        warmup_steps=100,
         min_lr_ratio=0.05,
     )
 

@@ -109,6 +109,7 @@ def test_autocast_is_never_used_on_the_cpu(small_data):
     for mode in ("auto", "bf16", "off"):
         assert autocast_dtype(mode, torch.device("cpu")) is None
     assert autocast_dtype("off", torch.device("cuda")) is None
+    assert autocast_dtype("auto", torch.device("cuda"), graphed=False) is None  # eager GPU steps: float32
     plain = Trainer(tiny_config(max_steps=6), small_data)
     asked = Trainer(tiny_config(max_steps=6, autocast="bf16"), small_data)
     assert asked.autocast_dtype is None
@@ -186,7 +187,7 @@ def test_cuda_eager_run_matches_the_cpu(small_data):
 def test_cuda_graph_replay_trains_like_eager_steps(small_data, dropout):
     model = replace(TINY, dropout=dropout)
     eager = Trainer(cuda_config(model=model, cuda_graph=False), small_data)
-    graphed = Trainer(cuda_config(model=model), small_data)
+    graphed = Trainer(cuda_config(model=model, autocast="off"), small_data)  # float32 both, to compare
     eager.train()
     graphed.train()
     assert graphed.use_cuda_graph and graphed._graph is not None, graphed.graph_error
@@ -200,6 +201,7 @@ def test_cuda_graph_replay_trains_like_eager_steps(small_data, dropout):
 @needs_cuda
 def test_cuda_graph_run_resumes_from_its_state_dict(small_data):
     trainer = Trainer(cuda_config(), small_data)
+    assert trainer.autocast_dtype == (torch.bfloat16 if torch.cuda.is_bf16_supported() else None)
     trainer.train(n_steps=25)
     resumed = Trainer.from_state_dict(trainer.state_dict(), small_data)
     trainer.train(n_steps=20)
