@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from core import budget  # noqa: E402
 from core import settings as core_settings  # noqa: E402
-from core import walkthrough as wt  # noqa: E402
+from core.lessons import embeddings as emb  # noqa: E402
+from core.lessons import walkthrough as wt  # noqa: E402
 from tests.app.conftest import open_page  # noqa: E402
 
 PREFIX = "walkthrough"
@@ -51,7 +52,7 @@ OPEN_FOR = {"embed_seed": f"{PREFIX}.embeddings_open.1",  # expanders holding th
 def large_params() -> dict[str, str]:
     """A link carrying 32 random tokens of 64 dimensions."""
     settings = wt.WalkthroughSettings(tokens=[f"t{i + 1}" for i in range(32)],
-                                      embeddings=wt.random_embeddings(32, 64, seed=0), query=3)
+                                      embeddings=emb.random_embeddings(32, 64, seed=0), query=3)
     return core_settings.to_params(settings)
 
 

@@ -1,14 +1,16 @@
 """Live training speed of the Train page against the headless engine, and the presets' targets.
 
 1. Throughput: the same "quick demo" run trained (a) headless, `Trainer.train(n_steps)`, and (b)
-   through the page's own loop: `ui.training._tick`, the body of the page's `run_every` fragment,
-   called back to back with Streamlit in bare mode, so everything a tick does is included (the
-   training slice inside a global slot, samples at validation points, the progress bar, metrics,
-   the loss chart's rows turned into Arrow, the download buttons); only the websocket is missing.
+   through the page's own loop: `ui.live.tick`, the body of the live fragment, with the Train
+   page's drawing (`ui.training.draw_live`), called back to back with Streamlit in bare mode, so
+   everything a tick does is included (the protocol's `run.advance(SLICE_S, slot)` inside a global
+   slot, samples at validation points, the progress bar, metrics, the loss chart's rows turned
+   into Arrow, the download buttons); only the websocket is missing.
    Target: live steps/s >= 90% of headless steps/s. The two are alternated to share the machine's
    load fairly.
-2. "quick demo" preset through the live loop: target validation <= 2.10 nats/char within 30 s.
-3. "best" preset through the live loop: target validation <= 1.92 within 5 minutes.
+2. "quick demo" preset through the live-training protocol (`run.advance(SLICE_S, slot)` back to
+   back): target validation <= 2.10 nats/char within 30 s.
+3. "best" preset the same way: target validation <= 1.92 within 5 minutes.
 
 Torch uses the app's thread setting (core.budget, ATTENTION_LAB_TORCH_THREADS) unless --threads.
 Usage: python benchmarks/train_live.py [--steps 200] [--repeats 4] [--skip-best] [--threads N]
@@ -33,7 +35,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 import torch  # noqa: E402
 
-from core import budget, live  # noqa: E402
+from core import budget, runs, train_settings  # noqa: E402
 from core.engine import Trainer  # noqa: E402
 
 
@@ -43,46 +45,48 @@ def _quiet_streamlit() -> None:
 
 
 def _page_loop():
-    """The Train page's fragment body, as a fragment tick runs it (the full training slice)."""
+    """The live fragment's tick and the Train page's drawing (Streamlit in bare mode)."""
     _quiet_streamlit()
-    from ui import training
+    from ui import live as ui_live, training
 
-    training._is_fragment_rerun = lambda: True  # bare mode has no fragment context
-    return training
+    return ui_live, training
 
 
-def headless_rate(settings: live.TrainSettings, steps: int) -> float:
+def headless_rate(settings: train_settings.TrainSettings, steps: int) -> float:
     """Steps per wall-clock second of the bare engine (validation passes included)."""
-    trainer = Trainer(live.to_train_config(settings), live.names_data(settings.context_size))
+    trainer = Trainer(train_settings.to_train_config(settings), runs.names_data(settings.context_size))
     start = time.perf_counter()
     trainer.train(n_steps=steps)
     return steps / (time.perf_counter() - start)
 
 
-def live_rate(training, settings: live.TrainSettings, steps: int, owner: str) -> tuple[float, float]:
+def live_rate(page, settings: train_settings.TrainSettings, steps: int, owner: str) -> tuple[float, float]:
     """Steps per wall-clock second through the page's tick, and the share of time spent drawing."""
-    book = live.RunBook(owner=owner)
+    ui_live, training = page
+    book = runs.RunBook(owner=owner)
     run = book.create(settings)
-    live.start(run)
+    runs.start(run)
     start = time.perf_counter()
     while run.step < steps and run.active:
-        training._tick(book, settings)
+        ui_live.tick(run, lambda: training.draw_live(book, settings), ui_live.SLICE_S,
+                     running=lambda: run.active)
     wall = time.perf_counter() - start
     train_time = run.history["elapsed"][-1]  # cumulative seconds inside optimisation steps
     return run.step / wall, 1.0 - train_time / wall
 
 
-def preset_race(training, name: str, limit_s: float, target: float) -> dict:
-    """Train a preset through the page's tick for at most `limit_s` wall seconds."""
-    settings = live.preset_settings(name)
-    book = live.RunBook(owner=f"race-{name}")
-    run = book.create(settings)
-    live.start(run)
+def preset_race(slice_s: float, name: str, limit_s: float, target: float) -> dict:
+    """Train a preset through the live-training protocol, a slice at a time in a training slot
+    as the page does, for at most `limit_s` wall seconds."""
+    settings = train_settings.preset_settings(name)
+    owner = f"race-{name}"
+    run = runs.RunBook(owner=owner).create(settings)
+    runs.start(run)
     start = time.perf_counter()
     reached_at = None
     seen = 0
     while run.active and time.perf_counter() - start < limit_s:
-        training._tick(book, settings)
+        run.advance(slice_s, budget.SLOTS.slot(owner))
         history = run.history
         for step, val in zip(history["val_steps"][seen:], history["val_loss"][seen:]):
             if reached_at is None and val <= target:
@@ -117,16 +121,17 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     else:
         budget.configure_torch_threads()
-    training = _page_loop()
-    settings = live.preset_settings("quick_demo")
+    page = _page_loop()
+    ui_live = page[0]
+    settings = train_settings.preset_settings("quick_demo")
     settings.max_steps = max(settings.max_steps, args.steps + 1)
-    live.names_data(settings.context_size)  # load the data once, outside the timings
+    runs.names_data(settings.context_size)  # load the data once, outside the timings
     headless_rate(settings, 20)  # warm-up: first-call costs of torch
 
     headless, live_rates, draw_shares = [], [], []
     for i in range(args.repeats):
         headless.append(headless_rate(settings, args.steps))
-        rate, share = live_rate(training, settings, args.steps, owner=f"bench-{i}")
+        rate, share = live_rate(page, settings, args.steps, owner=f"bench-{i}")
         live_rates.append(rate)
         draw_shares.append(share)
         print(f"pair {i + 1}: headless {headless[-1]:.1f} steps/s, live {rate:.1f} steps/s "
@@ -138,7 +143,7 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),
-        "tick": {"run_every_s": training.TICK_S, "slice_s": training.SLICE_S},
+        "tick": {"run_every_s": ui_live.TICK_S, "slice_s": ui_live.SLICE_S},
         "throughput": {
             "steps_per_measurement": args.steps,
             "headless_steps_per_s": round(statistics.median(headless), 2),
@@ -151,10 +156,10 @@ def main() -> None:
         },
     }
     print("quick demo race (target val <= 2.10 within 30 s):", flush=True)
-    result["quick_demo"] = preset_race(training, "quick_demo", 30.0, 2.10)
+    result["quick_demo"] = preset_race(ui_live.SLICE_S, "quick_demo", 30.0, 2.10)
     if not args.skip_best:
         print("best race (target val <= 1.92 within 300 s):", flush=True)
-        result["best"] = preset_race(training, "best", 300.0, 1.92)
+        result["best"] = preset_race(ui_live.SLICE_S, "best", 300.0, 1.92)
     result["load_average_1min_end"] = round(os.getloadavg()[0], 2)
     print(json.dumps(result))
 

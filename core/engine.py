@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from core.data import IGNORE_INDEX, NamesData, name_windows
 from core.device import REQUEST_NAMES, resolve_device
 from core.models import GPT, GPTConfig
+from core.settings import spec
 
 OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "cosine")
@@ -47,27 +48,82 @@ class TrainingError(ValueError):
 
 @dataclass
 class TrainConfig:
-    """Everything that defines a training run of the names GPT (besides the data)."""
+    """Everything that defines a training run of the names GPT (besides the data).
+
+    Each field is declared with `spec(default, ...)` (core.settings): its bounds or choices, the
+    label of its control, its group on the Train page, its wording in run labels (`short`), and
+    `none_is` for a None default. The Train page, links, lesson files and run labels derive from
+    it (core/train_settings.py): a new field needs no other edit. A field that is no page control
+    says why with `internal="..."`.
+    """
 
     model: GPTConfig = field(default_factory=GPTConfig)  # architecture (vocab_size is taken from the data)
-    optimizer: str = "adamw"  # "adamw" or "sgd"; the lecture used SGD, which converges slowly
-    lr: float = 3e-3  # peak learning rate (the lecture: 0.01 with SGD)
-    weight_decay: float = 0.01  # decay of weight matrices and embeddings (never biases or LayerNorm)
-    batch_size: int = 32  # name windows per optimisation step (rows of pack_length tokens when packing)
-    max_steps: int = 1000  # length of the run in optimisation steps
-    val_interval: int = 100  # evaluate on the validation split every this many steps (and at the end)
-    val_batches: int | None = None  # batches of eval_batch_size per validation; None = the full split
-    eval_batch_size: int = 1024  # windows per forward pass in evaluate(); speed only, same result
-    seed: int = 101  # seeds the initial weights, the batch order and the dropout masks
-    device: str = "auto"  # "auto", "cpu", "cuda" or "mps"; an absent device falls back to the CPU
-    pack_length: int | None = None  # pack whole names into rows of this many tokens (None: one window a row)
-    grad_clip: float | None = None  # clip the global gradient norm to this value; None = no clipping
-    schedule: str = "constant"  # learning rate after warm-up: "constant" or "cosine" decay to the end
-    warmup_steps: int = 0  # linear warm-up from ~0 to lr over this many steps
-    min_lr_ratio: float = 0.1  # the cosine schedule ends at lr * min_lr_ratio
-    autocast: str = "auto"  # bfloat16 autocast of the training forward pass on a CUDA GPU that supports it: "auto" (only for CUDA-graph steps, where it pays), "bf16" (always) or "off"
-    loss_read_every: int | None = None  # read training losses back to the host every this many steps; None: 1 on the CPU, 32 on a GPU
-    cuda_graph: bool = True  # on a CUDA GPU with packed rows, replay each training step as one recorded CUDA graph (far less CPU work per step)
+    # "adamw" or "sgd"; the lecture used SGD, which converges slowly
+    optimizer: str = spec("adamw", choices=OPTIMIZERS, group="training", label="Optimizer",
+                          choice_labels={"adamw": "AdamW", "sgd": "SGD"},
+                          short="{}")
+    # peak learning rate (the lecture: 0.01 with SGD)
+    lr: float = spec(3e-3, min=1e-6, max=10.0, step=0.001, format="%g", group="training",
+                     label="Learning rate", short="lr {:g}")
+    # decay of weight matrices and embeddings (never biases or LayerNorm)
+    weight_decay: float = spec(0.01, min=0.0, max=10.0, step=0.01, format="%g", group="fine print",
+                               label="Weight decay", short="decay {:g}")
+    # name windows per optimisation step (rows of pack_length tokens when packing)
+    batch_size: int = spec(32, min=1, max=1024, step=16, group="training", label="Batch size",
+                           short="batch {}")
+    # length of the run in optimisation steps
+    max_steps: int = spec(1000, min=1, max=100_000, step=100, group="training", label="Steps",
+                          short="{:,} steps")
+    # evaluate on the validation split every this many steps (and at the end)
+    val_interval: int = spec(100, min=1, max=100_000, step=50, group="training",
+                             label="Validate every (steps)")
+    # batches of eval_batch_size per validation; None = the full split
+    val_batches: int | None = spec(None, min=0, max=10_000, step=1, none_is=0, group="more",
+                                   label="Validation batches (0 = the whole split)",
+                                   help="Fewer batches measure the validation loss faster, on part of the split.",
+                                   short="val on {} batches", short_off="full val")
+    # windows per forward pass in evaluate(); speed only, same result
+    eval_batch_size: int = spec(1024, min=1, max=8192, step=256, group="more",
+                                label="Evaluation batch size (speed only)")
+    # seeds the initial weights, the batch order and the dropout masks
+    seed: int = spec(101, min=0, max=2**31 - 1, step=1, group="training", label="Seed",
+                     help="Fixes the initial weights, the batch order and the dropout masks.",
+                     short="seed {}")
+    # "auto", "cpu", "cuda" or "mps"; an absent device falls back to the CPU
+    device: str = spec("auto", choices=REQUEST_NAMES, group="fine print", label="Device",
+                       choice_labels={"auto": "auto (best available)", "cpu": "CPU", "cuda": "CUDA GPU",
+                                      "mps": "Apple GPU (MPS)"},
+                       short="{}")
+    # pack whole names into rows of this many tokens (None: one window a row)
+    pack_length: int | None = spec(None, min=0, max=256, step=8, none_is=0, group="fine print",
+                                   label="Pack names into rows of (tokens, 0 = off)",
+                                   help="Whole names back to back in each row, each attending only to "
+                                        "itself: no compute is spent on padding. The batch size then "
+                                        "counts rows.",
+                                   short="packed {}", short_off="not packed")
+    # clip the global gradient norm to this value; None = no clipping
+    grad_clip: float | None = spec(None, min=0.0, max=1000.0, step=0.5, format="%g", none_is=0.0,
+                                   group="fine print", label="Gradient clipping (0 = off)",
+                                   short="clip {:g}", short_off="no clip")
+    # learning rate after warm-up: "constant" or "cosine" decay to the end
+    schedule: str = spec("constant", choices=SCHEDULES, group="fine print", label="Learning-rate schedule",
+                         short="{} lr")
+    # linear warm-up from ~0 to lr over this many steps
+    warmup_steps: int = spec(0, min=0, max=100_000, step=50, group="fine print", label="Warm-up steps",
+                             short="warm-up {}")
+    # the cosine schedule ends at lr * min_lr_ratio
+    min_lr_ratio: float = spec(0.1, min=0.0, max=1.0, step=0.05, format="%g", group="fine print",
+                               label="Cosine ends at (share of the peak lr)",
+                               short="final lr ×{:g}")
+    # bfloat16 autocast of the training forward pass on a CUDA GPU that supports it: "auto" (only for
+    # CUDA-graph steps, where it pays), "bf16" (always) or "off"; never on the CPU
+    autocast: str = spec("auto", choices=AUTOCAST_MODES,
+                         internal="GPU speed: the engine picks it for the run's device")
+    # read training losses back to the host every this many steps; None: 1 on the CPU, 32 on a GPU
+    loss_read_every: int | None = spec(None, min=1, max=10_000,
+                                       internal="GPU speed: one host sync per this many steps")
+    # on a CUDA GPU with packed rows, replay each training step as one recorded CUDA graph
+    cuda_graph: bool = spec(True, internal="GPU speed: far less CPU work per step; no effect elsewhere")
 
     def __post_init__(self) -> None:
         self.validate()

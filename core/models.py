@@ -29,6 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from core.data import IGNORE_INDEX
+from core.settings import spec
 
 INIT_STD = 0.02  # std of the normal init of every Linear / Embedding weight (GPT-2 / nanoGPT)
 
@@ -265,18 +266,45 @@ class SingleHeadLM(LanguageModel):
 
 @dataclass
 class GPTConfig:
-    """Architecture of the names GPT; defaults are lecture 7's values."""
+    """Architecture of the names GPT; defaults are lecture 7's values.
 
-    vocab_size: int = 27  # characters in the vocabulary ("." + a-z for the names)
-    context_size: int = 12  # longest input the model reads (block size, T)
-    n_layer: int = 3  # number of decoder layers
-    n_head: int = 4  # attention heads per layer; d_embed must be divisible by it
-    d_embed: int = 64  # width of the token vectors (residual stream)
-    d_ff: int = 256  # hidden width of each feed-forward block
-    dropout: float = 0.1  # dropout probability on attention weights and residual branches
-    bias: bool = True  # biases in Linear layers and LayerNorms
-    causal: bool = True  # hide future positions; False is the "break it" demo: the model can peek ahead
-    use_sdpa: bool = True  # F.scaled_dot_product_attention when possible; False: always the explicit softmax path
+    Fields are declared with `spec(...)` like TrainConfig's (bounds, label, group, `short`): the
+    Train page's controls are derived from them (core/train_settings.py).
+    """
+
+    # characters in the vocabulary ("." + a-z for the names)
+    vocab_size: int = spec(27, internal="taken from the data: '.' and the letters of the names")
+    # longest input the model reads (block size, T)
+    context_size: int = spec(12, min=2, max=32, step=1, group="model", label="Context size (characters)",
+                             help="How many characters the model reads at once.",
+                             short="context {}")
+    # number of decoder layers
+    n_layer: int = spec(3, min=1, max=8, step=1, group="model", label="Layers",
+                        short="{} layers")
+    # attention heads per layer; d_embed must be divisible by it
+    n_head: int = spec(4, min=1, max=16, step=1, group="model", label="Heads per layer",
+                       help="d_embed must be divisible by the number of heads.",
+                       short="{} heads")
+    # width of the token vectors (residual stream)
+    d_embed: int = spec(64, min=4, max=512, step=8, group="model", label="d_embed (width)",
+                        short="d_embed {}")
+    # hidden width of each feed-forward block
+    d_ff: int = spec(256, min=4, max=2048, step=32, group="model", label="d_ff (feed-forward width)",
+                     short="d_ff {}")
+    # dropout probability on attention weights and residual branches
+    dropout: float = spec(0.1, min=0.0, max=0.8, step=0.05, widget="slider", group="model", label="Dropout",
+                          short="dropout {:g}")
+    # biases in Linear layers and LayerNorms
+    bias: bool = spec(True, group="more", label="Biases in the Linear layers and LayerNorms",
+                      short={True: "biases", False: "no biases"})
+    # hide future positions; False is the "break it" demo: the model can peek ahead
+    causal: bool = spec(True, group="model", label="Causal mask",
+                        help="Off = break it: every position can read the future, including the answer.",
+                        short={True: "mask on", False: "mask off"})
+    # F.scaled_dot_product_attention when possible; False: always the explicit softmax path
+    use_sdpa: bool = spec(True, group="more", label="Fused attention kernel (PyTorch SDPA)",
+                          help="The same numbers, computed faster; off: always the explicit softmax path.",
+                          short={True: "SDPA", False: "explicit attention"})
 
     def __post_init__(self) -> None:
         self.validate()

@@ -7,7 +7,11 @@ the caller gets a plain-language notice to show. Written once here, so shareable
 presets and locked controls work the same on every page.
 
 Field rules come from `dataclasses.field(metadata=...)` built with `spec(...)`:
-`min`/`max` for numbers, `choices` for strings, `max_len` for lists and strings.
+`min`/`max` for numbers, `choices` for strings, `max_len` for lists and strings. The same metadata
+says how a page shows the field (`label`, `help`, `step`, `format`, `widget`, `choice_labels`,
+`short` for run labels, `none_is`, `group`), so the model and training configs (core.models.GPTConfig,
+core.engine.TrainConfig) carry it once and the Train page's settings are derived from them
+(`derive_settings`): one declaration per hyper-parameter.
 A dataclass may also define `problems(self) -> list[str]` for rules that span fields
 (e.g. "the query token must exist"); when it returns problems the whole object falls back to
 its defaults, because half-applied settings would show the student something nobody chose.
@@ -20,7 +24,8 @@ import dataclasses
 import json
 import math
 import zlib
-from typing import Any, Mapping, get_args, get_origin, get_type_hints
+from types import UnionType
+from typing import Any, Mapping, Sequence, Union, get_args, get_origin, get_type_hints
 
 LESSON_FORMAT = "attention-lab-lesson"
 LESSON_VERSION = 1
@@ -29,11 +34,92 @@ MAX_LESSON_BYTES = 200_000      # a lesson file holds settings, never data sets 
 COMPRESS_OVER = 600             # longer JSON values are zlib+base64url packed in the URL
 
 
+SPEC_KEYS = {
+    # validation (URLs, lesson files)
+    "min", "max", "choices", "max_len", "doc",
+    # display (page widgets, labels of runs)
+    "label",  # the widget's label
+    "help",  # the widget's tooltip
+    "step",  # a number input's or slider's step
+    "format",  # a number input's printf format, e.g. "%g"
+    "widget",  # "slider" or "checkbox"; default: number input, toggle or select box by type
+    "choice_labels",  # {choice: text shown for it}
+    "short",  # in a run's label: a format string ("lr {:g}") or {value: text}
+    "short_off",  # in a run's label, for the `none_is` value ("no clip")
+    "none_is",  # the page value that stands for None (e.g. 0 = no gradient clipping)
+    "group",  # which part of the page shows it
+    "internal",  # never a page control; the text says why (e.g. "taken from the data")
+}
+
+
 def spec(default: Any = dataclasses.MISSING, *, factory: Any = None, **rules: Any) -> Any:
-    """A dataclass field with validation rules (min, max, choices, max_len, doc)."""
+    """A dataclass field with its rules and how to show it (the keys of SPEC_KEYS)."""
+    unknown = set(rules) - SPEC_KEYS
+    if unknown:
+        raise TypeError(f"unknown spec keys: {', '.join(sorted(unknown))}")
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=rules)
     return dataclasses.field(default=default, metadata=rules)
+
+
+def to_page_value(rules: Mapping[str, Any], value: Any) -> Any:
+    """A config value as its page control holds it (None becomes the `none_is` value)."""
+    return rules["none_is"] if value is None and "none_is" in rules else value
+
+
+def from_page_value(rules: Mapping[str, Any], value: Any) -> Any:
+    """Inverse of to_page_value: the `none_is` value becomes None again."""
+    return None if "none_is" in rules and value == rules["none_is"] else value
+
+
+def describe(rules: Mapping[str, Any], value: Any) -> str:
+    """A value in a few words, from the field's `short` (e.g. "lr 0.003", "mask off")."""
+    short = rules.get("short")
+    if "short_off" in rules and value == rules.get("none_is", None):
+        return rules["short_off"]
+    if isinstance(short, Mapping):
+        return str(short.get(value, value))
+    if "choice_labels" in rules and value in rules["choice_labels"]:
+        value = rules["choice_labels"][value]
+    return short.format(value) if isinstance(short, str) else str(value)
+
+
+def _without_none(hint: Any) -> Any:
+    """`float | None` -> float (a page control always holds a value; see none_is)."""
+    args = [a for a in get_args(hint) if a is not type(None)]
+    return args[0] if get_origin(hint) in (Union, UnionType) and len(args) == 1 else hint
+
+
+def field_type(cls: type, name: str) -> Any:
+    """The type of field `name` of dataclass `cls`, None removed (`float | None` -> float)."""
+    return _without_none(get_type_hints(cls)[name])
+
+
+def derive_settings(name: str, sources: Sequence[type], *, defaults: Mapping[str, Any],
+                    extra: Sequence[tuple[str, type, Any]] = (), module: str = __name__,
+                    namespace: Mapping[str, Any] | None = None) -> type:
+    """A flat page-settings dataclass with one field per field of the `sources` dataclasses.
+
+    Each field keeps its metadata (bounds, choices, label, ...); `float | None` becomes float
+    (see `none_is`); fields holding a nested dataclass (it is listed among the sources itself)
+    and fields marked `internal` are left out. `defaults` gives the page's starting values;
+    `extra` adds page-only fields as (name, type, spec(...)). So a new config field appears on
+    the page, in links and in lesson files without another declaration.
+    """
+    fields = []
+    for source in sources:
+        hints = get_type_hints(source)
+        for f in dataclasses.fields(source):
+            hint = _without_none(hints[f.name])
+            if "internal" in f.metadata or dataclasses.is_dataclass(hint):
+                continue
+            if f.name not in defaults:
+                raise TypeError(f"{name}: no default for {f.name!r}")
+            fields.append((f.name, hint, dataclasses.field(default=defaults[f.name], metadata=f.metadata)))
+    fields.extend(extra)
+    cls = dataclasses.make_dataclass(name, fields, namespace=dict(namespace or {}))
+    cls.__module__ = module  # where it is defined for students and pickling, not here
+    return cls
 
 
 class SettingsError(ValueError):

@@ -8,7 +8,10 @@ import streamlit as st
 import torch
 
 from core import attention
-from core import walkthrough as wt
+from core.lessons import embeddings as emb
+from core.lessons import simple_attention
+from core.lessons import walkthrough as wt
+from ui import formatting as fmt
 from ui import walkthrough as page
 from ui.code import show_code
 from ui.layout import friendly_errors
@@ -32,7 +35,7 @@ q_name, qi = labels[query], query + 1  # the book numbers tokens from 1: x^(1), 
 where = wt.describe_inputs(settings)
 
 
-def ask_top_token(result: wt.SimpleAttention) -> bool:
+def ask_top_token(result: simple_attention.SimpleAttention) -> bool:
     """Predict, then reveal: which token gets the most attention from the query?"""
     top = wt.argmax_tokens(result.attn_weights)
     return page.predict_then_reveal(
@@ -44,7 +47,7 @@ def ask_top_token(result: wt.SimpleAttention) -> bool:
         "points most in the query's direction, weighted by its length.")
 
 
-def scores_step(result: wt.SimpleAttention) -> None:
+def scores_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "scores", "ω, the attention scores")
     chart_col, text_col = page.columns([1, 1], gap="large")
     with text_col:
@@ -52,7 +55,7 @@ def scores_step(result: wt.SimpleAttention) -> None:
                     "the dot product of the two embeddings.")
         st.latex(rf"\omega_{{{qi}j}} = x^{{({qi})}} \cdot x^{{(j)}} = "
                  rf"\sum_{{k=1}}^{{{d_in}}} x^{{({qi})}}_k \, x^{{(j)}}_k")
-        st.latex(wt.dot_product_latex(inputs[query].tolist(), inputs[0].tolist(),
+        st.latex(fmt.dot_product_latex(inputs[query].tolist(), inputs[0].tolist(),
                                       float(result.attn_scores[0]), qi, 1))
         page.check_badge("loop = matrix product", result.loop_vs_matmul)
     with chart_col:
@@ -66,7 +69,7 @@ def scores_step(result: wt.SimpleAttention) -> None:
     show_code([attention.attn_scores_loop, attention.attn_scores_matmul])
 
 
-def weights_step(result: wt.SimpleAttention) -> None:
+def weights_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "weights", "α, the attention weights")
     st.markdown("Softmax turns the scores into positive weights that add up to 1. Plain "
                 "normalisation (divide by the sum) also adds up to 1, but keeps negative scores "
@@ -98,15 +101,15 @@ def weights_step(result: wt.SimpleAttention) -> None:
     show_code([attention.attn_weights_softmax, attention.attn_weights_plain])
 
 
-def context_step(result: wt.SimpleAttention) -> None:
+def context_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "context", "z, the context vector")
-    dims = wt.dim_names(d_in)
+    dims = emb.dim_names(d_in)
     chart_col, text_col = page.columns([1, 1], gap="large")
     with text_col:
         st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
                     "by its attention weight: the table's rows add up to z.")
         st.latex(rf"z^{{({qi})}} = \sum_{{j=1}}^{{{num_tokens}}} \alpha_{{{qi}j}}\, x^{{(j)}}")
-        st.latex(wt.weighted_sum_latex(result.attn_weights.tolist(), inputs[:, 0].tolist(),
+        st.latex(fmt.weighted_sum_latex(result.attn_weights.tolist(), inputs[:, 0].tolist(),
                                        float(result.context_vec[0]), qi))
         page.check_badge("loop = matrix product", result.loop_vs_matmul)
     with chart_col:
@@ -124,7 +127,7 @@ def context_step(result: wt.SimpleAttention) -> None:
     show_code([attention.context_vec_loop, attention.context_vec_matmul])
 
 
-def matrix_step(result: wt.SimpleAttention) -> None:
+def matrix_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "matrix", "all tokens at once")
     st.markdown("The same three steps for every query at once, as matrix products. Row "
                 f"**{q_name}** of each matrix is exactly what the first three steps computed.")
@@ -142,14 +145,14 @@ def matrix_step(result: wt.SimpleAttention) -> None:
                          title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
                          domain=(0, 1), highlight_row=query, max_width=320,
                          caption=f"Row-wise softmax: each row sums to 1; {where}.")
-    page.show_matrix(result.all_context, labels, wt.dim_names(d_in), name="simple-attention-all-context",
+    page.show_matrix(result.all_context, labels, emb.dim_names(d_in), name="simple-attention-all-context",
                      title="Z = A X", x_title="dimension", y_title="query i", decimals=4,
                      highlight_row=query, caption=f"One context vector per token; {where}.")
     show_code([attention.all_attn_scores, attention.all_attn_weights, attention.all_context_vecs])
 
 
 with friendly_errors("simple attention"):
-    bundle = page.cached("simple", wt.cache_key(settings, "query"), wt.simple_page, inputs, query)
+    bundle = page.cached("simple", wt.cache_key(settings, "query"), simple_attention.simple_page, inputs, query)
     result = bundle.result
     page.sdpa_badge(bundle.sdpa)
     {"scores": scores_step, "weights": weights_step, "context": context_step,

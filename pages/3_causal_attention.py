@@ -9,8 +9,11 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from core import attention, charts
-from core import walkthrough as wt
+from core import attention, viz as charts
+from core.lessons import causal_attention
+from core.lessons import embeddings as emb
+from core.lessons import self_attention
+from core.lessons import walkthrough as wt
 from ui import state
 from ui import walkthrough as page
 from ui.code import show_code
@@ -36,7 +39,7 @@ with qkv_box:
     if qkv_box.open:
         projection = page.projection_controls(settings, d_in)
     else:  # closed: the same projection, without building its controls
-        projection = wt.projection_for(settings, d_in)
+        projection = self_attention.projection_for(settings, d_in)
         if projection.note:
             st.warning(projection.note, icon=":material/warning:")
 st.caption(wt.describe_weights(settings, projection))
@@ -49,7 +52,7 @@ with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
                 max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=220,
                 help="Probability of zeroing each attention weight (only in training mode).")
     state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
-                min_value=0, max_value=wt.MAX_SEED, step=1, width=150)
+                min_value=0, max_value=emb.MAX_SEED, step=1, width=150)
     state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                 help="model.train(): dropout active. model.eval(): dropout off.")
     page.book_setup_button("causal", "Book: CausalAttention, seed 123")
@@ -63,6 +66,18 @@ where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projec
          f"{settings.dropout_seed}, {mode} mode")
 
 
+def steps_code(extra=()) -> None:
+    """The code that computed the steps on screen, then the book's class they were checked against."""
+    show_code([causal_attention.causal_attention, attention.attention_intermediates, *extra],
+              label="Show the code that computed these numbers")
+    if bundle.module_diff is None:  # mask off: the book's class (always causal) was not compared
+        return
+    check = "CausalAttention (eval) = these steps"
+    if bundle.train_module_diff is not None:
+        check += "” and “CausalAttention (training) = these steps"
+    page.show_book_code(attention.CausalAttention.forward, check)
+
+
 def masked_labels(steps) -> np.ndarray:
     """'−∞' text on the hidden cells."""
     return np.where(steps.mask.numpy(), charts.NEG_INF_LABEL, "")
@@ -74,7 +89,7 @@ def scores_step(steps) -> None:
     page.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
                      title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
                      caption=f"Scaled scores before masking; {where}.")
-    show_code(attention.CausalAttention.forward)
+    steps_code()
 
 
 def mask_step(steps) -> None:
@@ -99,7 +114,7 @@ def masked_step(steps) -> None:
                      highlight_row=query, special=masked_labels(steps),
                      caption=f"Hidden scores are −∞ (grey), so exp(−∞) = 0 after softmax; {where}.")
     page.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
-    show_code(attention.CausalAttention.forward)
+    steps_code()
 
 
 def weights_step(steps) -> None:
@@ -121,12 +136,12 @@ def weights_step(steps) -> None:
                          highlight_row=query, caption=f"Masked softmax; {where}.")
         page.numbers_line(f"α_{qi}j =", weights[query].tolist())
         page.numbers_line("row sums =", weights.sum(dim=-1).tolist())
-    show_code(attention.CausalAttention.forward)
+    steps_code()
 
 
 def dropout_step(steps) -> None:
     page.step_header(STEPS, "dropout", "dropout on the attention weights")
-    view = wt.dropout_view(steps)
+    view = causal_attention.dropout_view(steps)
     st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
              r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
     if not settings.train_mode:
@@ -138,7 +153,11 @@ def dropout_step(steps) -> None:
         st.markdown(f"p = {view.p:g}: **{view.n_dropped} of {view.n_visible}** visible weights "
                     f"were dropped (seed {settings.dropout_seed}); the others were multiplied by "
                     f"1/(1 − p) = **{view.scale:.4f}**, so each weight keeps its expected value. "
-                    "Rows no longer sum to exactly 1.")
+                    "Rows no longer sum to exactly 1. The zeros are drawn as the book's "
+                    f"`nn.Dropout({view.p:g})` draws them right after "
+                    f"`torch.manual_seed({settings.dropout_seed})`"
+                    + (", so `CausalAttention` in training mode drops the same weights (badge "
+                       "at the top)." if settings.causal else "."))
     special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
     special = np.where(steps.mask.numpy(), "0", special)
     page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
@@ -146,7 +165,10 @@ def dropout_step(steps) -> None:
                      highlight_row=query,
                      caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
     page.numbers_line("row sums =", view.row_sums())
-    show_code([attention.CausalAttention.forward, wt.dropout_view])
+    # the dropout draw runs only in training mode with p > 0
+    steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
+                if view.active else [])
+               + [causal_attention.dropout_view])
 
 
 def context_step(steps) -> None:
@@ -156,10 +178,10 @@ def context_step(steps) -> None:
                      title="Z", x_title="dimension", y_title="token", highlight_row=query,
                      caption=f"Context vectors; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    st.markdown(f"The first token can only attend to itself, so its context vector is its "
-                f"own value vector" + (" (when the mask is on and nothing is dropped)." if
+    st.markdown("The first token can only attend to itself, so its context vector is its "
+                "own value vector" + (" (when the mask is on and nothing is dropped)." if
                                        settings.causal else "; with the mask off it sees everything."))
-    show_code(attention.CausalAttention)
+    steps_code()
 
 
 def order_step(steps) -> None:
@@ -183,10 +205,10 @@ def order_step(steps) -> None:
         settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
                                  projection.W_query.tolist()),
         "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
-        ["yes", "no"], str, lambda g: g == ("yes" if wt.rows_sum_to_one(orders.after_no_renorm) else "no"),
+        ["yes", "no"], str, lambda g: g == ("yes" if causal_attention.rows_sum_to_one(orders.after_no_renorm) else "no"),
         "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "
         "of it away. Only the last row, which hides nothing, still sums to 1."
-        if not wt.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
+        if not causal_attention.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
     for i, (col, (key, title, matrix, special)) in enumerate(zip(cols, panels)):
         with col:
             if key == "after_no_renorm" and not reveal_last:
@@ -200,7 +222,7 @@ def order_step(steps) -> None:
         st.warning("In some rows every visible weight underflowed to 0 in the softmax (the largest "
                    "score was in the hidden future), so renormalising divides 0 by 0 (marked "
                    "0/0). Masking before the softmax has no such problem.", icon=":material/warning:")
-    show_code(wt.masking_orders)
+    show_code(causal_attention.masking_orders)
 
 
 with friendly_errors("causal attention"):
@@ -208,12 +230,14 @@ with friendly_errors("causal attention"):
     bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                                 "custom_weights", "causal", "dropout_p",
                                                 "dropout_seed", "train_mode"),
-                         wt.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
+                         causal_attention.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)
         if bundle.module_diff is not None:
             page.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)
+        if bundle.train_module_diff is not None:
+            page.check_badge("CausalAttention (training) = these steps", bundle.train_module_diff)
         page.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
     {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
      "order": order_step, "dropout": dropout_step, "context": context_step}[step](steps)

@@ -10,7 +10,10 @@ import streamlit as st
 import torch
 
 from core import attention
-from core import walkthrough as wt
+from core.lessons import causal_attention
+from core.lessons import embeddings as emb
+from core.lessons import multi_head
+from core.lessons import walkthrough as wt
 from ui import state
 from ui import walkthrough as page
 from ui.code import show_code
@@ -33,12 +36,12 @@ num_tokens, d_in = inputs.shape
 controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
 with controls:
     state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
-                max_value=wt.MAX_DIMS, step=1, width=130, help="Width of all heads together.")
-choices = wt.head_choices(settings.d_out)
+                max_value=emb.MAX_DIMS, step=1, width=130, help="Width of all heads together.")
+choices = multi_head.head_choices(settings.d_out)
 heads_note = None
 if settings.num_heads not in choices:
     wanted = settings.num_heads
-    settings.num_heads = wt.nearest_heads(settings.d_out, wanted)
+    settings.num_heads = multi_head.nearest_heads(settings.d_out, wanted)
     st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
     heads_note = (f"{wanted} heads do not divide d_out = {settings.d_out} evenly (each head needs "
                   f"d_out / heads dimensions): using {settings.num_heads}.")
@@ -46,7 +49,7 @@ with controls:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
     state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
-                max_value=wt.MAX_SEED, step=1, width=160,
+                max_value=emb.MAX_SEED, step=1, width=160,
                 help="torch.manual_seed(seed) before building the heads.")
     state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
     state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
@@ -70,7 +73,20 @@ where = (f"{wt.describe_inputs(settings)}; {num_heads} heads × head_dim {settin
             if settings.train_mode and settings.dropout_p > 0 else ""))
 
 
-def head_maps(result: wt.MultiHead) -> None:
+def steps_code(result: multi_head.MultiHead) -> None:
+    """The code that computed the maps and outputs on screen, then the book's class they match."""
+    dropout = [causal_attention.with_book_dropout, causal_attention.book_dropout_keep] \
+        if result.train_module_diff is not None else []
+    show_code([multi_head.multi_head, attention.intermediates_from_module,
+               attention.attention_intermediates, *dropout],
+              label="Show the code that computed these numbers")
+    check = "MultiHeadAttention.forward = these steps"
+    if result.train_module_diff is not None:
+        check += "” and “MultiHeadAttention.forward (training) = these steps"
+    page.show_book_code(attention.MultiHeadAttention.forward, check)
+
+
+def head_maps(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "heads", "one attention map per head")
     shown = min(num_heads, MAX_SHOWN_HEADS)
     if num_heads > shown:
@@ -84,9 +100,10 @@ def head_maps(result: wt.MultiHead) -> None:
                                  name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
                                  domain=(0, 1), max_width=300, x_title="key j", y_title="query i",
                                  caption=f"Attention weights of head {h + 1}; {where}.")
+    steps_code(result)
 
 
-def concat_and_project(result: wt.MultiHead) -> None:
+def concat_and_project(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "concat", "concatenate, then project")
     head_dim, d_out = result.head_dim, settings.d_out
     st.latex(rf"\underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
@@ -105,9 +122,10 @@ def concat_and_project(result: wt.MultiHead) -> None:
                          name="multi-head-output", title="after out_proj", x_title="dimension",
                          y_title="token", decimals=4, max_width=440,
                          caption=f"The output projection mixes what the heads found; {where}.")
+    steps_code(result)
 
 
-def two_classes(result: wt.MultiHead) -> None:
+def two_classes(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "classes", "two implementations, one result")
     st.markdown(
         "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
@@ -123,7 +141,7 @@ def two_classes(result: wt.MultiHead) -> None:
                attention.wrapper_to_multihead], label="Show the code of both classes")
 
 
-def why_heads_differ(result: wt.MultiHead) -> None:
+def why_heads_differ(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "why", "why do the heads differ?")
     st.markdown(
         "Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
@@ -148,21 +166,26 @@ def why_heads_differ(result: wt.MultiHead) -> None:
     st.markdown(f"Largest difference from head 1's map: `{diffs}`")
     W_all = torch.cat(result.head_W_query, dim=1)  # (d_in, d_out): head h owns a block of columns
     cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
-    page.show_matrix(W_all, wt.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
+    page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
                      title="initial W_q of every head, side by side", x_title="head · output dimension",
                      y_title="input dimension", caption=f"Each head's initial W_q (its block of "
                      f"{result.head_dim} columns); {where}.")
+    show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 
 with friendly_errors("multi-head attention"):
     bundle = page.cached("multi", wt.cache_key(settings, "d_out", "weight_seed", "qkv_bias", "causal",
                                                "dropout_p", "dropout_seed", "train_mode",
                                                "same_init", extra=num_heads),
-                         wt.multi_page, inputs, dataclasses.replace(settings), num_heads)
+                         multi_head.multi_page, inputs, dataclasses.replace(settings), num_heads)
     result = bundle.result
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)
         page.check_badge("wrapper = split-head class", result.impl_diff)
+        page.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)
+        if result.train_module_diff is not None:
+            page.check_badge("MultiHeadAttention.forward (training) = these steps",
+                             result.train_module_diff)
         page.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
     {"heads": head_maps, "concat": concat_and_project, "classes": two_classes,
      "why": why_heads_differ}[step](result)

@@ -2,7 +2,7 @@
 
 The book's chapter 2 (course document 003): `GPTDatasetV1`, `create_dataloader`, token + position
 embeddings giving (8, 4, 256); and how the names GPT of lecture 7 turns one name into padded windows.
-All the work is done in core/text_lessons.py and core/data.py; this page only draws it.
+All the work is done in core/lessons/tokens_data.py and core/data.py; this page only draws it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ import dataclasses
 
 import streamlit as st
 
-from core import charts
+from core import viz as charts
 from core import data as core_data
-from core import text_lessons as tl
+from core.lessons import text as texts
+from core.lessons import tokens_data
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from ui import state
 from ui.charts import show_chart
@@ -24,36 +27,36 @@ from ui.text_lessons import keep_last_good, text_source
 PREFIX = "tokens"
 PAGE = "tokens-data"
 
-settings = state.page_settings(PREFIX, tl.TokensDataSettings)
-settings = lesson_panel(PREFIX, tl.TokensDataSettings, PAGE, settings)
+settings = state.page_settings(PREFIX, tokens_data.TokensDataSettings)
+settings = lesson_panel(PREFIX, tokens_data.TokensDataSettings, PAGE, settings)
 lecture = state.lecture_mode()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _summary(text: str, allow_special: bool) -> tl.TokenSummary:
-    return tl.token_summary(text, allow_special)
+def _summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
+    return tokens_data.token_summary(text, allow_special)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _chips(text: str, allow_special: bool) -> tuple[list[tl.TokenChip], list[tl.TokenChip], int]:
+def _chips(text: str, allow_special: bool) -> tuple[list[tokens_data.TokenChip], list[tokens_data.TokenChip], int]:
     char_tokenizer = CharTokenizer.from_text(text)
-    return tl.bpe_chips(text, allow_special), tl.char_chips(text, char_tokenizer), char_tokenizer.vocab_size
+    return tokens_data.bpe_chips(text, allow_special), tokens_data.char_chips(text, char_tokenizer), char_tokenizer.vocab_size
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _loader_view(text: str, settings: tl.TokensDataSettings) -> tl.LoaderView:
+def _loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_data.LoaderView:
     # the whole text is tokenized and windowed here: once per text and settings, not per click
-    return tl.build_loader_view(text, settings)
+    return tokens_data.build_loader_view(text, settings)
 
 
 @st.cache_resource(max_entries=2, show_spinner="Building the 50,257-row token embedding table…")
 def _token_table(output_dim: int, seed: int):
-    return tl.seeded_embedding(GPT2_N_VOCAB, output_dim, seed)
+    return tokens_data.seeded_embedding(GPT2_N_VOCAB, output_dim, seed)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _pos_table(output_dim: int, seed: int):
-    return tl.seeded_embedding(tl.GPT2_CONTEXT, output_dim, seed + 1)
+    return tokens_data.seeded_embedding(tokens_data.GPT2_CONTEXT, output_dim, seed + 1)
 
 
 st.title("Tokens & data loaders")
@@ -66,7 +69,7 @@ st.markdown(
 
 # ---------------------------------------------------------------------------------------------
 st.header("1 · The text")
-text, text_origin = text_source(PREFIX, settings, "text_choice", tl.TOKEN_TEXTS, min_chars=2)
+text, text_origin = text_source(PREFIX, settings, "text_choice", tokens_data.TOKEN_TEXTS, min_chars=2)
 st.caption(f"Using {text_origin}: {len(text):,} characters.")
 if settings.text_choice != "own":
     with st.expander("Read the text", icon=":material/article:"):
@@ -89,12 +92,12 @@ with friendly_errors("the tokens"):
     left, right = st.columns(2)
     with left:
         st.subheader(f"GPT-2 BPE · {summary.n_bpe:,} tokens")
-        st.html(tl.chips_html(bpe, limit=250, lecture=lecture))
+        st.html(fmt.chips_html(bpe, limit=250, lecture=lecture))
         st.caption(f"Vocabulary of {GPT2_N_VOCAB:,} ids; ␣ marks a space that belongs to the token. "
                    f"Encoding loaded offline from the {gpt2_source().split(' (')[0]}.")
     with right:
         st.subheader(f"Characters · {summary.n_chars:,} tokens")
-        st.html(tl.chips_html(chars, limit=250, lecture=lecture))
+        st.html(fmt.chips_html(chars, limit=250, lecture=lecture))
         st.caption(f"One id per character, vocabulary of {char_vocab} (sorted; “.” is always id 0 "
                    "in this project's tokenizer, because the names GPT uses it as start/end).")
 
@@ -104,7 +107,7 @@ with friendly_errors("the tokens"):
     st.markdown(f"**Decode round trip** — GPT-2: `decode(encode(text))` {ok} · "
                 f"characters: `decode(encode(text))` {ok_chars}")
 
-    special_ids, plain_ids = tl.end_of_text_pieces()
+    special_ids, plain_ids = tokens_data.end_of_text_pieces()
     with st.container(border=True):
         st.markdown(
             f"**How `{END_OF_TEXT}` is handled.** GPT-2 puts this marker between unrelated documents. "
@@ -119,7 +122,7 @@ with friendly_errors("the tokens"):
         else:
             st.markdown(f"This text has no marker; add `{END_OF_TEXT}` between two paragraphs "
                         "of your own text to see it.")
-    show_code([bpe_tokens, tl.token_summary])
+    show_code([bpe_tokens, tokens_data.token_summary])
 
 # ---------------------------------------------------------------------------------------------
 st.header("3 · Sliding windows and batches")
@@ -171,7 +174,7 @@ if view is not None:
               help="drop_last=True: windows that do not fill a last batch are left out.")
     st.markdown(
         f"Number of windows = ⌊(tokens − max_length − 1) / stride⌋ + 1 = "
-        f"{tl.window_count_formula(view.n_tokens, vs.max_length, vs.stride).split(' = ', 1)[1]}"
+        f"{tokens_data.window_count_formula(view.n_tokens, vs.max_length, vs.stride).split(' = ', 1)[1]}"
         f" · batches = ⌊{view.n_windows} / {vs.batch_size}⌋ = {view.n_batches}")
     if vs.stride < vs.max_length:
         st.caption(f"stride {vs.stride} < max_length {vs.max_length}: neighbouring windows overlap, "
@@ -182,18 +185,31 @@ if view is not None:
     else:
         st.caption("stride = max_length: every token is an input exactly once, with no overlap.")
     max_tokens = 16 if lecture else 20
-    show_chart(tl.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
+    show_chart(lesson_charts.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
                name="sliding windows",
                caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how many "
                         f"windows each token is an input; below, each window's input ids (blue) and "
                         f"target ids (orange, shifted by one). max_length {vs.max_length}, stride "
                         f"{vs.stride}."))
     st.subheader("Input → target windows")
-    st.dataframe(tl.window_table(view, limit=60), hide_index=True, width="stretch")
+    st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch")
     if view.n_windows > 60:
         st.caption(f"The first 60 of {view.n_windows:,} windows.")
-    show_code([core_data.count_windows, core_data.sliding_windows, core_data.create_dataloader_v1,
-               tl.build_loader_view])
+    if view.book_first_batch is None:
+        st.caption(f"{END_OF_TEXT} is read as plain text here, so these windows differ on purpose "
+                   "from the book's create_dataloader_v1 (which always reads it as one token).")
+    else:
+        ok = view.book_first_batch
+        st.badge(("Batch 0 is exactly" if ok else "Batch 0 differs from") + " the book's "
+                 f"create_dataloader_v1(text, batch_size={vs.batch_size}, max_length={vs.max_length}, "
+                 f"stride={vs.stride}, shuffle={vs.shuffle}) with seed {vs.seed}",
+                 color="green" if ok else "red",
+                 icon=":material/check_circle:" if ok else ":material/error:")
+    # the functions that made these windows and batches (and, when it ran, the book's loader
+    # they were checked against)
+    show_code([tokens_data.build_loader_view, core_data.count_windows, core_data.sliding_windows]
+              + ([tokens_data.matches_book_loader, core_data.create_dataloader_v1]
+                 if view.book_first_batch is not None else []))
 
 # ---------------------------------------------------------------------------------------------
 st.header("4 · One batch becomes embeddings")
@@ -225,19 +241,19 @@ if view is not None:
         right.dataframe(y.numpy(), width="stretch")
 
         output_dim = settings.output_dim
-        steps = tl.embed_batch(x, _token_table(output_dim, vs.seed), _pos_table(output_dim, vs.seed))
+        steps = tokens_data.embed_batch(x, _token_table(output_dim, vs.seed), _pos_table(output_dim, vs.seed))
         st.subheader("Shapes, step by step")
         st.table(steps.shape_rows().set_index("step"))
         st.markdown(
             f"The batch `{tuple(x.shape)}` of ids becomes `{tuple(steps.input_embeddings.shape)}`: "
             f"every id picks one row of the `{steps.token_table_shape}` token table, every position "
             f"one row of the `{steps.pos_table_shape}` position table (GPT-2's context is "
-            f"{tl.GPT2_CONTEXT} tokens; only rows 0–{x.shape[1] - 1} are used), and the two add up.")
+            f"{tokens_data.GPT2_CONTEXT} tokens; only rows 0–{x.shape[1] - 1} are used), and the two add up.")
 
         dims = min(settings.show_dims, output_dim)
         rows = min(x.shape[1], 8)
         first = x[0, :rows].tolist()
-        token_labels = [f"{tl.visible(tl.gpt2_piece(i))} ({i})" for i in first]
+        token_labels = [f"{texts.visible(tokens_data.gpt2_piece(i))} ({i})" for i in first]
         pos_labels = [f"pos {t}" for t in range(rows)]
         sum_labels = [f"{lab} @ {t}" for t, lab in enumerate(token_labels)]
         dim_labels = [f"d{j}" for j in range(dims)]
@@ -266,9 +282,9 @@ if view is not None:
                 f"**Check one cell.** Row 0, dimension d0: token "
                 f"{tok_slice[0, 0]:+.2f} + position {pos_slice[0, 0]:+.2f} = "
                 f"**{sum_slice[0, 0]:+.2f}**. The same position row is added to every window "
-                f"of the batch, so “{tl.visible(tl.gpt2_piece(first[0]))}” gets a different vector "
+                f"of the batch, so “{texts.visible(tokens_data.gpt2_piece(first[0]))}” gets a different vector "
                 "at position 0 than at position 3.")
-        show_code([tl.embed_batch, tl.seeded_embedding])
+        show_code([tokens_data.embed_batch, tokens_data.seeded_embedding])
 
 # ---------------------------------------------------------------------------------------------
 st.header("5 · How the names GPT's data is made")
@@ -287,8 +303,8 @@ frames, name_ok = None, False
 with friendly_errors("the name windows"):
     frames, name_ok = keep_last_good(
         f"{PREFIX}.good_name_frames",
-        lambda: (tl.validate_name(settings.name), settings.name_context,
-                 tl.name_window_frames(tl.validate_name(settings.name), settings.name_context)),
+        lambda: (tokens_data.validate_name(settings.name), settings.name_context,
+                 tokens_data.name_window_frames(tokens_data.validate_name(settings.name), settings.name_context)),
         "the name windows")
     if frames is not None:
         shown_name, context, tables = frames
@@ -298,7 +314,7 @@ with friendly_errors("the name windows"):
                     + (f", the last with {n_pad} padded target{'s' if n_pad != 1 else ''}." if n_pad else "."))
         for i, table in enumerate(tables[:6]):
             st.caption(f"Window {i}: inputs and targets, shape ({context},) each; grey = padding")
-            st.dataframe(tl.style_padding(table), width="stretch")
+            st.dataframe(fmt.style_padding(table), width="stretch")
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

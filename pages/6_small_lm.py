@@ -4,37 +4,38 @@ The slides "A Small Language Model with Self Attention" (course document 001): a
 a 90/10 split, the bigram model (|V|×|V|) and the model with a |V|×n embedding, one head and a
 linear layer; their losses; generated text; cross-entropy by hand. The models train live in a
 fragment that advances all three a few steps per tick on the same batches. The math lives in
-core/text_lessons.py and core/models.py.
+core/lessons/small_lm.py and core/models.py.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 
 import streamlit as st
 
-from core import budget, charts
+from core import budget, viz as charts
 from core import models as core_models
-from core import text_lessons as tl
+from core.lessons import small_lm
+from core.lessons import text as texts
+from core.lessons import tokens_data
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 from core.tokenizers import CharTokenizer
 from ui import state
 from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
+from ui.live import leave_queue, live_fragment
 from ui.text_lessons import text_source
 
 PREFIX = "small_lm"
 PAGE = "small-lm"
-TICK_SECONDS = 0.5  # one live update: a few training steps, then the curves are redrawn
-TICK_BUDGET_S = 0.25  # stop a tick's training early on a busy server, to keep the page responsive
 RACE_KEY, RUNNING_KEY = f"{PREFIX}.race", f"{PREFIX}.running"
 
-settings = state.page_settings(PREFIX, tl.SmallLMSettings)
-settings = lesson_panel(PREFIX, tl.SmallLMSettings, PAGE, settings)
+settings = state.page_settings(PREFIX, small_lm.SmallLMSettings)
+settings = lesson_panel(PREFIX, small_lm.SmallLMSettings, PAGE, settings)
 lecture = state.lecture_mode()
 ss = st.session_state
-ss.setdefault(f"{PREFIX}.owner", uuid.uuid4().hex)  # this session's place in the training queue
 
 st.title("Small language model")
 st.markdown(
@@ -45,25 +46,25 @@ st.markdown(
 
 # ---------------------------------------------------------------------------------------------
 st.header("1 · The corpus")
-text, origin = text_source(PREFIX, settings, "corpus", tl.CORPORA, min_chars=2, height=140)
+text, origin = text_source(PREFIX, settings, "corpus", small_lm.CORPORA, min_chars=2, height=140)
 corpus_ok = True
 try:
-    tl.check_corpus(text, settings.block_size)
+    small_lm.check_corpus(text, settings.block_size)
 except ValueError as exc:
     corpus_ok = False
     st.error(f"{exc} The race below keeps its last valid corpus.", icon="🚫")
-stats = tl.corpus_stats(text, settings.block_size)
+stats = small_lm.corpus_stats(text, settings.block_size)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Characters in the text", f"{stats['characters']:,}")
 m2.metric("Vocabulary |V|", stats["vocabulary"])
 m3.metric("Train characters (first 90%)", f"{stats['train']:,}")
 m4.metric("Validation characters (last 10%)", f"{stats['val']:,}")
 if settings.corpus == "pangram":
-    st.markdown(f"“{tl.PANGRAM.strip()}” repeated {tl.PANGRAM_REPEATS}×. Like the slides' corpus, "
+    st.markdown(f"“{texts.PANGRAM.strip()}” repeated {texts.PANGRAM_REPEATS}×. Like the slides' corpus, "
                 "it is tiny and repetitive: a model that remembers a few characters can predict "
                 "almost everything; a model that sees one character cannot.")
 vocab = CharTokenizer.from_text(text).vocab
-st.html(tl.chips_html([tl.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200, lecture=lecture))
+st.html(fmt.chips_html([tokens_data.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200, lecture=lecture))
 st.caption(f"The character vocabulary of {origin}: each character with its id (sorted; “.” is always "
            "id 0 in this project's tokenizer; ␣ is the space, ↵ a line break).")
 
@@ -108,12 +109,11 @@ st.markdown(
 # ---------------------------------------------------------------------------------------------
 # The race lives in session state only. A change of corpus or settings rebuilds it only while it
 # has not trained yet; a trained race is never thrown away without the Reset button.
-race: tl.SmallLMRace | None = ss.get(RACE_KEY)
+race: small_lm.SmallLMRace | None = ss.get(RACE_KEY)
 wanted = settings.race_config()
 if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) != (text, wanted))):
     with friendly_errors("the models"):
-        race = ss[RACE_KEY] = tl.SmallLMRace(text, wanted)
-
+        race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
 
 
 def _start() -> None:
@@ -122,13 +122,61 @@ def _start() -> None:
 
 def _pause() -> None:
     ss[RUNNING_KEY] = False
-    budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
+    leave_queue()
 
 
 def _reset() -> None:
     ss[RUNNING_KEY] = False
-    budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
+    leave_queue()
     ss[f"{PREFIX}.reset_requested"] = True
+
+
+def _finished(outcome) -> None:
+    """The race reached its last step (or failed): stop, so the page draws the samples."""
+    ss[RUNNING_KEY] = False
+    leave_queue()
+
+
+def draw_race(race_: small_lm.SmallLMRace) -> None:
+    """The race as it stands: progress, the loss curves and each model's latest loss."""
+    training = bool(ss.get(RUNNING_KEY))
+    st.progress(min(race_.step / settings.max_steps, 1.0),
+                text=f"Step {race_.step:,} of {settings.max_steps:,}" + (" · training…" if training else ""))
+    if race_.error:
+        st.error(f"Training stopped: {race_.error}", icon="🚫")
+    latest, floor = race_.latest(), race_.bigram_floor()
+    show_chart(lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
+               name="bigram vs self-attention loss",
+               caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
+                        f"{race_.config.eval_batch_size} fixed blocks of each split, every "
+                        f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
+                        f"T={race_.config.block_size}, B={race_.config.batch_size}, "
+                        f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
+                        f"{race_.config.lr:g}, seed {race_.config.seed}."),
+               key=f"{PREFIX}.loss", downloads=not training)
+    cols = st.columns(3)
+    bigram_val = latest["bigram"]["val"]
+    for col, (name, label) in zip(cols, small_lm.MODEL_LABELS.items()):
+        val = latest[name]["val"]
+        col.metric(f"{label} · val loss", f"{val:.3f}",
+                   delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
+                   delta_color="inverse")
+    if race_.last_eval_step == 0:
+        st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "
+                f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
+                "Press **Start**.", icon="▶️")
+    else:
+        best = latest["attention"]["val"]
+        if best < bigram_val:
+            comparison = f"**{bigram_val / max(best, 1e-9):.1f}× lower**"
+        else:
+            comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
+        message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
+                   f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
+                   f"{comparison}. No bigram table can go below {floor:.3f} on this "
+                   "training text, because it only ever sees one character. "
+                   "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
+        (st.success if best < 0.6 * bigram_val else st.info)(message)
 
 
 st.header("3 · Train side by side")
@@ -140,14 +188,15 @@ else:
     if ss.pop(f"{PREFIX}.reset_requested", False):
         if corpus_ok:
             with friendly_errors("the models"):
-                race = ss[RACE_KEY] = tl.SmallLMRace(text, wanted)
+                race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
         else:
             st.error("Reset needs a valid corpus; the current models are kept.", icon="🚫")
+    # Steps and steps per update may change at any time: they only decide where the run stops
+    race.max_steps, race.steps_per_advance = settings.max_steps, settings.steps_per_tick
     stale = (race.text, race.config) != (text, wanted)
-    finished = race.step >= settings.max_steps
     b1, b2, b3, _ = st.columns([1, 1, 1, 3])
     b1.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
-              disabled=bool(ss.get(RUNNING_KEY)) or finished, on_click=_start)
+              disabled=bool(ss.get(RUNNING_KEY)) or race.done, on_click=_start)
     b2.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
               disabled=not ss.get(RUNNING_KEY), on_click=_pause)
     b3.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset", on_click=_reset,
@@ -156,63 +205,18 @@ else:
         st.info("The models below were built with another corpus or other settings. "
                 "Press **Reset** to start new models with the current ones.", icon="ℹ️")
 
+    # the app's one live-training fragment trains the race a slice per tick and redraws it
+    live_fragment(f"{PREFIX}.live", race, lambda: draw_race(race),
+                  running=lambda: bool(ss.get(RUNNING_KEY)) and not race.done, on_finish=_finished)
     running = bool(ss.get(RUNNING_KEY))
-
-    @st.fragment(run_every=TICK_SECONDS if running else None)
-    def live_race() -> None:
-        """Advance all three models a few steps (when running) and redraw the curves."""
-        race_ = ss[RACE_KEY]
-        owner = ss[f"{PREFIX}.owner"]
-        if ss.get(RUNNING_KEY) and race_.step < settings.max_steps:
-            with budget.SLOTS.slot(owner) as got:
-                if got:
-                    race_.advance(min(settings.steps_per_tick, settings.max_steps - race_.step),
-                                  time_budget_s=TICK_BUDGET_S)
-                else:
-                    st.caption(f"The server is busy: waiting for a training slot "
-                               f"(place {budget.SLOTS.position(owner) + 1} in the queue).")
-            if race_.step >= settings.max_steps:
-                ss[RUNNING_KEY] = False
-                st.rerun()  # the whole page: stop ticking, draw samples and tables of the result
-        st.progress(min(race_.step / settings.max_steps, 1.0),
-                    text=f"Step {race_.step:,} of {settings.max_steps:,}"
-                    + (" · training…" if ss.get(RUNNING_KEY) else ""))
-        latest, floor = race_.latest(), race_.bigram_floor()
-        show_chart(tl.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
-                   name="bigram vs self-attention loss",
-                   caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
-                            f"{race_.config.eval_batch_size} fixed blocks of each split, every "
-                            f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
-                            f"T={race_.config.block_size}, B={race_.config.batch_size}, "
-                            f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
-                            f"{race_.config.lr:g}, seed {race_.config.seed}."),
-                   key=f"{PREFIX}.loss", downloads=not ss.get(RUNNING_KEY))
-        cols = st.columns(3)
-        bigram_val = latest["bigram"]["val"]
-        for col, (name, label) in zip(cols, tl.MODEL_LABELS.items()):
-            val = latest[name]["val"]
-            col.metric(f"{label} · val loss", f"{val:.3f}",
-                       delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
-                       delta_color="inverse")
-        if race_.last_eval_step == 0:
-            st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "
-                    f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
-                    "Press **Start**.", icon="▶️")
-        else:
-            best = latest["attention"]["val"]
-            if best < bigram_val:
-                comparison = f"**{bigram_val / max(best, 1e-9):.1f}× lower**"
-            else:
-                comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
-            message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
-                       f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
-                       f"{comparison}. No bigram table can go below {floor:.3f} on this "
-                       "training text, because it only ever sees one character. "
-                       "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
-            (st.success if best < 0.6 * bigram_val else st.info)(message)
-
-    live_race()
-    show_code([tl.SmallLMRace.advance, core_models.SingleHeadLM.forward, core_models.SelfAttentionHead.forward])
+    # the code that computed the curves: the evaluation (every point), the models' forward passes,
+    # and the training step once the models have trained (before that, no point came from it)
+    trained = race.step > 0
+    show_code(([small_lm.SmallLMRace.train_step] if trained else [])
+              + [small_lm.SmallLMRace.evaluate, core_models.SingleHeadLM.forward,
+                 core_models.SelfAttentionHead.forward, core_models.BigramLM.forward],
+              note=None if trained else "The training step's code appears here once the models "
+                                        "have trained (press **Start**).")
 
     # -----------------------------------------------------------------------------------------
     st.header("4 · Text generated by each model")
@@ -228,7 +232,7 @@ else:
                     min_value=0.05, max_value=3.0, step=0.05)
     prompt = settings.prompt
     try:
-        tl.check_prompt(prompt, race.tokenizer)
+        small_lm.check_prompt(prompt, race.tokenizer)
     except ValueError as exc:
         st.error(f"{exc} Generating from the corpus' first character instead.", icon="🚫")
         prompt = ""
@@ -237,7 +241,7 @@ else:
                    "redrew; they refresh when training is paused or finishes.")
     with friendly_errors("the generated text"):
         samples = ss.setdefault(f"{PREFIX}.samples", {})
-        for name, label in tl.MODEL_LABELS.items():
+        for name, label in small_lm.MODEL_LABELS.items():
             if not running or name not in samples or samples[name][2] is not race:
                 # sampling 3 x 160 characters takes a moment: not on every update while training
                 text_out = race.generate(name, settings.sample_chars, prompt, settings.temperature,
@@ -251,12 +255,12 @@ else:
 
     # -----------------------------------------------------------------------------------------
     st.header("5 · What each model stores")
-    labels = tl.vocab_labels(race.tokenizer.vocab)
+    labels = small_lm.vocab_labels(race.tokenizer.vocab)
     left, right = st.columns(2)
     with friendly_errors("the tables"):
         with left:
             probs = race.bigram_probabilities()  # (V, V)
-            show_chart(tl.matrix_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
+            show_chart(lesson_charts.compact_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
                                          x_title="next character", y_title="current character",
                                          domain=(0.0, 1.0), lecture=lecture),
                        name="bigram table",
@@ -267,9 +271,9 @@ else:
         with right:
             emb = race.embedding_table()  # (V, C)
             limit = float(abs(emb).max()) or 1.0
-            show_chart(tl.matrix_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
+            show_chart(lesson_charts.compact_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
                                          title=f"Token embedding {emb.shape}", x_title="dimension",
-                                         y_title="character", scheme="redblue",
+                                         y_title="character", diverging=True, scheme="redblue",
                                          domain=(-limit, limit), lecture=lecture),
                        name="embedding table",
                        caption=(f"The attention model's |V|×C = {emb.shape} token embedding: one "
@@ -277,7 +281,7 @@ else:
                                 f"{race.step:,}, seed {race.config.seed}."),
                        key=f"{PREFIX}.embedding")
         params = race.n_params()
-        st.caption("Parameters: " + " · ".join(f"{tl.MODEL_LABELS[k]} {v:,}" for k, v in params.items()))
+        st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}" for k, v in params.items()))
 
 # ---------------------------------------------------------------------------------------------
 st.header("6 · Cross-entropy by hand")
@@ -300,7 +304,7 @@ with c1:
     raw = st.text_input("Logits (one per class)", key=ce_key, disabled="ce_logits" in locked,
                         help="Numbers separated by commas, between −50 and 50.")
 try:
-    logits = tl.parse_logits(raw)
+    logits = small_lm.parse_logits(raw)
     if "ce_logits" not in locked:
         settings.ce_logits = logits
 except ValueError as exc:
@@ -317,10 +321,10 @@ with c3:
               icon=":material/undo:")
 
 with friendly_errors("the cross-entropy"):
-    ce = tl.cross_entropy_by_hand(logits, settings.ce_target)
+    ce = small_lm.cross_entropy_by_hand(logits, settings.ce_target)
     left, right = st.columns([3, 2])
     with left:
-        st.dataframe(tl.cross_entropy_table(ce), hide_index=True, width="stretch")
+        st.dataframe(small_lm.cross_entropy_table(ce), hide_index=True, width="stretch")
         st.markdown(
             f"Σ exp(z_c) = **{ce.denominator:.6f}** · p(target) = exp({logits[ce.target]:g}) / "
             f"{ce.denominator:.6f} = **{ce.p_target:.6f}** · loss = −log {ce.p_target:.6f} = "
@@ -339,6 +343,6 @@ with friendly_errors("the cross-entropy"):
     m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")
     m3.metric("Difference", f"{ce.difference:.1e}", help="Only float32 rounding: PyTorch computes "
               "in 32-bit floats, the hand computation in 64-bit.")
-    show_code(tl.cross_entropy_by_hand)
+    show_code(small_lm.cross_entropy_by_hand)
 
 state.sync_url(settings)

@@ -3,12 +3,14 @@ labelled new / training split / validation split; what the model weighed at ever
 
 import streamlit as st
 
-from core import live
-from core.sampling import next_char_distributions, sample_names
+from core import runs
+from core.viz import names_model as names_charts
+from core.lessons import sample_names as lesson
+from core.sampling import label_shares, next_char_distributions, sample_names
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, sync_url
+from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
 LAST_KEY = "sample.last_valid"  # the last names that could be sampled, kept through bad input
@@ -20,32 +22,21 @@ st.markdown(
     "again. **Temperature** divides the scores before the softmax (below 1: safer, more common "
     "names; above 1: wilder ones); **top-k** keeps only the k most likely characters.")
 
-settings, book, run = training.model_page(PREFIX, live.SampleSettings, "sample")
+settings, book, run = training.model_page(PREFIX, lesson.SampleSettings, "sample")
 
-cols = st.columns(5)
-with cols[0]:
-    bound(st.number_input, "How many names", settings, "n", prefix=PREFIX, min_value=1, max_value=200, step=5)
-with cols[1]:
-    bound(st.slider, "Temperature", settings, "temperature", prefix=PREFIX, min_value=0.05, max_value=5.0,
-          step=0.05)
-with cols[2]:
-    bound(st.slider, "Top-k (0 = all)", settings, "top_k", prefix=PREFIX, min_value=0, max_value=27,
-          help="Keep only the k most likely next characters; 0 keeps all 27.")
-with cols[3]:
-    bound(st.text_input, "Prefix", settings, "prefix", prefix=PREFIX, max_chars=20,
-          help="Every name starts with these letters.")
-with cols[4]:
-    bound(st.number_input, "Seed", settings, "seed", prefix=PREFIX, min_value=0, max_value=2**31 - 1, step=1)
+for col, field in zip(st.columns(5), ("n", "temperature", "top_k", "prefix", "seed")):
+    with col:  # each control from its field's declaration in SampleSettings (label, bounds, step)
+        spec_widget(settings, field, prefix=PREFIX)
 
 
-def _sampled(run: live.Run, settings: live.SampleSettings) -> list:
+def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> list:
     """Samples for (run, its step, the settings), cached in the session: other reruns are free."""
     key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
            settings.prefix, settings.seed)
     cache = st.session_state.setdefault("sample.cache", {})
     if key not in cache:
         cache.clear()  # one entry is enough: the page shows one set of names
-        cache[key] = live.sample_for_page(run, settings)
+        cache[key] = lesson.sample_for_page(run, settings)
     return cache[key]
 
 
@@ -61,7 +52,7 @@ if samples is None:
         sync_url(settings)
         st.stop()
 
-shares = {k: sum(s.label == k for s in samples) / len(samples) for k in ("new", "train", "val")}
+shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Names", len(samples))
 m2.metric("New", f"{shares['new']:.0%}", help="Not in the names data at all: the model invented them.")
@@ -71,13 +62,13 @@ m4.metric("In the validation split", f"{shares['val']:.0%}",
 
 table_col, chart_col = st.columns([2, 3])
 with table_col:
-    st.dataframe(live.samples_table(samples), hide_index=True, height=min(420, 38 + 35 * len(samples)))
+    st.dataframe(lesson.samples_table(samples), hide_index=True, height=min(420, 38 + 35 * len(samples)))
 with chart_col:
     sample_key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
                   settings.prefix, settings.seed)
     training.show_cached_chart(
-        lambda: live.shares_chart(samples, lecture=lecture_mode()), sample_key,
-        name="sampled-names-shares", key="sample.shares",
+        lambda: names_charts.shares_chart(samples, lecture=lecture_mode()), sample_key,
+        name="Sampled names: new or from the data", key="sample.shares",
         caption=(f"Where {len(samples)} sampled names stand against the data: {run.label}, step "
                  f"{run.step:,}; temperature {settings.temperature:g}, top-k "
                  f"{settings.top_k or 'all'}, prefix “{settings.prefix}”, seed {settings.seed}."))
@@ -89,10 +80,10 @@ if settings.chosen >= len(names):
     set_field(PREFIX, "chosen", 0)
 bound(st.selectbox, "Name to take apart", settings, "chosen", prefix=PREFIX,
       options=list(range(len(names))),
-      format_func=lambda i: f"{names[i] or '(empty)'} ({live.LABEL_TITLES[samples[i].label]})")
+      format_func=lambda i: f"{names[i] or '(empty)'} ({lesson.LABEL_TITLES[samples[i].label]})")
 name = names[settings.chosen]
 with friendly_errors("the next-character probabilities"):
-    steps = live.name_steps(run, name)
+    steps = lesson.name_steps(run, name)
     if settings.step > len(name):
         set_field(PREFIX, "step", 0)
     if len(name) >= 1:
@@ -101,19 +92,19 @@ with friendly_errors("the next-character probabilities"):
     else:
         settings.step = 0
     training.show_cached_chart(
-        lambda: live.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
-        (run.run_id, run.step, name, settings.step), name="next-character-bars", key="sample.bars",
+        lambda: names_charts.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
+        (run.run_id, run.step, name, settings.step), name="Next-character probabilities at one step", key="sample.bars",
         caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
                  f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
                  "distribution before temperature and top-k."))
     training.show_cached_chart(
-        lambda: live.steps_heatmap(steps, lecture=lecture_mode()), (run.run_id, run.step, name),
-        name="next-character-every-step", key="sample.heat",
+        lambda: names_charts.steps_heatmap(steps, lecture=lecture_mode()), (run.run_id, run.step, name),
+        name="Next-character probabilities at every step", key="sample.heat",
         caption=(f"Every step of “{name}” at once: one row per step (what was read → what came), "
                  "colour = probability of each next character (0 to 1)."))
-    st.dataframe(live.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)
+    st.dataframe(lesson.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")
 
-show_code([sample_names, next_char_distributions])
+show_code([lesson.sample_for_page, sample_names, label_shares, lesson.name_steps, next_char_distributions])
 sync_url(settings)

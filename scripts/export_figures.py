@@ -6,7 +6,7 @@ The set: each walkthrough step on the book's example (scores, weights, context, 
 weight matrix), the self-attention weights with trainable W (seed 789), the causal mask before
 and after, the per-head heatmaps of multi-head attention (seed 123), the loss curve of a short
 seeded training run of the names GPT, and the PCA of its character embeddings. Every figure
-carries a caption with the settings and seed that made it. Charts come from core/charts.py, the
+carries a caption with the settings and seed that made it. Charts come from core/viz, the
 same builders the pages use, saved through Altair's own vl-convert.
 """
 
@@ -26,7 +26,7 @@ import torch  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 
 from core import attention as att  # noqa: E402
-from core import charts  # noqa: E402
+from core import viz as charts  # noqa: E402
 from core.data import build_names_data  # noqa: E402
 from core.engine import Trainer, quick_demo_config  # noqa: E402
 

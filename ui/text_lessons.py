@@ -1,7 +1,7 @@
 """Streamlit pieces shared by the Tokens & data and Small language model pages.
 
 * `text_source`: built-in text or the user's own (pasted or uploaded), judged by
-  `core.text_lessons.validate_text` / `decode_upload`; a bad text gets a message and the last
+  `core.lessons.text.validate_text` / `decode_upload`; a bad text gets a message and the last
   valid text stays in use. The user's text lives in session state only, never in the URL.
 * `keep_last_good`: run a computation; on a user-fixable error show the message and return the
   previous valid result instead of losing it.
@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from core import text_lessons as tl
+from core.lessons import text as texts
 from ui import state
 
 
@@ -34,7 +34,7 @@ def _read_upload(prefix: str, text_key: str, min_chars: int) -> None:
     """Decode a newly uploaded file into the text box; remember a refused file's message."""
     upload = st.file_uploader("…or upload a text file", type=["txt", "md", "csv", "text"],
                               key=f"{prefix}.upload",
-                              help=f"Plain UTF-8 text, up to {tl.MAX_UPLOAD_BYTES:,} bytes.")
+                              help=f"Plain UTF-8 text, up to {texts.MAX_UPLOAD_BYTES:,} bytes.")
     error_key = f"{prefix}.upload_error"
     if upload is None:
         st.session_state.pop(error_key, None)
@@ -43,7 +43,7 @@ def _read_upload(prefix: str, text_key: str, min_chars: int) -> None:
         st.session_state[f"{prefix}.upload_seen"] = upload.file_id
         st.session_state.pop(error_key, None)
         try:
-            text = tl.decode_upload(upload.getvalue(), upload.name, min_chars=min_chars)
+            text = texts.decode_upload(upload.getvalue(), upload.name, min_chars=min_chars)
         except ValueError as exc:
             st.session_state[error_key] = (upload.file_id, str(exc))
         else:
@@ -60,10 +60,10 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
     choice = state.bound(st.radio, "Text", settings, field, prefix=prefix,
                          options=list(choices), format_func=choices.get, horizontal=True)
     if choice != "own":
-        return tl.builtin_text(choice), choices[choice]
+        return texts.builtin_text(choice), choices[choice]
 
     text_key, good_key = f"{prefix}.own_text", f"{prefix}.good_text"
-    starter = tl.builtin_text(next(iter(choices)))
+    starter = texts.builtin_text(next(iter(choices)))
     st.session_state.setdefault(good_key, starter)
     if text_key not in st.session_state:
         st.session_state[text_key] = starter  # start from the built-in text: edit it or replace it
@@ -74,9 +74,9 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
     with left:
         # one character over the limit lets us tell a cut-off paste from a text that fits
         raw = st.text_area("Paste your text", key=text_key, height=height,
-                           max_chars=tl.MAX_TEXT_CHARS + 1)
+                           max_chars=texts.MAX_TEXT_CHARS + 1)
     try:
-        text = tl.validate_text(raw, what="Your text", min_chars=min_chars)
+        text = texts.validate_text(raw, what="Your text", min_chars=min_chars)
     except ValueError as exc:
         st.error(f"{exc} The last valid text ({len(st.session_state[good_key]):,} characters) "
                  "stays in use.", icon="🚫")

@@ -1,9 +1,9 @@
 """Live training in Streamlit: the session's runs, the run controls and the ticking fragment.
 
-A `core.live.RunBook` lives in `st.session_state` (never in a module global), so every session has
+A `core.runs.RunBook` lives in `st.session_state` (never in a module global), so every session has
 its own runs and they are freed when the session ends. Nothing trains on its own in the
-background: while the current run is "running", a fragment with `run_every` trains one short slice
-per tick (inside a global training slot, `core.budget.SLOTS`) and redraws the curve from the
+background: while the current run is "running", the live fragment (`ui.live.live_fragment`) trains
+one short slice per tick (inside a global training slot) and `draw_live` redraws the curve from the
 run's history.
 A rerun, a widget change or a page switch therefore never loses a run: between ticks it simply
 waits in session state, and the next tick (or the next visit to the Train page) carries on.
@@ -11,22 +11,18 @@ waits in session state, and the next tick (or the next visit to the Train page) 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import math
-import re
 
-import altair as alt
 import streamlit as st
 
-from core import budget, charts, live
+from core import budget, runs, train_settings, viz
+from core.viz import training as training_charts
 from ui import state
+from ui.charts import download_buttons
+from ui.live import leave_queue, live_fragment, session_owner
 
 RUNBOOK_KEY = "gpt.runbook"
-TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
-SLICE_S = 0.9 * TICK_S  # training seconds per tick; the rest of the tick redraws (the page stays usable)
-FULL_RUN_SLICE_S = 0.15  # training during a whole-page rerun (a click) is kept short
 TRAIN_PAGE = "pages/7_train_gpt.py"
 UPLOAD_KEY = "gpt.upload"
 STATUS_TEXT = {
@@ -39,38 +35,28 @@ STATUS_TEXT = {
 }
 
 
-def runbook() -> live.RunBook:
+def runbook() -> runs.RunBook:
     """This session's runs (created on first use)."""
     if RUNBOOK_KEY not in st.session_state:
-        import uuid
-
-        st.session_state[RUNBOOK_KEY] = live.RunBook(owner=f"session-{uuid.uuid4().hex[:12]}")
+        st.session_state[RUNBOOK_KEY] = runs.RunBook(owner=session_owner())
     return st.session_state[RUNBOOK_KEY]
-
-
-def _is_fragment_rerun() -> bool:
-    """True when only a fragment is rerunning (a tick), False for a whole-page run."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx and ctx.fragment_ids_this_run)
 
 
 # ----------------------------------------------------------------------------------- controls
 
 
-def start_new_run(book: live.RunBook, settings: live.TrainSettings) -> live.Run | None:
+def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) -> runs.Run | None:
     """Create a run from `settings` and start it; show why not if it cannot run."""
     try:
         run = book.create(settings)
-        live.start(run)
+        runs.start(run)
     except ValueError as exc:
         st.error(f"Training not started: {exc}", icon="🚫")
         return None
     return run
 
 
-def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: bool) -> None:
+def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, blocked: bool) -> None:
     """Start / pause / resume / stop / reset / break it. Each click reruns the whole page, so the
     ticking fragment starts or stops with it."""
     run = book.current
@@ -85,8 +71,8 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
     with cols[1]:
         if status == "running":
             if st.button("Pause", key="train.pause", icon=":material/pause:"):
-                live.pause(run)
-                budget.SLOTS.leave(book.owner)
+                runs.pause(run)
+                leave_queue()
                 st.rerun()
         else:
             can_resume = run is not None and status in ("idle", "paused") and not run.trainer.done
@@ -97,14 +83,14 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
         if st.button("Stop", key="train.stop", icon=":material/stop:",
                      disabled=status not in ("running", "paused", "idle"),
                      help="End this run where it is; its model stays available to sample and download."):
-            live.stop(run)
-            budget.SLOTS.leave(book.owner)
+            runs.stop(run)
+            leave_queue()
             st.rerun()
     with cols[3]:
         if st.button("Reset", key="train.reset", icon=":material/restart_alt:", disabled=run is None,
                      help="Forget the current run (its model and curve); the settings stay."):
             book.remove(run.run_id)
-            budget.SLOTS.leave(book.owner)
+            leave_queue()
             st.rerun()
     with cols[4]:
         if st.button("Break it", key="train.break", icon=":material/heart_broken:",
@@ -115,16 +101,16 @@ def run_controls(book: live.RunBook, settings: live.TrainSettings, *, blocked: b
                 st.rerun()
 
 
-def _resume(run: live.Run) -> bool:
+def _resume(run: runs.Run) -> bool:
     try:
-        live.start(run)
+        runs.start(run)
     except ValueError as exc:
         st.error(str(exc), icon="🚫")
         return False
     return True
 
 
-def continue_controls(book: live.RunBook) -> None:
+def continue_controls(book: runs.RunBook) -> None:
     """For a finished, stopped or uploaded run: train some more steps."""
     run = book.current
     finished = run is not None and (run.status in ("done", "stopped")
@@ -139,8 +125,8 @@ def continue_controls(book: live.RunBook) -> None:
         st.write("")
         if st.button(f"Train {int(extra):,} more steps", key="train.extend", icon=":material/fast_forward:"):
             try:
-                live.extend(run, int(extra))
-                live.start(run)
+                runs.extend(run, int(extra))
+                runs.start(run)
             except ValueError as exc:
                 st.error(str(exc), icon="🚫")
             else:
@@ -150,78 +136,44 @@ def continue_controls(book: live.RunBook) -> None:
 # ----------------------------------------------------------------------------------- live panel
 
 
-def live_panel(book: live.RunBook, settings: live.TrainSettings) -> None:
-    """The fragment: ticks every TICK_S seconds while the current run trains, else draws once."""
+def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
+    """The live fragment over the current run: ticks while it trains, else draws once."""
     run = book.current
-    every = TICK_S if run is not None and run.active else None
-
-    @st.fragment(run_every=every)
-    def _panel() -> None:
-        _tick(book, settings)
-
-    _panel()
+    live_fragment("train.live", run, lambda: draw_live(book, settings),
+                  running=(lambda: run.active) if run is not None else False)
 
 
-def _tick(book: live.RunBook, settings: live.TrainSettings) -> None:
-    """Draw the run as it stands, then train the next slice. Drawing first keeps the elements
-    fresh: Streamlit fades a fragment's elements that a running tick has not redrawn yet."""
+def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
+    """The Train page's live view: progress and metrics, the loss curve, the sampled names."""
     run = book.current
-    # Under the run's lock: when a click arrives mid-slice, Streamlit may start the new script run
-    # in a fresh thread while the old one finishes its slice; the drawing then waits for the slice
-    # to end instead of reading a history that is being appended to.
-    with run.lock if run is not None else contextlib.nullcontext():
-        view = live.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
-        busy_box = st.empty()
-        if run is None:
-            st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
-                    "The loss curve, progress and sampled names appear here while it trains.",
-                    icon=":material/model_training:")
-        else:
-            _progress(run)
-        if len(view.frame):
-            _loss_chart(view, _chart_caption(book, settings))
-        if run is not None:
-            _samples(run)
-    if run is None or not run.active:
-        return
-    budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
-    outcome = live.advance(run, budget_s, slot=budget.SLOTS.slot(book.owner))
-    if outcome.busy:
-        ahead = max(1, budget.SLOTS.position(book.owner) + budget.SLOTS.running)
-        busy_box.info(f"busy: {ahead} run{'s' if ahead > 1 else ''} ahead of you, retrying…",
-                      icon=":material/hourglass_top:")
-    if outcome.finished:
-        st.rerun(scope="app")  # the controls above change (Resume greys out, "more steps" appears)
+    frame = runs.loss_frame(runs.chart_runs(book, settings.overlay))
+    if run is None:
+        st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
+                "The loss curve, progress and sampled names appear here while it trains.",
+                icon=":material/model_training:")
+    else:
+        _progress(run)
+    if len(frame):
+        _loss_chart(frame, run.tokenizer.vocab_size if run is not None else 27,
+                    _chart_caption(book, settings))
+    if run is not None:
+        _samples(run)
 
 
-def _loss_chart(view: live.ChartView, caption: str) -> None:
+def _loss_chart(frame, vocab_size: int, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
+    lecture = state.lecture_mode()
+    spec = training_charts.loss_chart_spec(tuple(dict.fromkeys(frame["run"])), vocab_size=vocab_size,
+                                           lecture=lecture)
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
-    spec = {**view.spec, "data": {"name": "loss_rows"},
-            "datasets": {**view.spec.get("datasets", {}), "loss_rows": view.frame}}
+    spec = {**spec, "data": {"name": "loss_rows"},
+            "datasets": {**spec.get("datasets", {}), "loss_rows": frame}}
     st.vega_lite_chart(spec=spec, width="content")
     st.caption(caption)
-    lecture = state.lecture_mode()
-    frame, vocab_size = view.frame.copy(), view.vocab_size
-    _downloads(lambda: live.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
-               "Names GPT: loss", caption, "names-gpt-loss", "train.loss", lecture)
-
-
-def _downloads(build, title: str, caption: str, slug: str, key: str, lecture: bool) -> None:
-    """PNG (2x) and SVG buttons; the figure (with its caption) is made only when clicked."""
-
-    def figure():
-        return charts.themed(charts.with_caption(build(), title, caption), lecture)
-
-    left, right, _ = st.columns([1, 1, 4])
-    left.download_button("PNG", data=lambda: charts.to_png(figure(), scale=2.0), file_name=f"{slug}.png",
-                         mime="image/png", key=f"png.{key}", on_click="ignore",
-                         icon=":material/download:", help="2x PNG with the caption, for slides")
-    right.download_button("SVG", data=lambda: charts.to_svg(figure()).encode("utf-8"),
-                          file_name=f"{slug}.svg", mime="image/svg+xml", key=f"svg.{key}",
-                          on_click="ignore", icon=":material/download:",
-                          help="Vector SVG with the caption, for slides")
+    frame = frame.copy()
+    download_buttons(lambda: training_charts.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
+                     title="Names GPT: loss", caption=caption, key="train.loss", lecture=lecture)
 
 
 CHART_CACHE = "gpt.chart_specs"  # session cache of validated chart specs (bounded)
@@ -231,30 +183,26 @@ MAX_CACHED_CHARTS = 24
 def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: str) -> None:
     """Like ui.charts.show_chart, but the chart is built and validated once per `cache_key`.
 
-    Altair builds and validates a spec on every rerun (20-90 ms per chart); the Sample and Inside
-    pages draw up to six charts that only change when the model, the name or a setting does, so
-    their specs are kept (as JSON, per session, at most MAX_CACHED_CHARTS) and re-sent as they are.
+    Building a chart and its spec takes 20-90 ms; the Sample and Inside pages draw up to six charts
+    that only change when the model, the name or a setting does, so their specs
+    (`core.viz.vega_spec`) are kept per session (at most MAX_CACHED_CHARTS) and re-sent as they are.
+    `name` is the figure's human title (and its downloaded file's name).
     """
     lecture = state.lecture_mode()
     cache = st.session_state.setdefault(CHART_CACHE, {})
     full_key = (key, cache_key, lecture)
     if full_key not in cache:
         chart = build()
-        try:
-            spec = json.dumps(charts.themed(chart, lecture).to_dict())
-        except alt.MaxRowsError:  # a very large map: let Streamlit send it (no row limit there)
-            spec = None
-        cache[full_key] = (chart, spec)
+        cache[full_key] = (chart, viz.vega_spec(chart, lecture))
         while len(cache) > MAX_CACHED_CHARTS:
             cache.pop(next(iter(cache)))
     chart, spec = cache[full_key]
-    if spec is None:
-        st.altair_chart(charts.themed(chart, lecture), width="content")
-    else:
-        st.vega_lite_chart(spec=json.loads(spec), width="content")
+    if spec is None:  # tables inside layers: Altair serialises them (slower, same picture)
+        st.altair_chart(viz.themed(chart, lecture), width="content")
+    else:  # a fresh top level each time: the kept spec is never changed by a rerun
+        st.vega_lite_chart(spec={**spec, "datasets": dict(spec.get("datasets", {}))}, width="content")
     st.caption(caption)
-    _downloads(lambda: chart, name, caption, re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60],
-               key, lecture)
+    download_buttons(lambda: chart, title=name, caption=caption, key=key, lecture=lecture)
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -264,14 +212,14 @@ def _fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def _progress(run: live.Run) -> None:
+def _progress(run: runs.Run) -> None:
     status = STATUS_TEXT.get(run.status, run.status)
     text = (f"{run.label} · {status} · step {run.step:,} of {run.max_steps:,} · "
             f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
             f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
     st.progress(run.progress, text=text)
     history = run.history
-    smoothed = live.smooth(history["train_loss"])
+    smoothed = runs.smooth(history["train_loss"])
     cols = st.columns(5)
     cols[0].metric("Step", f"{run.step:,}")
     cols[1].metric("Train loss", f"{smoothed[-1]:.3f}" if len(smoothed) else "–",
@@ -294,23 +242,15 @@ def _compact(value: float) -> str:
     return f"{value / 1000:,.1f}k" if value >= 10_000 else f"{value:,.0f}"
 
 
-def _chart_caption(book: live.RunBook, settings: live.TrainSettings) -> str:
-    runs = live.chart_runs(book, settings.overlay)
-    described = "; ".join(f"{r.label}: {_run_summary(r)}" for r in runs)
+def _chart_caption(book: runs.RunBook, settings: train_settings.TrainSettings) -> str:
+    shown = runs.chart_runs(book, settings.overlay)
+    described = "; ".join(f"{r.label}: {runs.run_summary(r)}" for r in shown)
     return ("Cross-entropy per character (nats). Faint: each step's training batch; solid: its "
             "smoothed trend; dashed with dots: the validation split (10% of the names, never "
             f"trained on). Grey rule: a uniform guess. Runs: {described}.")
 
 
-def _run_summary(run: live.Run) -> str:
-    s = run.settings
-    return (f"{s.n_layer} layers × {s.n_head} heads, d_embed {s.d_embed}, d_ff {s.d_ff}, "
-            f"context {s.context_size}, dropout {s.dropout:g}, {s.optimizer.upper() if s.optimizer == 'sgd' else 'AdamW'} "
-            f"lr {s.lr:g}, batch {s.batch_size}, {'mask on' if s.causal else 'MASK OFF'}, seed {s.seed}, "
-            f"step {run.step:,}")
-
-
-def _samples(run: live.Run) -> None:
+def _samples(run: runs.Run) -> None:
     if not run.samples:
         return
     shown = " · ".join(f"**{s.name or '(empty)'}**" + (" :gray[(in data)]" if s.label != "new" else "")
@@ -322,7 +262,7 @@ def _samples(run: live.Run) -> None:
 # ----------------------------------------------------------------------------------- checkpoints
 
 
-def checkpoint_panel(book: live.RunBook) -> None:
+def checkpoint_panel(book: runs.RunBook) -> None:
     """Download the current model; upload one to continue training or to sample."""
     run = book.current
     left, right = st.columns(2)
@@ -330,7 +270,7 @@ def checkpoint_panel(book: live.RunBook) -> None:
         st.markdown("**Download the model**")
         can_save = run is not None and run.step > 0
         st.download_button(
-            "Download checkpoint (.pt)", data=(lambda: live.run_to_checkpoint(run)) if can_save else b"",
+            "Download checkpoint (.pt)", data=(lambda: runs.run_to_checkpoint(run)) if can_save else b"",
             file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
             mime="application/octet-stream", key="train.download", on_click="ignore",
             disabled=not can_save, icon=":material/download:",
@@ -341,9 +281,9 @@ def checkpoint_panel(book: live.RunBook) -> None:
         upload_panel(book)
 
 
-def upload_panel(book: live.RunBook) -> None:
+def upload_panel(book: runs.RunBook) -> None:
     """File uploader for a checkpoint; errors are clear and never touch the current model."""
-    max_mb = math.ceil(live.UPLOAD_MAX_BYTES / 1e6)
+    max_mb = math.ceil(runs.UPLOAD_MAX_BYTES / 1e6)
     upload = st.file_uploader("Upload a checkpoint (.pt) to continue training or to sample",
                               type=["pt"], key=UPLOAD_KEY, max_upload_size=max_mb + 1,
                               help=f"A file downloaded from this page (at most {max_mb} MB). "
@@ -355,13 +295,13 @@ def upload_panel(book: live.RunBook) -> None:
         for old_id in list(results)[:-4]:  # keep the outcome of the last few files only
             del results[old_id]
         try:
-            run = live.run_from_checkpoint(upload.getvalue(), upload.name)
+            run = runs.run_from_checkpoint(upload.getvalue(), upload.name)
         except ValueError as exc:  # CheckpointError is a ValueError
             results[upload.file_id] = ("error", f"Checkpoint not loaded: {exc}. "
                                                 "Your current model is unchanged.")
         else:
             book.add(run)
-            budget.SLOTS.leave(book.owner)
+            leave_queue()
             results[upload.file_id] = ("ok", f"Loaded {upload.name} as run {run.label} "
                                              f"(step {run.step:,}). Resume or add steps to train it "
                                              "further, or open the Sample page."
@@ -379,7 +319,7 @@ def upload_panel(book: live.RunBook) -> None:
 # ----------------------------------------------------------------------------------- other pages
 
 
-def model_picker(book: live.RunBook, key: str) -> live.Run | None:
+def model_picker(book: runs.RunBook, key: str) -> runs.Run | None:
     """Select box of the session's trained runs (newest first); None when there is none."""
     runs = book.trained()
     if not runs:
@@ -399,7 +339,7 @@ def model_picker(book: live.RunBook, key: str) -> live.Run | None:
     return run
 
 
-def _picker_label(run: live.Run | None) -> str:
+def _picker_label(run: runs.Run | None) -> str:
     if run is None:
         return "?"
     val = run.trainer.last_val_loss
@@ -407,14 +347,14 @@ def _picker_label(run: live.Run | None) -> str:
             + (f" · val {val:.3f}" if val is not None else ""))
 
 
-def empty_state(book: live.RunBook, what: str) -> None:
+def empty_state(book: runs.RunBook, what: str) -> None:
     """No model yet: say so, and offer to train the quick demo (it opens the Train page)."""
     st.info(f"There is no trained model in this session yet, so there is nothing to {what}. "
             "Train one on the **Train the names GPT** page (the quick demo takes about 30 s), "
             "or upload a checkpoint there.", icon=":material/info:")
     if st.button("Train the quick demo now", key=f"empty.{what}.quick", type="primary",
                  icon=":material/model_training:"):
-        settings = live.preset_settings("quick_demo")
+        settings = train_settings.preset_settings("quick_demo")
         state.replace_settings("train", settings)
         if start_new_run(book, settings) is not None:
             st.switch_page(TRAIN_PAGE)

@@ -20,10 +20,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core import walkthrough as wt
-from core.walkthrough import WalkthroughSettings
+from core.lessons import embeddings as emb
+from core.lessons import self_attention
+from core.lessons import walkthrough as wt
+from core import viz
+from core.viz import lessons as lesson_charts
+from core.lessons.walkthrough import WalkthroughSettings
 from ui import state
 from ui.charts import show_chart
+from ui.code import show_code
 from ui.layout import lesson_panel
 
 PREFIX = "walkthrough"
@@ -91,7 +96,7 @@ def _cached(kind: str, key: str, _compute: Callable, _args: tuple):
 
 
 def cached(kind: str, key: str, compute: Callable, *args):
-    """compute(*args), computed once per key (see core.walkthrough.cache_key)."""
+    """compute(*args), computed once per key (see core.lessons.walkthrough.cache_key)."""
     return _cached(kind, key, compute, args)
 
 
@@ -142,7 +147,7 @@ def _fail(message: str) -> None:
 def _on_add_dim() -> None:
     settings = st.session_state[PREFIX]
     try:
-        _set_table(settings.tokens, wt.add_dimension(settings.embeddings))
+        _set_table(settings.tokens, emb.add_dimension(settings.embeddings))
     except ValueError as exc:
         _fail(str(exc))
 
@@ -150,7 +155,7 @@ def _on_add_dim() -> None:
 def _on_remove_dim() -> None:
     settings = st.session_state[PREFIX]
     try:
-        _set_table(settings.tokens, wt.remove_dimension(settings.embeddings))
+        _set_table(settings.tokens, emb.remove_dimension(settings.embeddings))
     except ValueError as exc:
         _fail(str(exc))
 
@@ -167,18 +172,18 @@ def _on_random() -> None:
     settings.embed_seed = int(st.session_state.get(state.widget_key(PREFIX, "embed_seed"),
                                                    settings.embed_seed))
     try:
-        rows = wt.random_embeddings(num_tokens, d_in, settings.embed_seed)
+        rows = emb.random_embeddings(num_tokens, d_in, settings.embed_seed)
     except ValueError as exc:
         _fail(str(exc))
         return
-    _set_table(wt.resized_tokens(settings.tokens, num_tokens), rows,
+    _set_table(emb.resized_tokens(settings.tokens, num_tokens), rows,
                f"Random embeddings, shape ({num_tokens}, {d_in}), seed {settings.embed_seed}.")
 
 
 def _on_apply_csv() -> None:
     text = st.session_state.get(f"{PREFIX}.csv_text", "")
     try:
-        table = wt.parse_embeddings_csv(text)
+        table = emb.parse_embeddings_csv(text)
     except ValueError as exc:
         _fail(f"The CSV was not applied: {exc}. The last valid embeddings are kept.")
         return
@@ -219,7 +224,7 @@ def _table_key(settings: WalkthroughSettings) -> tuple:
     return tuple(settings.tokens), tuple(tuple(row) for row in settings.embeddings)
 
 
-def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.EmbeddingTable:
+def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> emb.EmbeddingTable:
     """The shared embeddings: edit cells, rows, dimensions, random, reset, CSV. Returns the valid table."""
     is_locked = locked("embeddings") or locked("tokens")
     table = None
@@ -232,7 +237,7 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> wt.Em
         if box.open:
             table = _editor_body(settings, is_locked)
     if table is None or _table_key_of(table) != _table_key(settings):  # else: checked already
-        table = wt.validate_embedding_table(wt.embedding_frame(settings.tokens, settings.embeddings))
+        table = emb.validate_embedding_table(emb.embedding_frame(settings.tokens, settings.embeddings))
     for warning in table.warnings:
         st.warning(warning, icon=":material/warning:")
     return table
@@ -242,14 +247,14 @@ TOKEN_COLUMN_PX, DIM_COLUMN_PX = 120, 72  # fixed widths: readable, and cells at
 
 
 def _editor_columns(d_in: int) -> dict:
-    columns = {"token": st.column_config.TextColumn("token", max_chars=wt.MAX_TOKEN_CHARS,
+    columns = {"token": st.column_config.TextColumn("token", max_chars=emb.MAX_TOKEN_CHARS,
                                                     width=TOKEN_COLUMN_PX)}
-    for name in wt.dim_names(d_in):
+    for name in emb.dim_names(d_in):
         columns[name] = st.column_config.NumberColumn(name, width=DIM_COLUMN_PX)
     return columns
 
 
-def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.EmbeddingTable | None:
+def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.EmbeddingTable | None:
     """The editor, its validation, and the tools; returns the edited table when it is valid."""
     num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
     st.markdown(f"**{num_tokens} tokens × {d_in} dimensions**, shape `({num_tokens}, {d_in})`")
@@ -258,11 +263,11 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.Embedding
                "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
     current = _table_key(settings)
     edited = synced_editor(
-        "embeddings", current, lambda: wt.embedding_frame(settings.tokens, settings.embeddings),
+        "embeddings", current, lambda: emb.embedding_frame(settings.tokens, settings.embeddings),
         num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
         column_config=_editor_columns(d_in))
     try:
-        table = wt.validate_embedding_table(edited)
+        table = emb.validate_embedding_table(edited)
     except ValueError as exc:
         st.error(f"Not applied: {exc} The pages keep using the last valid embeddings, "
                  f"shape ({num_tokens}, {d_in}).", icon=":material/block:")
@@ -276,7 +281,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> wt.Embedding
     return table
 
 
-def _table_key_of(table: wt.EmbeddingTable) -> tuple:
+def _table_key_of(table: emb.EmbeddingTable) -> tuple:
     return tuple(table.tokens), tuple(tuple(row) for row in table.embeddings)
 
 
@@ -287,7 +292,7 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
     d_in = len(settings.embeddings[0])
     with st.container(horizontal=True, gap="small"):
         st.button("Add a dimension", key=f"{PREFIX}.add_dim", on_click=_on_add_dim,
-                  disabled=is_locked or d_in >= wt.MAX_DIMS, icon=":material/add:")
+                  disabled=is_locked or d_in >= emb.MAX_DIMS, icon=":material/add:")
         st.button("Remove the last dimension", key=f"{PREFIX}.remove_dim", on_click=_on_remove_dim,
                   disabled=is_locked or d_in <= 1, icon=":material/remove:")
         st.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
@@ -295,12 +300,12 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
     for key, value in ((f"{PREFIX}.random_tokens", len(settings.tokens)), (f"{PREFIX}.random_dims", d_in)):
         st.session_state.setdefault(key, value)
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-        st.number_input("Tokens", min_value=1, max_value=wt.MAX_TOKENS, step=1, width=130,
+        st.number_input("Tokens", min_value=1, max_value=emb.MAX_TOKENS, step=1, width=130,
                         key=f"{PREFIX}.random_tokens", disabled=is_locked)
-        st.number_input("Dimensions", min_value=1, max_value=wt.MAX_DIMS, step=1, width=130,
+        st.number_input("Dimensions", min_value=1, max_value=emb.MAX_DIMS, step=1, width=130,
                         key=f"{PREFIX}.random_dims", disabled=is_locked)
         state.bound(st.number_input, "Seed", settings, "embed_seed", prefix=PREFIX, min_value=0,
-                    max_value=wt.MAX_SEED, step=1, disabled=is_locked, width=150)
+                    max_value=emb.MAX_SEED, step=1, disabled=is_locked, width=150)
         st.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random,
                   disabled=is_locked, icon=":material/casino:",
                   help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
@@ -312,7 +317,7 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
                           "only get names t1, t2, ...")
         st.button("Apply CSV", key=f"{PREFIX}.apply_csv", on_click=_on_apply_csv, disabled=is_locked)
         st.download_button("Download as CSV", key=f"{PREFIX}.download_csv", on_click="ignore",
-                           data=lambda: wt.embeddings_to_csv(settings.tokens, settings.embeddings),
+                           data=lambda: emb.embeddings_to_csv(settings.tokens, settings.embeddings),
                            file_name="embeddings.csv", mime="text/csv")
 
 
@@ -325,6 +330,21 @@ def _apply_setup(name: str) -> None:
         _set_table(wt._book_tokens(), wt._book_rows())
 
 
+def show_book_code(fn: Callable, check: str) -> None:
+    """The book's class, shown for comparison beside the code that computed the page.
+
+    The steps on screen come from `attention_intermediates` (every intermediate matrix kept, in
+    float64); the book's class returns only the final context vectors. Both run on every page
+    load, and the badge named by `check` compares their results.
+    """
+    name = getattr(fn, "__qualname__", str(fn))
+    show_code(fn, label=f"Compare: the book's {name}",
+              note=(f"For comparison: the numbers on this page were computed by the code above "
+                    f"(`attention_intermediates`, which keeps every step). The book's `{name}` "
+                    f"was run on the same inputs and weights, and the badge “{check}” at the top "
+                    "of the page shows that both give the same context vectors."))
+
+
 def book_setup_button(name: str, label: str, where=st) -> None:
     where.button(label, key=f"{PREFIX}.setup.{name}", on_click=_apply_setup, args=(name,),
                  icon=":material/menu_book:",
@@ -335,7 +355,7 @@ def book_setup_button(name: str, label: str, where=st) -> None:
 VARIANT_LABELS = {"v1": "V1 · nn.Parameter(torch.rand)", "v2": "V2 · nn.Linear"}
 
 
-def projection_controls(settings: WalkthroughSettings, d_in: int) -> wt.Projection:
+def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attention.Projection:
     """Variant, d_out, seed and bias of W_q, W_k, W_v; the hand-edit tables; returns the projection."""
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         state.bound(st.segmented_control, "Weights", settings, "variant", prefix=PREFIX,
@@ -344,29 +364,29 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> wt.Projecti
                     help="V1 draws W from torch.rand (uniform 0..1); V2 uses nn.Linear "
                          "(uniform ±1/√d_in, optional bias).")
         state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
-                    max_value=wt.MAX_DIMS, step=1, width=130,
+                    max_value=emb.MAX_DIMS, step=1, width=130,
                     help="Width of each query, key and value vector.")
         state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
-                    max_value=wt.MAX_SEED, step=1, width=160,
+                    max_value=emb.MAX_SEED, step=1, width=160,
                     help="torch.manual_seed(seed) before building the weights.")
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
                     disabled=settings.variant == "v1",
                     help="nn.Linear(..., bias=True) adds a bias vector to Q, K and V (V2 only).")
-    projection = wt.projection_for(settings, d_in)
+    projection = self_attention.projection_for(settings, d_in)
     if projection.note:
         st.warning(projection.note, icon=":material/warning:")
     _weights_editor(settings, projection, d_in)
-    return wt.projection_for(settings, d_in)
+    return self_attention.projection_for(settings, d_in)
 
 
 def _copy_weights(d_in: int) -> None:
     settings = st.session_state[PREFIX]
-    seeded = wt.seeded_projection(d_in, settings.d_out, settings.variant, settings.weight_seed,
+    seeded = self_attention.seeded_projection(d_in, settings.d_out, settings.variant, settings.weight_seed,
                                   settings.qkv_bias and settings.variant == "v2")
     state.set_field(PREFIX, "custom_weights", [W.tolist() for W in seeded.matrices()])
 
 
-def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_in: int) -> None:
+def _weights_editor(settings: WalkthroughSettings, projection: self_attention.Projection, d_in: int) -> None:
     is_locked = locked("custom_weights")
     # a constant label: a changing one would make a new expander and close it
     box = st.expander("Edit W_q, W_k, W_v by hand", icon=":material/edit:", on_change="rerun",
@@ -390,10 +410,10 @@ def _weights_editor(settings: WalkthroughSettings, projection: wt.Projection, d_
             with cols[k]:
                 st.markdown(f"**{name}** `{wt.shape_text(W)}`")
                 current = tuple(tuple(row) for row in settings.custom_weights[k])
-                edited = synced_editor(f"w{k}", current, lambda W=W: wt.weight_frame(W),
+                edited = synced_editor(f"w{k}", current, lambda W=W: emb.weight_frame(W),
                                        num_rows="fixed", disabled=is_locked)
                 try:
-                    values = wt.validate_weight_table(edited, name, tuple(W.shape))
+                    values = emb.validate_weight_table(edited, name, tuple(W.shape))
                 except ValueError as exc:
                     st.error(f"Not applied: {exc}", icon=":material/block:")
                     continue
@@ -485,16 +505,18 @@ def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, 
                 caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
                 domain=None, special=None, highlight_row: int | None = None,
                 max_width: int = 640, row_axis: bool = True) -> None:
-    """A labelled heatmap with its shape in the title; says so when the cells are too small for text."""
+    """A labelled heatmap (viz.heatmap) with its shape in the title; says so when the cells are
+    too small for their numbers, and then offers the numbers as a table."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
     if lecture:
         max_width = LECTURE_WIDTH
-    chart = wt.matrix_chart(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
-                            x_title=x_title, y_title=y_title, lecture=lecture, decimals=decimals,
-                            domain=domain, special=special, highlight_row=highlight_row,
-                            max_width=max_width, row_axis=row_axis or lecture)
-    fits = wt.values_shown(values, decimals, lecture, max_width, special)
+    chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
+                        x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
+                        lecture=lecture, domain=domain, special=special,
+                        highlight_row=highlight_row, max_width=max_width,
+                        row_axis=row_axis or lecture, x_on_top=True)
+    fits = lesson_charts.values_written(chart)
     if not fits:
         caption += " The values are hidden at this size (too many columns to print them): " \
                    "hover a cell, or open the table below."
@@ -508,20 +530,21 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
               x_title: str = "", y_title: str = "", highlight: int | None = None,
               domain=None, series: dict[str, Sequence[float]] | None = None,
               max_width: int = 360, decimals: int = 4) -> None:
-    """Bars with the value on each, or side-by-side series; the shape goes in the title."""
+    """Bars with the value on each (viz.bar_chart), or side-by-side series (viz.grouped_bars);
+    the shape goes in the title."""
     lecture = state.lecture_mode()
     if lecture:
         max_width = LECTURE_WIDTH
     arr = np.asarray(values, dtype=np.float64)
-    if series:
-        chart = wt.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
-                                x_title=x_title, y_title=y_title, lecture=lecture, domain=domain,
-                                highlight=highlight, max_width=max_width,
-                                decimals=decimals)
-    else:
-        chart = wt.vector_bars(arr, labels, title=f"{title}  {wt.shape_text(arr)}", x_title=x_title,
-                               y_title=y_title, lecture=lecture, highlight=highlight, domain=domain,
-                               max_width=max_width, decimals=decimals)
+    series = series or {"": arr}
+    n_bars = len(labels) * len(series)
+    fmt = wt.number_format(np.concatenate([np.asarray(v, dtype=np.float64).ravel()
+                                           for v in series.values()]), decimals)
+    chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
+                             x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
+                             highlight=highlight, domain=domain,
+                             width=max(200, min(56 * n_bars, max_width)),
+                             height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."
     show_chart(chart, name=name, caption=caption)

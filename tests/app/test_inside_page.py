@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core import live, settings as core_settings
+from core import settings as core_settings
+from core.lessons import inside_model
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.test_train_page import (  # noqa: F401 - one_thread is an autouse fixture
     book_of, chart_rows, chart_titles, one_thread, texts, tiny_trained_book)
@@ -26,8 +27,13 @@ def _key(at, field: str) -> str:
 
 
 def attention_rows(at):
+    """The attention grid's rows (the only chart with layer facets), named for the lesson."""
     rows = chart_rows(at)
-    return rows[rows["layer"].notna()] if "layer" in rows else rows.iloc[0:0]
+    if "facet_row" not in rows:
+        return rows.iloc[0:0]
+    rows = rows[rows["facet_row"].notna()]
+    return rows.rename(columns={"facet_row": "layer", "facet": "head", "row": "query", "col": "key",
+                                "value": "weight"}).assign(masked=~rows["finite"].astype(bool))
 
 
 def test_without_a_model_the_page_explains():
@@ -82,9 +88,9 @@ def test_embeddings_heatmap_and_pca():
     pca = rows[rows["PC1"].notna()]
     assert len(pca) == 27 and set(pca["group"]) == {"vowel", "consonant", "start/end ."}
     run = book_of(at).current
-    df, _ = live.embedding_pca(run.model, run.tokenizer)
+    df, _ = inside_model.embedding_pca(run.model, run.tokenizer)
     assert np.allclose(np.sort(pca["PC1"].to_numpy()), np.sort(df["PC1"].to_numpy()), atol=1e-5)
-    separation = live.vowel_separation(df)
+    separation = inside_model.vowel_separation(df)
     assert at.metric[0].label == "Vowel / consonant separation" and at.metric[0].value == f"{separation:.2f}"
     assert "(27, 16)" in texts(at.markdown)
 

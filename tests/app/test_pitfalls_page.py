@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 from core import pitfalls as pf
+from core.pitfalls import no_scaling, prep_global
 from core.data import load_names
 from core.settings import to_params
 from tests.app.conftest import assert_no_exception, open_page
@@ -85,9 +88,9 @@ def test_softmax_dim_rows_do_not_sum_to_one():
     low, high = (float(x) for x in metrics(at)["Row sums, buggy"].split(" … "))
     assert low < 0.5 and high > 1.5
     assert metrics(at)["Context of “Your” (2,)"] == "[-0.4519, 0.2216]"
-    sums = next(t for t in chart_tables(at) if "row_sum" in t.columns)
-    buggy = sums[sums["version"] == "buggy dim=1"]["row_sum"]
-    fixed = sums[sums["version"] == "fixed dim=-1"]["row_sum"]
+    sums = next(t for t in chart_tables(at) if "kind" in t.columns)  # the row-sum bars, one kind per version
+    buggy = sums[sums["kind"] == "buggy dim=1"]["value"]
+    fixed = sums[sums["kind"] == "fixed dim=-1"]["value"]
     assert (buggy - 1).abs().max() > 0.5 and (fixed - 1).abs().max() < 1e-6
     number_input(at, "Seed").set_value(7).run()
     assert metrics(at)["Context of “Your” (2,)"] != "[-0.4519, 0.2216]"
@@ -107,8 +110,8 @@ def test_mask_after_softmax_rows_fall_short_without_renormalising():
     low, high = (float(x) for x in metrics(at)["Row sums, mask after softmax"].split(" … "))
     assert low < 0.9 and high == pytest.approx(1.0)
     assert float(metrics(at)["Largest |renormalised − masked before|"]) < 1e-6
-    sums = next(t for t in chart_tables(at) if "row_sum" in t.columns)
-    assert (sums[sums["version"] == "mask after softmax"]["row_sum"] < 0.999).sum() == 5
+    sums = next(t for t in chart_tables(at) if "kind" in t.columns)  # the row-sum bars, one kind per version
+    assert (sums[sums["kind"] == "mask after softmax"]["value"] < 0.999).sum() == 5
 
 
 def test_no_scaling_max_weight_goes_to_one():
@@ -117,7 +120,7 @@ def test_no_scaling_max_weight_goes_to_one():
     assert float(metrics(at)["Entropy at d_k = 512 (nats)"]) < 0.2
     assert float(metrics(at)["Softmax gradient at d_k = 512"]) < 0.1
     table = next(t for t in chart_tables(at) if "d_k" in t.columns)
-    assert sorted(set(table["d_k"])) == list(pf.SCALING_DKS)
+    assert sorted(set(table["d_k"])) == list(no_scaling.SCALING_DKS)
 
 
 def test_short_names_zero_examples_lecture_vs_ours():
@@ -190,11 +193,11 @@ def test_fit_indent_counts_optimizer_steps_and_rejects_bad_counts():
 def test_prep_global_crashes_or_uses_the_wrong_text_and_bad_corpus_keeps_the_last():
     at = open_pitfall("prep_global")
     assert "KeyError: 't'" in codes(at)
-    corpus = "our class notes. " + pf.text[:50]
+    corpus = "our class notes. " + prep_global.text[:50]
     at.text_area[0].input(corpus).run()
     assert_no_exception(at)
     values = metrics(at)
-    assert values["Characters the buggy prep split"] == str(len(pf.text))
+    assert values["Characters the buggy prep split"] == str(len(prep_global.text))
     assert values["Characters the fixed prep split"] == str(len(corpus))
     assert any("ran without an error" in w.value for w in at.warning)
     at.text_area[0].input("tiny").run()
@@ -237,6 +240,17 @@ def test_spelling():
     at = open_pitfall("spelling")
     assert "module 'core.models' has no attribute 'CasualSelfAttention'" in codes(at)
     assert "<class 'CausalSelfAttention'>" in codes(at)
+
+
+def test_widgets_take_their_label_and_bounds_from_the_settings_spec():
+    rules = {f.name: f.metadata for f in dataclasses.fields(pf.PitfallsSettings)}
+    at = open_pitfall("fit_indent")
+    for field in ("fit_iters", "eval_iters", "seed"):
+        widget = number_input(at, rules[field]["label"])
+        assert (widget.min, widget.max) == (rules[field]["min"], rules[field]["max"]), field
+    slider = open_pitfall("short_names").slider[0]
+    assert slider.label == rules["context_size"]["label"]
+    assert (slider.min, slider.max) == (rules["context_size"]["min"], rules["context_size"]["max"])
 
 
 # ------------------------------------------------------------------ URL, bad links, lessons

@@ -3,7 +3,8 @@ bars, bad input, the URL."""
 
 from __future__ import annotations
 
-from core import live, settings as core_settings
+from core import settings as core_settings, train_settings
+from core.lessons import sample_names
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.test_train_page import (  # noqa: F401 - one_thread is an autouse fixture
     book_of, chart_rows, chart_titles, one_thread, texts, tiny_trained_book)
@@ -33,8 +34,8 @@ def test_without_a_model_the_page_explains_and_offers_the_quick_demo():
     assert_no_exception(at)
     run = book_of(at).current
     assert run is not None and run.status == "running"
-    assert live.matching_preset(run.settings) == "quick_demo"
-    assert at.session_state["train"] == live.preset_settings("quick_demo")
+    assert train_settings.matching_preset(run.settings) == "quick_demo"
+    assert at.session_state["train"] == train_settings.preset_settings("quick_demo")
     assert "Start" in [b.label for b in at.button]  # we are on the Train page now
 
 
@@ -44,21 +45,23 @@ def test_names_are_sampled_labelled_and_shared():
     run = book.current
     shown = names(at)
     assert len(shown) == 20
-    expected = live.sample_for_page(run, live.SampleSettings())
+    expected = sample_names.sample_for_page(run, sample_names.SampleSettings())
     assert shown == [s.name or "(empty)" for s in expected]
     wheres = list(at.dataframe[0].value["where"])
     assert set(wheres) <= {"new", "in the training split", "in the validation split"}
     new_share = sum(s.label == "new" for s in expected) / len(expected)
     assert at.metric[1].label == "New" and at.metric[1].value == f"{new_share:.0%}"
     rows = chart_rows(at)
-    assert {"new", "in the training split", "in the validation split"} <= set(rows["where"].dropna())
+    shares = rows[rows["text"].astype(str).str.contains("%", na=False)]  # the shares' bars: "45% (9)"
+    assert {"new", "in the training split", "in the validation split"} == set(shares["label"])
+    assert abs(shares["value"].sum() - 1.0) < 1e-9
 
 
 def test_every_control_changes_the_names():
     at = with_model()
     at.number_input(key=_key(at, "n")).set_value(7).run()
     run = book_of(at).current
-    expected = live.sample_for_page(run, live.SampleSettings(n=7))
+    expected = sample_names.sample_for_page(run, sample_names.SampleSettings(n=7))
     assert len(names(at)) == 7 and names(at) == [s.name or "(empty)" for s in expected]
     at.number_input(key=_key(at, "seed")).set_value(5).run()
     reseeded = names(at)
@@ -87,7 +90,7 @@ def test_bad_prefix_gets_a_message_and_keeps_the_last_names():
 def test_a_chosen_name_shows_its_step_by_step_probabilities():
     at = with_model()
     run = book_of(at).current
-    samples = live.sample_for_page(run, live.SampleSettings())
+    samples = sample_names.sample_for_page(run, sample_names.SampleSettings())
     index = next(i for i, s in enumerate(samples) if len(s.name) >= 3)
     at.selectbox(key=_key(at, "chosen")).set_value(index).run()
     name = samples[index].name
@@ -96,8 +99,8 @@ def test_a_chosen_name_shows_its_step_by_step_probabilities():
     at.slider(key=_key(at, "step")).set_value(2).run()
     assert any(t.startswith(f"After “.{name[:2]}”") for t in chart_titles(at))
     rows = chart_rows(at)
-    bars = rows[rows["char"].notna()] if "char" in rows else rows
-    assert abs(bars["p"].sum() - 1.0) < 1e-4
+    bars = rows[rows["kind"] == "p(next)"]  # the step's bars: one per character of the vocabulary
+    assert len(bars) == 27 and abs(bars["value"].sum() - 1.0) < 1e-4
     assert_no_exception(at)
 
 
@@ -116,3 +119,14 @@ def _key(at, field: str) -> str:
     """The bound widget key of a field of the Sample page's settings."""
     generation = at.session_state["sample.__gen"]
     return f"sample.{generation}.{field}"
+
+
+def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
+    at = open_page(PAGE, query={"top_k": "100", "temperature": "0.5"})  # used to crash the slider (max 27)
+    assert_no_exception(at)
+    assert "top_k must be at most 27" in texts(at.warning)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    assert_no_exception(at)
+    assert at.session_state["sample"].top_k == 0 and at.session_state["sample"].temperature == 0.5
+    assert at.slider(key=_key(at, "top_k")).value == 0

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from core import settings as core_settings
-from core import walkthrough as wt
+from core.lessons import embeddings as emb
+from core.lessons import walkthrough as wt
 from tests.app.conftest import ROOT, assert_no_exception, open_page
 
 PAGE = "pages/1_simple_attention.py"
@@ -195,7 +196,7 @@ def test_random_add_remove_dimension_and_reset():
     at.button(key=f"{PREFIX}.random").click().run()
     assert_no_exception(at)
     s = settings_of(at)
-    assert s.embeddings == wt.random_embeddings(8, 5, 7) and len(s.tokens) == 8
+    assert s.embeddings == emb.random_embeddings(8, 5, 7) and len(s.tokens) == 8
     assert s.tokens[:6] == list(wt.BOOK_TOKENS) and s.tokens[6] == "tok7"
     first = numbers(at, "ω =")
     at.button(key=f"{PREFIX}.add_dim").click().run()

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from core import settings as core_settings
-from core import text_lessons as tl
+from core.lessons import small_lm
+from core.lessons import text as texts
 from tests.app.conftest import assert_no_exception, open_page
 
 PAGE = "pages/6_small_lm.py"
@@ -49,10 +50,10 @@ def fresh(query=None):
 def test_default_page():
     at = fresh()
     m = metrics(at)
-    assert m["Characters in the text"] == f"{len(tl.PANGRAM) * tl.PANGRAM_REPEATS:,}" == "2,700"
+    assert m["Characters in the text"] == f"{len(texts.PANGRAM) * texts.PANGRAM_REPEATS:,}" == "2,700"
     assert m["Vocabulary |V|"] == "28" and m["Validation characters (last 10%)"] == "270"
     assert step_of(at) == 0
-    for label in tl.MODEL_LABELS.values():  # untrained: every model near ln 28 = 3.33
+    for label in small_lm.MODEL_LABELS.values():  # untrained: every model near ln 28 = 3.33
         assert abs(float(m[f"{label} · val loss"]) - math.log(28)) < 0.1
     assert m["By hand (float64)"] == "1.1254029631"  # the slide's example
     assert m["F.cross_entropy (float32)"].startswith("1.12540")
@@ -67,6 +68,7 @@ def test_start_pause_reset():
     at = fresh()
     at.button(key="small_lm.start").click().run()
     assert_no_exception(at)
+    at.run()  # the live fragment draws, then trains: the picture lags one slice (ui.live)
     first = step_of(at)
     assert first >= 1
     at.run()  # the fragment advances once per run
@@ -100,8 +102,8 @@ def trained_race():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        race = tl.SmallLMRace(tl.builtin_text("pangram"), tl.SmallLMSettings().race_config())
-        race.advance(400)
+        race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.SmallLMSettings().race_config())
+        race.advance(None, n_steps=400)
     finally:
         torch.set_num_threads(before)
     return race
@@ -114,8 +116,8 @@ def test_the_lessons_finding_shows(trained_race):
     assert_no_exception(at)
     assert step_of(at) == 400
     m = metrics(at)
-    bigram = float(m[f"{tl.MODEL_LABELS['bigram']} · val loss"])
-    attention = float(m[f"{tl.MODEL_LABELS['attention']} · val loss"])
+    bigram = float(m[f"{small_lm.MODEL_LABELS['bigram']} · val loss"])
+    attention = float(m[f"{small_lm.MODEL_LABELS['attention']} · val loss"])
     assert attention < 0.5 * bigram
     message = " ".join(s.value for s in at.success)
     assert "× lower" in message and "bigram ≈ 0.70, self-attention ≈ 0.15" in message
@@ -180,7 +182,7 @@ def test_untrained_models_follow_the_settings():
     at = fresh()
     at.radio(key=key("corpus")).set_value("essay").run()
     race = at.session_state["small_lm.race"]
-    assert race.text == tl.builtin_text("essay") and race.step == 0
+    assert race.text == texts.builtin_text("essay") and race.step == 0
     assert metrics(at)["Vocabulary |V|"] == str(race.tokenizer.vocab_size)
 
 

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 import torch
 
-from core import budget, live, settings as core_settings
+from core import budget, runs, settings as core_settings, train_settings
+from core.lessons import sample_names
 from core.device import resolve_device
 from tests.app.conftest import ROOT, assert_no_exception, open_page
 
@@ -75,11 +76,11 @@ def loss_rows(at) -> pd.DataFrame:
         if "kind" in rows else pd.DataFrame(columns=["run", "step", "loss", "kind"])
 
 
-def book_of(at) -> live.RunBook:
+def book_of(at) -> runs.RunBook:
     return at.session_state["gpt.runbook"]
 
 
-def current(at) -> live.Run:
+def current(at) -> runs.Run:
     return book_of(at).current
 
 
@@ -93,15 +94,15 @@ def texts(elements) -> str:
     return " ".join(str(e.value) for e in elements)
 
 
-def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> live.RunBook:
+def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> runs.RunBook:
     """A RunBook holding one finished tiny run, trained in the test process."""
-    book = live.RunBook(owner=owner)
-    settings = live.TrainSettings(**{**{k: int(v) for k, v in TINY.items()}, "max_steps": steps,
+    book = runs.RunBook(owner=owner)
+    settings = train_settings.TrainSettings(**{**{k: int(v) for k, v in TINY.items()}, "max_steps": steps,
                                      "val_interval": 10, **changes})
     run = book.create(settings)
-    live.start(run)
+    runs.start(run)
     while run.active:
-        live.advance(run, 5.0)
+        run.advance(5.0)
     return book
 
 
@@ -112,13 +113,13 @@ def test_default_page_shows_the_quick_demo_and_its_structure():
     at = open_page(PAGE)
     assert_no_exception(at)
     assert "Preset: **quick demo**" in texts(at.markdown)
-    params = live.TrainSettings()
-    n_params = live.to_train_config(params).model.num_params()
+    params = train_settings.TrainSettings()
+    n_params = train_settings.to_train_config(params).model.num_params()
     assert at.metric[0].label == "Parameters" and at.metric[0].value == f"{n_params:,}"
     assert any("Model structure" in e.label for e in at.expander)
     assert "DecoderLayer" in texts(at.code)
     assert "No run yet" in texts(at.info)
-    offered, absent = live.device_options()
+    offered, absent = runs.device_options()
     device_box = next(s for s in at.selectbox if s.label == "Device")
     assert len(device_box.options) == len(offered) and device_box.options[0] == "auto (best available)"
     for name, reason in absent.items():
@@ -129,14 +130,14 @@ def test_presets_and_controls_change_the_model():
     at = open_page(PAGE)
     at.button(key="train.preset.lecture").click().run()
     assert_no_exception(at)
-    assert at.session_state["train"] == live.preset_settings("lecture")
+    assert at.session_state["train"] == train_settings.preset_settings("lecture")
     assert "Preset: **Lecture 7**" in texts(at.markdown)
     at.button(key="train.preset.best").click().run()
-    best = live.to_train_config(live.preset_settings("best")).model.num_params()
+    best = train_settings.to_train_config(train_settings.preset_settings("best")).model.num_params()
     assert at.metric[0].value == f"{best:,}"
     layers = next(n for n in at.number_input if n.label == "Layers")
     layers.set_value(2).run()
-    smaller = live.to_train_config(live.TrainSettings(**{**vars(live.preset_settings("best")), "n_layer": 2}))
+    smaller = train_settings.to_train_config(train_settings.TrainSettings(**{**vars(train_settings.preset_settings("best")), "n_layer": 2}))
     assert at.metric[0].value == f"{smaller.model.num_params():,}"
     assert "Preset: **custom**" in texts(at.markdown)
     lr = next(n for n in at.number_input if n.label == "Learning rate")
@@ -246,7 +247,7 @@ def test_break_it_overlays_a_mask_off_run():
 @pytest.mark.parametrize("device", ["cuda", "mps"])
 def test_asking_for_an_absent_device_falls_back_with_a_message(device):
     at = tiny_page(device=device)
-    offered, absent = live.device_options()
+    offered, absent = runs.device_options()
     if device in absent:
         assert f"{device.upper()} was requested but is not available" in texts(at.warning)
         used, notice = resolve_device(device)
@@ -272,7 +273,7 @@ def test_checkpoint_download_then_upload_gives_identical_samples():
     original = current(at)
     download = next(b for b in at.get("download_button") if b.label == "Download checkpoint (.pt)")
     assert not download.proto.disabled
-    data = live.run_to_checkpoint(original)  # what the download button's callable returns
+    data = runs.run_to_checkpoint(original)  # what the download button's callable returns
     _upload(at, "names.pt", data)
     assert_no_exception(at)
     assert "Loaded names.pt" in texts(at.success)
@@ -280,8 +281,8 @@ def test_checkpoint_download_then_upload_gives_identical_samples():
     assert ("AdamW's running averages" in texts(at.success)) == (original.trainer.config.optimizer == "adamw")
     uploaded = current(at)
     assert uploaded is not original and uploaded.origin == "names.pt" and uploaded.step == original.step
-    settings = live.SampleSettings(n=15, seed=11, temperature=0.9)
-    assert live.sample_for_page(uploaded, settings) == live.sample_for_page(original, settings)
+    settings = sample_names.SampleSettings(n=15, seed=11, temperature=0.9)
+    assert sample_names.sample_for_page(uploaded, settings) == sample_names.sample_for_page(original, settings)
     assert [s.name for s in uploaded.samples] == [s.name for s in original.samples]
 
 
@@ -293,13 +294,13 @@ def test_bad_uploads_get_a_clear_error_and_the_model_survives(kind):
     before = current(at)
     weights = before.model.token_embedding.weight.detach().clone()
     if kind == "corrupt":
-        data = live.run_to_checkpoint(before)[: 2_000]
+        data = runs.run_to_checkpoint(before)[: 2_000]
     elif kind == "foreign":
         buffer = io.BytesIO()
         torch.save({"state_dict": {"w": torch.zeros(2)}}, buffer)
         data = buffer.getvalue()
     else:
-        data = b"PK\x03\x04" + bytes(live.UPLOAD_MAX_BYTES)
+        data = b"PK\x03\x04" + bytes(runs.UPLOAD_MAX_BYTES)
     _upload(at, f"{kind}.pt", data)
     assert_no_exception(at)
     message = texts(at.error)
@@ -345,3 +346,64 @@ def test_when_every_training_slot_is_taken_the_page_waits_its_turn():
             "run ahead of you, retrying…" in texts(at.info)
     at.run()  # the slots are free again: training carries on by itself
     assert run.step > step and "ahead of you" not in texts(at.info)
+
+
+# ------------------------------------------------------------------------------ one source of settings
+
+
+def test_every_config_field_is_a_control_with_its_declared_bounds():
+    """Every GPTConfig / TrainConfig field (but the nested model config and what the data fixes)
+    is a widget on the Train page whose label, bounds, step and options are exactly the field's
+    metadata: a new hyper-parameter declared with spec(...) in its config needs nothing else."""
+    import dataclasses
+
+    from core.engine import TrainConfig
+    from core.models import GPTConfig
+
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    widgets = {w.key: w for kind in ("number_input", "slider", "selectbox", "toggle", "checkbox")
+               for w in at.get(kind)}
+    offered, _ = runs.device_options()
+    shown = []
+    for source in (GPTConfig, TrainConfig):
+        for f in dataclasses.fields(source):
+            rules = f.metadata
+            if f.name == "model":  # the nested GPTConfig: its fields are checked themselves
+                continue
+            if "internal" in rules:
+                assert rules["internal"].strip(), f"{f.name}: say why it is not a control"
+                continue
+            widget = widgets.get(f"{PREFIX_KEY}{f.name}")
+            assert widget is not None, f"{source.__name__}.{f.name} has no control on the Train page"
+            assert widget.label == rules["label"], f.name
+            if "choices" in rules:
+                wanted = offered if f.name == "device" else list(rules["choices"])  # devices: those present
+                names = rules.get("choice_labels", {})
+                assert widget.options == [names.get(c, c) for c in wanted], f.name
+                assert set(wanted) <= set(rules["choices"])
+            elif widget.type in ("number_input", "slider"):
+                assert (widget.min, widget.max) == (rules["min"], rules["max"]), f.name
+                assert widget.step == rules["step"], f.name
+                assert widget.type == ("slider" if rules.get("widget") == "slider" else "number_input")
+            else:
+                assert widget.type == "toggle" and isinstance(widget.value, bool), f.name
+            shown.append(f.name)
+    assert len(shown) == len(train_settings.TRAINING_FIELDS) >= 22
+    assert set(shown) == set(train_settings.TRAINING_FIELDS)
+
+
+PREFIX_KEY = "train.0."  # widget keys: prefix, generation (0 until a lesson or preset replaces all), field
+
+
+def test_a_value_outside_the_declared_bounds_is_refused_in_links():
+    from core.models import GPTConfig
+
+    too_many = GPTConfig.__dataclass_fields__["n_layer"].metadata["max"] + 1
+    at = tiny_page(n_layer=str(too_many), lr="1e9", optimizer="rmsprop")
+    warning = texts(at.warning)
+    assert f"n_layer must be at most {too_many - 1}" in warning and "lr must be at most" in warning
+    assert "optimizer must be one of adamw, sgd" in warning
+    defaults = train_settings.TrainSettings()
+    assert (at.session_state["train"].n_layer, at.session_state["train"].lr,
+            at.session_state["train"].optimizer) == (defaults.n_layer, defaults.lr, defaults.optimizer)

@@ -1,8 +1,10 @@
-"""Tests of core/text_lessons.py: text validation, tokens, windows, embeddings, names windows,
-the small-LM race and cross-entropy by hand."""
+"""Tests of the lessons of pages 5-6 (core/lessons/text.py, tokens_data.py, small_lm.py): text
+validation, tokens, windows, embeddings, names windows, the small-LM race and cross-entropy by hand."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import socket
 
@@ -12,8 +14,13 @@ import torch
 import torch.nn.functional as F
 
 from core import settings as core_settings
-from core import text_lessons as tl
+from core.lessons import small_lm
+from core.lessons import text as texts
+from core.lessons import tokens_data
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 from core.data import IGNORE_INDEX, create_dataloader_v1
+from core.live_training import LiveTraining
 from core.tokenizers import CharTokenizer, clear_gpt2_cache, gpt2_encoding
 
 # rasbt, LLMs from Scratch, ch. 2: the ids tiktoken's "gpt2" gives this sentence (published).
@@ -35,29 +42,29 @@ def one_thread():
     ("", "is empty"),
     ("   \n\t  ", "only whitespace"),
     ("a", "has 1 character;"),
-    ("x" * (tl.MAX_TEXT_CHARS + 1), "too long"),
+    ("x" * (texts.MAX_TEXT_CHARS + 1), "too long"),
     ("ab\x01\x02\x03\x04" * 10, "binary"),
     ("text\x00more", "binary"),
 ], ids=["empty", "whitespace", "one-char", "too-long", "control-codes", "nul"])
 def test_validate_text_rejects_bad_text(text, message):
-    with pytest.raises(tl.TextProblem, match=message):
-        tl.validate_text(text)
+    with pytest.raises(texts.TextProblem, match=message):
+        texts.validate_text(text)
 
 
 def test_validate_text_twenty_megabytes_is_refused_quickly():
-    with pytest.raises(tl.TextProblem, match=r"20,000,000 characters.*at most 100,000"):
-        tl.validate_text("a" * 20_000_000)
+    with pytest.raises(texts.TextProblem, match=r"20,000,000 characters.*at most 100,000"):
+        texts.validate_text("a" * 20_000_000)
 
 
 def test_validate_text_accepts_and_normalises_newlines():
-    assert tl.validate_text("ab\r\ncd\re") == "ab\ncd\ne"
-    assert tl.validate_text("héllo wörld ✓") == "héllo wörld ✓"
-    assert tl.validate_text("ab", min_chars=2) == "ab"
+    assert texts.validate_text("ab\r\ncd\re") == "ab\ncd\ne"
+    assert texts.validate_text("héllo wörld ✓") == "héllo wörld ✓"
+    assert texts.validate_text("ab", min_chars=2) == "ab"
 
 
 def test_decode_upload_reads_utf8_and_drops_bom():
-    assert tl.decode_upload("caf\u00e9\n".encode("utf-8"), "a.txt") == "caf\u00e9\n"
-    assert tl.decode_upload(b"\xef\xbb\xbfhello", "bom.txt") == "hello"
+    assert texts.decode_upload("caf\u00e9\n".encode("utf-8"), "a.txt") == "caf\u00e9\n"
+    assert texts.decode_upload(b"\xef\xbb\xbfhello", "bom.txt") == "hello"
 
 
 @pytest.mark.parametrize("data, message", [
@@ -65,12 +72,12 @@ def test_decode_upload_reads_utf8_and_drops_bom():
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary file"),
     (bytes(range(128, 256)) * 8, "binary file"),
     ("Caf\u00e9 au lait, tr\u00e8s bien".encode("latin-1"), r"not UTF-8 text \(byte 0xe9 at position 3 cannot"),
-    (b"a" * (tl.MAX_UPLOAD_BYTES + 1), "uploads are limited"),
+    (b"a" * (texts.MAX_UPLOAD_BYTES + 1), "uploads are limited"),
     (b"   \n  ", "only whitespace"),
 ], ids=["empty", "png", "high-bytes", "latin-1", "too-big", "whitespace"])
 def test_decode_upload_refuses_with_a_reason(data, message):
-    with pytest.raises(tl.TextProblem, match=message):
-        tl.decode_upload(data, "notes.txt")
+    with pytest.raises(texts.TextProblem, match=message):
+        texts.decode_upload(data, "notes.txt")
 
 
 # ---------------------------------------------------------------- GPT-2 tokens, offline
@@ -93,39 +100,39 @@ def no_network(monkeypatch, tmp_path):
 
 
 def test_gpt2_chip_ids_equal_tiktoken_with_network_blocked(no_network):
-    chips = tl.bpe_chips(tl.BOOK_SENTENCE, allow_special=True)
+    chips = tokens_data.bpe_chips(texts.BOOK_SENTENCE, allow_special=True)
     assert [c.token_id for c in chips] == BOOK_IDS
-    assert "".join(c.piece for c in chips) == tl.BOOK_SENTENCE
+    assert "".join(c.piece for c in chips) == texts.BOOK_SENTENCE
     assert [c.special for c in chips].count(True) == 1 and chips[8].special
-    summary = tl.token_summary(tl.BOOK_SENTENCE)
+    summary = tokens_data.token_summary(texts.BOOK_SENTENCE)
     assert (summary.n_bpe, summary.n_end_of_text, summary.bpe_round_trip) == (20, 1, True)
     assert no_network == []
 
 
 def test_end_of_text_special_or_plain(no_network):
-    special, plain = tl.end_of_text_pieces()
+    special, plain = tokens_data.end_of_text_pieces()
     assert special == [50256]
     assert len(plain) > 1 and 50256 not in plain
     assert gpt2_encoding().decode(plain) == "<|endoftext|>"
-    summary = tl.token_summary(tl.BOOK_SENTENCE, allow_special=False)
+    summary = tokens_data.token_summary(texts.BOOK_SENTENCE, allow_special=False)
     # " <" merges into one token, so the count is not simply 20 - 1 + len(plain)
     assert summary.n_bpe == summary.n_bpe_plain == 25
-    assert 50256 not in [c.token_id for c in tl.bpe_chips(tl.BOOK_SENTENCE, allow_special=False)]
+    assert 50256 not in [c.token_id for c in tokens_data.bpe_chips(texts.BOOK_SENTENCE, allow_special=False)]
 
 
 def test_char_chips_and_html_escape():
     text = "<b>a & b</b>\n"
     tokenizer = CharTokenizer.from_text(text)
-    chips = tl.char_chips(text, tokenizer)
+    chips = tokens_data.char_chips(text, tokenizer)
     assert [c.token_id for c in chips] == tokenizer.encode(text)
-    html = tl.chips_html(chips, limit=5)
+    html = fmt.chips_html(chips, limit=5)
     assert "&lt;" in html and "<b>" not in html
     assert "showing the first 5 of 13 tokens" in html
-    assert tl.visible(" a\n\t") == "␣a↵⇥"
+    assert texts.visible(" a\n\t") == "␣a↵⇥"
 
 
 def test_token_summary_counts_both_tokenizers():
-    summary = tl.token_summary("hello hello")
+    summary = tokens_data.token_summary("hello hello")
     assert summary.n_chars == 11
     assert summary.char_vocab_size == len(set("hello hello")) + 1  # plus "." at id 0
     assert summary.char_round_trip and summary.bpe_round_trip
@@ -140,12 +147,12 @@ def _book_loop_count(n_tokens: int, max_length: int, stride: int) -> int:
 
 @pytest.mark.parametrize("max_length, stride", [(4, 1), (4, 4), (4, 5), (4, 6), (2, 3), (19, 1), (8, 100)])
 def test_window_count_matches_formula_and_book_loop(max_length, stride):
-    settings = tl.TokensDataSettings(text_choice="book", max_length=max_length, stride=stride, batch_size=1)
-    view = tl.build_loader_view(tl.BOOK_SENTENCE, settings)
+    settings = tokens_data.TokensDataSettings(text_choice="book", max_length=max_length, stride=stride, batch_size=1)
+    view = tokens_data.build_loader_view(texts.BOOK_SENTENCE, settings)
     assert view.n_tokens == 20
     formula = (20 - max_length - 1) // stride + 1
     assert view.n_windows == formula == _book_loop_count(20, max_length, stride)
-    assert tl.window_count_formula(20, max_length, stride).endswith(f"= {formula}")
+    assert tokens_data.window_count_formula(20, max_length, stride).endswith(f"= {formula}")
     # targets are the inputs shifted by one token
     ids = torch.tensor(BOOK_IDS)
     for w in range(view.n_windows):
@@ -155,7 +162,7 @@ def test_window_count_matches_formula_and_book_loop(max_length, stride):
 
 
 def test_default_text_windows_and_batches():
-    view = tl.build_loader_view(tl.builtin_text("paragraph"), tl.TokensDataSettings())
+    view = tokens_data.build_loader_view(texts.builtin_text("paragraph"), tokens_data.TokensDataSettings())
     n = view.n_tokens
     assert view.n_windows == (n - 4 - 1) // 5 + 1
     assert view.n_batches == view.n_windows // 8
@@ -164,17 +171,22 @@ def test_default_text_windows_and_batches():
 
 
 def test_batches_equal_the_dataloader_with_the_same_seed():
-    text = tl.builtin_text("paragraph")
-    settings = tl.TokensDataSettings(max_length=4, stride=2, batch_size=8, shuffle=True, seed=7)
-    view = tl.build_loader_view(text, settings)
+    text = texts.builtin_text("paragraph")
+    settings = tokens_data.TokensDataSettings(max_length=4, stride=2, batch_size=8, shuffle=True, seed=7)
+    view = tokens_data.build_loader_view(text, settings)
     loader = create_dataloader_v1(text, batch_size=8, max_length=4, stride=2, shuffle=True, seed=7)
     for k, (x, y) in enumerate(loader):
         vx, vy = view.batch(k)
         assert torch.equal(x, vx) and torch.equal(y, vy)
     assert k + 1 == view.n_batches
-    unshuffled = tl.build_loader_view(text, tl.TokensDataSettings(max_length=4, stride=2, shuffle=False))
+    unshuffled = tokens_data.build_loader_view(text, tokens_data.TokensDataSettings(max_length=4, stride=2, shuffle=False))
     assert unshuffled.batch_indices[0] == list(range(8))
     assert view.batch_indices[0] != list(range(8))
+    assert view.book_first_batch is True  # the page's own check against the book's loader
+    plain = tokens_data.build_loader_view(text, tokens_data.TokensDataSettings(allow_special=False))
+    assert plain.book_first_batch is None  # the book's loader always reads the marker as special
+    other = dataclasses.replace(view, batch_indices=view.batch_indices[1:])  # batch 1 as batch 0
+    assert tokens_data.matches_book_loader(text, other) is False
 
 
 @pytest.mark.parametrize("max_length, stride, batch_size, message", [
@@ -187,28 +199,28 @@ def test_batches_equal_the_dataloader_with_the_same_seed():
     (4, 1, 0, "batch_size must be at least 1"),
 ])
 def test_loader_problems_are_explained(max_length, stride, batch_size, message):
-    settings = tl.TokensDataSettings(max_length=max_length, stride=stride, batch_size=batch_size)
+    settings = tokens_data.TokensDataSettings(max_length=max_length, stride=stride, batch_size=batch_size)
     with pytest.raises(ValueError, match=message):
-        tl.build_loader_view(tl.BOOK_SENTENCE, settings)
+        tokens_data.build_loader_view(texts.BOOK_SENTENCE, settings)
 
 
 def test_input_uses_show_overlap_and_skipped_tokens():
-    overlap = tl.build_loader_view(tl.BOOK_SENTENCE, tl.TokensDataSettings(max_length=4, stride=2, batch_size=1))
+    overlap = tokens_data.build_loader_view(texts.BOOK_SENTENCE, tokens_data.TokensDataSettings(max_length=4, stride=2, batch_size=1))
     assert overlap.input_uses()[:6].tolist() == [1, 1, 2, 2, 2, 2]
-    skipped = tl.build_loader_view(tl.BOOK_SENTENCE, tl.TokensDataSettings(max_length=2, stride=3, batch_size=1))
+    skipped = tokens_data.build_loader_view(texts.BOOK_SENTENCE, tokens_data.TokensDataSettings(max_length=2, stride=3, batch_size=1))
     assert skipped.input_uses()[:6].tolist() == [1, 1, 0, 1, 1, 0]
-    frame = tl.window_frame(skipped, max_tokens=6)
+    frame = tokens_data.window_frame(skipped, max_tokens=6)
     coverage = frame[frame["row"] == "used as input ×"]
     assert coverage["kind"].tolist().count("never an input") == 2
     targets = frame[frame["row"] == "window 0 target"]
     assert targets["text"].tolist() == [str(i) for i in BOOK_IDS[1:3]]
-    chart = tl.window_chart(skipped).to_dict()
+    chart = lesson_charts.window_chart(skipped).to_dict()
     assert chart["layer"][0]["mark"]["type"] == "rect"
 
 
 def test_window_table_rows():
-    view = tl.build_loader_view(tl.BOOK_SENTENCE, tl.TokensDataSettings(max_length=4, stride=5, batch_size=1))
-    table = tl.window_table(view)
+    view = tokens_data.build_loader_view(texts.BOOK_SENTENCE, tokens_data.TokensDataSettings(max_length=4, stride=5, batch_size=1))
+    table = tokens_data.window_table(view)
     assert len(table) == 4
     assert table.loc[0, "input ids"] == str(BOOK_IDS[0:4])
     assert table.loc[0, "target ids"] == str(BOOK_IDS[1:5])
@@ -217,13 +229,13 @@ def test_window_table_rows():
 
 # ---------------------------------------------------------------- embeddings
 def test_embedding_shapes_follow_the_book():
-    view = tl.build_loader_view(tl.builtin_text("paragraph"), tl.TokensDataSettings())
+    view = tokens_data.build_loader_view(texts.builtin_text("paragraph"), tokens_data.TokensDataSettings())
     x, _ = view.batch(0)
     before = torch.random.get_rng_state()
-    token_layer = tl.seeded_embedding(50257, 256, 123)
-    pos_layer = tl.seeded_embedding(tl.GPT2_CONTEXT, 256, 124)
+    token_layer = tokens_data.seeded_embedding(50257, 256, 123)
+    pos_layer = tokens_data.seeded_embedding(tokens_data.GPT2_CONTEXT, 256, 124)
     assert torch.equal(before, torch.random.get_rng_state())  # the global RNG is untouched
-    steps = tl.embed_batch(x, token_layer, pos_layer)
+    steps = tokens_data.embed_batch(x, token_layer, pos_layer)
     assert tuple(steps.x.shape) == (8, 4)
     assert tuple(steps.token_embeddings.shape) == (8, 4, 256)
     assert tuple(steps.pos_embeddings.shape) == (4, 256)
@@ -235,16 +247,16 @@ def test_embedding_shapes_follow_the_book():
 
 
 def test_seeded_embedding_is_reproducible_standard_normal():
-    a = tl.seeded_embedding(2000, 64, 5).weight
-    b = tl.seeded_embedding(2000, 64, 5).weight
-    c = tl.seeded_embedding(2000, 64, 6).weight
+    a = tokens_data.seeded_embedding(2000, 64, 5).weight
+    b = tokens_data.seeded_embedding(2000, 64, 5).weight
+    c = tokens_data.seeded_embedding(2000, 64, 6).weight
     assert torch.equal(a, b) and not torch.equal(a, c)
     assert abs(a.mean().item()) < 0.02 and abs(a.std().item() - 1) < 0.02
 
 
 # ---------------------------------------------------------------- names windows
 def test_name_windows_are_padded():
-    (table,) = tl.name_window_frames("emma", 12)
+    (table,) = tokens_data.name_window_frames("emma", 12)
     assert table.loc["input"].tolist()[:6] == [".", "e", "m", "m", "a", "."]
     assert table.loc["target"].tolist()[:5] == ["e", "m", "m", "a", "."]
     assert table.loc["target id"].tolist()[5:] == [str(IGNORE_INDEX)] * 7
@@ -252,7 +264,7 @@ def test_name_windows_are_padded():
 
 
 def test_long_name_slides():
-    tables = tl.name_window_frames("christopherson", 12)
+    tables = tokens_data.name_window_frames("christopherson", 12)
     assert len(tables) == len("christopherson") + 2 - 12
     assert tables[-1].loc["target"].tolist()[-1] == "."
     assert str(IGNORE_INDEX) not in tables[0].loc["target id"].tolist()
@@ -261,21 +273,21 @@ def test_long_name_slides():
 @pytest.mark.parametrize("name, message", [("", "Type a name"), ("r2d2", "'2'"), ("x" * 41, "at most 40"),
                                            ("anne-marie", "'-'")])
 def test_validate_name(name, message):
-    with pytest.raises(tl.TextProblem, match=message):
-        tl.validate_name(name)
-    assert tl.validate_name("  Emma ") == "emma"
+    with pytest.raises(texts.TextProblem, match=message):
+        tokens_data.validate_name(name)
+    assert tokens_data.validate_name("  Emma ") == "emma"
 
 
 # ---------------------------------------------------------------- the small LM race
 def test_check_corpus_needs_a_validation_block():
-    with pytest.raises(tl.TextProblem, match="needs 9"):
-        tl.check_corpus("a" * 50, 8)
-    tl.check_corpus("a" * 90, 8)
+    with pytest.raises(texts.TextProblem, match="needs 9"):
+        small_lm.check_corpus("a" * 50, 8)
+    small_lm.check_corpus("a" * 90, 8)
 
 
 def test_race_uses_one_generator_and_the_same_batches(one_thread):
-    race = tl.SmallLMRace(tl.builtin_text("pangram"), tl.RaceConfig(eval_every=5))
-    race.advance(7)
+    race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5))
+    race.advance(None, n_steps=7)
     assert race.step == 7
     # the batch generator advanced exactly once per step: all three models saw the same batches
     shadow = torch.Generator().manual_seed(race.config.seed)
@@ -284,26 +296,43 @@ def test_race_uses_one_generator_and_the_same_batches(one_thread):
     assert torch.equal(shadow.get_state(), race.batch_generator.get_state())
     steps = sorted({row["step"] for row in race.history})
     assert steps == [0, 5]
-    assert {row["model"] for row in race.history} == set(tl.MODEL_LABELS)
-    twin = tl.SmallLMRace(tl.builtin_text("pangram"), tl.RaceConfig(eval_every=5))
-    twin.advance(7)
+    assert {row["model"] for row in race.history} == set(small_lm.MODEL_LABELS)
+    twin = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5))
+    twin.advance(None, n_steps=7)
     assert twin.history == race.history
 
 
 def test_race_starts_near_uniform_and_time_budget_still_steps(one_thread):
-    race = tl.SmallLMRace(tl.builtin_text("pangram"))
+    race = small_lm.SmallLMRace(texts.builtin_text("pangram"))
     v = race.tokenizer.vocab_size
     for losses in race.latest().values():
         assert abs(losses["val"] - math.log(v)) < 0.1
-    race.advance(50, time_budget_s=0.0)
-    assert race.step == 1
+    outcome = race.advance(0.0, n_steps=50)
+    assert race.step == 1 and outcome.steps == 1  # at least one step per call
+
+
+def test_race_is_a_live_training_run(one_thread):
+    """The live-training protocol: advance(budget_s, slot) inside a slot, done at max_steps."""
+    race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5),
+                                max_steps=12, steps_per_advance=5)
+    assert isinstance(race, LiveTraining) and not race.done
+    busy = race.advance(10.0, contextlib.nullcontext(False))  # every training slot taken
+    assert busy.busy and busy.steps == 0 and race.step == 0
+    first = race.advance(10.0, contextlib.nullcontext(True))
+    assert first.steps == 5 and race.step == 5 and not first.finished  # steps_per_advance caps it
+    while not race.done:
+        race.advance(10.0)
+    assert race.step == 12 and race.advance(10.0).steps == 0  # done: nothing more to train
+    assert sorted({row["step"] for row in race.history}) == [0, 5, 10]
+    race.max_steps = 14  # the page raised Steps: the same run goes on
+    assert not race.done and race.advance(None).steps == 2 and race.done
 
 
 @pytest.mark.slow
 def test_attention_reaches_far_lower_loss_than_bigram(one_thread):
     """The lesson's finding: on a repeated sentence one head beats the bigram table by far."""
-    race = tl.SmallLMRace(tl.builtin_text("pangram"), tl.RaceConfig(eval_every=100))
-    race.advance(400)
+    race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=100))
+    race.advance(None, n_steps=400)
     latest = race.latest()
     bigram, nopos, attention = (latest[k]["val"] for k in ("bigram", "attention_nopos", "attention"))
     floor = race.bigram_floor()
@@ -320,23 +349,24 @@ def test_attention_reaches_far_lower_loss_than_bigram(one_thread):
 
 def test_check_prompt():
     tokenizer = CharTokenizer.from_text("abc abc")
-    assert tl.check_prompt("ab c", tokenizer) == "ab c"
-    with pytest.raises(tl.TextProblem, match="'z'"):
-        tl.check_prompt("abz", tokenizer)
+    assert small_lm.check_prompt("ab c", tokenizer) == "ab c"
+    with pytest.raises(texts.TextProblem, match="'z'"):
+        small_lm.check_prompt("abz", tokenizer)
 
 
 def test_race_loss_chart_has_every_series(one_thread):
-    race = tl.SmallLMRace(tl.builtin_text("essay"), tl.RaceConfig(eval_every=2))
-    race.advance(2)
-    chart = tl.race_loss_chart(race.history_frame(), floor=race.bigram_floor()).to_dict()
-    values = chart["datasets"][chart["layer"][0]["data"]["name"]]
-    assert {v["model"] for v in values} == set(tl.MODEL_LABELS.values())
+    race = small_lm.SmallLMRace(texts.builtin_text("essay"), small_lm.RaceConfig(eval_every=2))
+    race.advance(None, n_steps=2)
+    chart = lesson_charts.race_loss_chart(race.history_frame(), floor=race.bigram_floor()).to_dict()
+    data = chart["layer"][0].get("data") or chart["data"]  # on the lines' layer, or shared by all
+    values = chart["datasets"][data["name"]]
+    assert {v["model"] for v in values} == set(small_lm.MODEL_LABELS.values())
     assert {v["split"] for v in values} == {"train", "val"}
 
 
 # ---------------------------------------------------------------- cross-entropy by hand
 def test_cross_entropy_by_hand_matches_the_slide():
-    steps = tl.cross_entropy_by_hand([0.1, 0.5, 0.2, 0.1], 1)
+    steps = small_lm.cross_entropy_by_hand([0.1, 0.5, 0.2, 0.1], 1)
     assert steps.by_hand == pytest.approx(1.1254029644614048, abs=1e-8)
     assert steps.torch_value == pytest.approx(1.1254, abs=1e-4)
     assert steps.difference < 1e-6
@@ -349,7 +379,7 @@ def test_cross_entropy_by_hand_equals_torch(seed):
     gen = torch.Generator().manual_seed(seed)
     logits = (torch.randn(7, generator=gen) * 4).tolist()
     target = seed % 7
-    steps = tl.cross_entropy_by_hand(logits, target)
+    steps = small_lm.cross_entropy_by_hand(logits, target)
     expected = F.cross_entropy(torch.tensor([logits], dtype=torch.float64), torch.tensor([target])).item()
     assert steps.by_hand == pytest.approx(expected, abs=1e-12)
     assert steps.difference < 1e-5
@@ -358,36 +388,36 @@ def test_cross_entropy_by_hand_equals_torch(seed):
 @pytest.mark.parametrize("text, message", [("", "Type the logits"), ("1, x", "'x' is not a number"),
                                            ("1", "2 to 20"), ("1, 99", "between"), ("1, nan", "finite")])
 def test_parse_logits_errors(text, message):
-    with pytest.raises(tl.TextProblem, match=message):
-        tl.parse_logits(text)
-    assert tl.parse_logits("[0.1, 0.5 0.2;0.1]") == [0.1, 0.5, 0.2, 0.1]
+    with pytest.raises(texts.TextProblem, match=message):
+        small_lm.parse_logits(text)
+    assert small_lm.parse_logits("[0.1, 0.5 0.2;0.1]") == [0.1, 0.5, 0.2, 0.1]
 
 
 def test_cross_entropy_target_out_of_range():
-    with pytest.raises(tl.TextProblem, match="between 0 and 1"):
-        tl.cross_entropy_by_hand([0.0, 1.0], 2)
+    with pytest.raises(texts.TextProblem, match="between 0 and 1"):
+        small_lm.cross_entropy_by_hand([0.0, 1.0], 2)
 
 
 # ---------------------------------------------------------------- settings in links
 def test_settings_round_trip_through_params():
-    tokens = tl.TokensDataSettings(max_length=6, stride=3, batch_size=4, text_choice="book", name="olivia")
+    tokens = tokens_data.TokensDataSettings(max_length=6, stride=3, batch_size=4, text_choice="book", name="olivia")
     params = core_settings.to_params(tokens)
-    assert core_settings.from_params(tl.TokensDataSettings, params) == (tokens, [])
-    lm = tl.SmallLMSettings(corpus="essay", ce_logits=[1.0, 2.0, 3.0], ce_target=2)
+    assert core_settings.from_params(tokens_data.TokensDataSettings, params) == (tokens, [])
+    lm = small_lm.SmallLMSettings(corpus="essay", ce_logits=[1.0, 2.0, 3.0], ce_target=2)
     params = core_settings.to_params(lm)
-    assert core_settings.from_params(tl.SmallLMSettings, params) == (lm, [])
+    assert core_settings.from_params(small_lm.SmallLMSettings, params) == (lm, [])
     assert all(len(v) < 40 for v in params.values())
 
 
 def test_bad_link_values_fall_back_to_defaults():
-    obj, errors = core_settings.from_params(tl.TokensDataSettings, {"stride": "0", "max_length": "abc"})
-    assert obj == tl.TokensDataSettings() and len(errors) == 2
-    obj, errors = core_settings.from_params(tl.SmallLMSettings, {"ce_logits": "[1,2]", "ce_target": "5"})
-    assert obj == tl.SmallLMSettings() and errors
+    obj, errors = core_settings.from_params(tokens_data.TokensDataSettings, {"stride": "0", "max_length": "abc"})
+    assert obj == tokens_data.TokensDataSettings() and len(errors) == 2
+    obj, errors = core_settings.from_params(small_lm.SmallLMSettings, {"ce_logits": "[1,2]", "ce_target": "5"})
+    assert obj == small_lm.SmallLMSettings() and errors
 
 
 def test_too_many_windows_is_refused_before_building_them():
     text = "word " * 20_000
-    settings = tl.TokensDataSettings(max_length=256, stride=1, batch_size=1)
+    settings = tokens_data.TokensDataSettings(max_length=256, stride=1, batch_size=1)
     with pytest.raises(ValueError, match="keeps at most 1,000,000"):
-        tl.build_loader_view(text, settings)
+        tokens_data.build_loader_view(text, settings)

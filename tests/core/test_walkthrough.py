@@ -1,6 +1,8 @@
-"""Tests of core/walkthrough.py: validation of every input, the book's numbers, the references
+"""Tests of the walkthrough lessons (core/lessons: walkthrough, embeddings, simple_attention,
+self_attention, causal_attention, multi_head): validation of every input, the book's numbers, the references
 (PyTorch SDPA, the book's classes), masking orders, dropout, multi-head, scaling, charts, settings."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -9,14 +11,24 @@ import pytest
 import torch
 
 from core import settings as core_settings
-from core import walkthrough as wt
-from core.walkthrough import EmbeddingError, WalkthroughSettings
+from core.attention import seeded
+from core.lessons import causal_attention
+from core.lessons import embeddings as emb
+from core.lessons import multi_head
+from core.lessons import self_attention
+from core.lessons import simple_attention
+from core.lessons import walkthrough as wt
+from core import viz
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
+from core.lessons.embeddings import EmbeddingError
+from core.lessons.walkthrough import WalkthroughSettings
 
 BOOK = wt.BOOK_EMBEDDINGS
 
 
 def book_frame() -> pd.DataFrame:
-    return wt.embedding_frame(wt.BOOK_TOKENS, BOOK)
+    return emb.embedding_frame(wt.BOOK_TOKENS, BOOK)
 
 
 def rows(values, d=3):
@@ -26,7 +38,7 @@ def rows(values, d=3):
 # ----------------------------------------------------------------------------- embeddings table
 class TestValidateEmbeddingTable:
     def test_book_table_is_valid(self):
-        table = wt.validate_embedding_table(book_frame())
+        table = emb.validate_embedding_table(book_frame())
         assert table.tokens == list(wt.BOOK_TOKENS)
         assert table.embeddings == BOOK
         assert table.shape == (6, 3) and table.warnings == []
@@ -46,7 +58,7 @@ class TestValidateEmbeddingTable:
         frame = book_frame().astype({"d2": object})
         frame.loc[2, "d2"] = bad
         with pytest.raises(EmbeddingError) as info:
-            wt.validate_embedding_table(frame)
+            emb.validate_embedding_table(frame)
         message = str(info.value)
         assert fragment in message
         assert "Row 3" in message and "starts" in message and "d2" in message
@@ -55,19 +67,19 @@ class TestValidateEmbeddingTable:
         frame = book_frame()
         frame.loc[0, "d1"] = np.nan  # what st.data_editor returns for a cleared cell
         with pytest.raises(EmbeddingError, match="Row 1.*d1: the cell is empty"):
-            wt.validate_embedding_table(frame)
+            emb.validate_embedding_table(frame)
 
     def test_text_numbers_and_unicode_minus_are_accepted(self):
         frame = book_frame().astype({"d1": object})
         frame.loc[0, "d1"] = " −0.5 "
         frame.loc[1, "d1"] = "1e30"
-        table = wt.validate_embedding_table(frame)
+        table = emb.validate_embedding_table(frame)
         assert table.embeddings[0][0] == -0.5 and table.embeddings[1][0] == 1e30
 
     def test_large_values_are_allowed_with_a_warning(self):
         frame = book_frame()
         frame.loc[0, "d1"] = 1e30
-        table = wt.validate_embedding_table(frame)
+        table = emb.validate_embedding_table(frame)
         assert any("one-hot" in w for w in table.warnings)
 
     def test_many_problems_are_listed_then_counted(self):
@@ -76,123 +88,123 @@ class TestValidateEmbeddingTable:
             frame.loc[i, "d1"] = "x"
             frame.loc[i, "d2"] = "y"
         with pytest.raises(EmbeddingError, match=r"and 7 more"):
-            wt.validate_embedding_table(frame)
+            emb.validate_embedding_table(frame)
 
     def test_one_token_and_one_dimension_are_fine(self):
-        table = wt.validate_embedding_table(wt.embedding_frame(["solo"], [[2.0]]))
+        table = emb.validate_embedding_table(emb.embedding_frame(["solo"], [[2.0]]))
         assert table.shape == (1, 1)
 
     def test_sixty_four_tokens_ok_sixty_five_not(self):
         names = [f"t{i}" for i in range(65)]
-        assert wt.validate_embedding_table(wt.embedding_frame(names[:64], rows(range(64)))).shape == (64, 3)
+        assert emb.validate_embedding_table(emb.embedding_frame(names[:64], rows(range(64)))).shape == (64, 3)
         with pytest.raises(EmbeddingError, match="65 tokens is too many"):
-            wt.validate_embedding_table(wt.embedding_frame(names, rows(range(65))))
+            emb.validate_embedding_table(emb.embedding_frame(names, rows(range(65))))
 
     def test_no_rows_and_no_dimensions_are_refused(self):
         with pytest.raises(EmbeddingError, match="no tokens"):
-            wt.validate_embedding_table(book_frame().iloc[0:0])
+            emb.validate_embedding_table(book_frame().iloc[0:0])
         with pytest.raises(EmbeddingError, match="at least one dimension"):
-            wt.validate_embedding_table(book_frame()[["token"]])
+            emb.validate_embedding_table(book_frame()[["token"]])
         with pytest.raises(EmbeddingError, match="too many"):
-            wt.validate_embedding_table(wt.embedding_frame(["a"], [[0.0] * 65]))
+            emb.validate_embedding_table(emb.embedding_frame(["a"], [[0.0] * 65]))
 
     def test_missing_or_long_token_names(self):
         frame = book_frame()
         frame.loc[3, "token"] = None
         frame.loc[4, "token"] = "x" * 41
         with pytest.raises(EmbeddingError) as info:
-            wt.validate_embedding_table(frame)
+            emb.validate_embedding_table(frame)
         assert "Row 4 has no token name" in str(info.value)
         assert "longer than 40" in str(info.value)
 
     def test_duplicate_names_warn_and_keep_the_table(self):
         frame = book_frame()
         frame.loc[5, "token"] = "one"
-        table = wt.validate_embedding_table(frame)
+        table = emb.validate_embedding_table(frame)
         assert table.tokens.count("one") == 2
         assert any("Repeated token names" in w and "rows 5, 6" in w for w in table.warnings)
 
     def test_not_a_table(self):
         with pytest.raises(EmbeddingError):
-            wt.validate_embedding_table([[1, 2]])
+            emb.validate_embedding_table([[1, 2]])
         with pytest.raises(EmbeddingError, match="token"):
-            wt.validate_embedding_table(pd.DataFrame({"a": [1.0]}))
+            emb.validate_embedding_table(pd.DataFrame({"a": [1.0]}))
 
 
 class TestParseEmbeddingsCsv:
     def test_header_and_names(self):
-        table = wt.parse_embeddings_csv("token,d1,d2\nYour,0.43,0.15\njourney,0.55,0.87\n")
+        table = emb.parse_embeddings_csv("token,d1,d2\nYour,0.43,0.15\njourney,0.55,0.87\n")
         assert table.tokens == ["Your", "journey"]
         assert table.embeddings == [[0.43, 0.15], [0.55, 0.87]]
 
     def test_round_trip_of_the_book(self):
-        text = wt.embeddings_to_csv(wt.BOOK_TOKENS, BOOK)
-        table = wt.parse_embeddings_csv(text)
+        text = emb.embeddings_to_csv(wt.BOOK_TOKENS, BOOK)
+        table = emb.parse_embeddings_csv(text)
         assert table.tokens == list(wt.BOOK_TOKENS) and table.embeddings == BOOK
 
     def test_tabs_semicolons_blank_lines_and_quotes(self):
-        assert wt.parse_embeddings_csv("a\t1\t2\n\nb\t3\t4").embeddings == [[1, 2], [3, 4]]
-        assert wt.parse_embeddings_csv("a;1;2\nb;3;4").tokens == ["a", "b"]
-        assert wt.parse_embeddings_csv('"x, y",1\nz,2').tokens == ["x, y", "z"]
+        assert emb.parse_embeddings_csv("a\t1\t2\n\nb\t3\t4").embeddings == [[1, 2], [3, 4]]
+        assert emb.parse_embeddings_csv("a;1;2\nb;3;4").tokens == ["a", "b"]
+        assert emb.parse_embeddings_csv('"x, y",1\nz,2').tokens == ["x, y", "z"]
 
     def test_numbers_only_get_generated_names(self):
-        table = wt.parse_embeddings_csv("1,2,3\n4,5,6")
+        table = emb.parse_embeddings_csv("1,2,3\n4,5,6")
         assert table.tokens == ["t1", "t2"] and table.embeddings == [[1, 2, 3], [4, 5, 6]]
 
     def test_ragged_rows_name_the_lines(self):
         with pytest.raises(EmbeddingError) as info:
-            wt.parse_embeddings_csv("a,1,2\nb,3\nc,4,5,6")
+            emb.parse_embeddings_csv("a,1,2\nb,3\nc,4,5,6")
         message = str(info.value)
         assert "line 1 has 3" in message and "line 2 has 2" in message and "line 3 has 4" in message
 
     def test_bad_cell_names_the_line(self):
         with pytest.raises(EmbeddingError, match="Line 4.*“oops” is not a number"):
-            wt.parse_embeddings_csv("token,d1\na,1\n\nb,oops")
+            emb.parse_embeddings_csv("token,d1\na,1\n\nb,oops")
 
     def test_empty_huge_and_token_only(self):
         with pytest.raises(EmbeddingError, match="empty"):
-            wt.parse_embeddings_csv("   \n ")
+            emb.parse_embeddings_csv("   \n ")
         with pytest.raises(EmbeddingError, match="too long"):
-            wt.parse_embeddings_csv("a,1\n" * 60_000)
+            emb.parse_embeddings_csv("a,1\n" * 60_000)
         with pytest.raises(EmbeddingError, match="at least one dimension"):
-            wt.parse_embeddings_csv("a\nb")
+            emb.parse_embeddings_csv("a\nb")
         with pytest.raises(EmbeddingError, match="too many"):
-            wt.parse_embeddings_csv("\n".join(f"t{i},1" for i in range(65)))
+            emb.parse_embeddings_csv("\n".join(f"t{i},1" for i in range(65)))
 
     def test_inf_and_nan_text(self):
         with pytest.raises(EmbeddingError, match="∞"):
-            wt.parse_embeddings_csv("a,inf\nb,1")
+            emb.parse_embeddings_csv("a,inf\nb,1")
         with pytest.raises(EmbeddingError, match="NaN"):
-            wt.parse_embeddings_csv("a,nan\nb,1")
+            emb.parse_embeddings_csv("a,nan\nb,1")
 
 
 class TestTableEdits:
     def test_random_is_reproducible_and_rounded(self):
-        a = wt.random_embeddings(4, 5, seed=7)
-        assert a == wt.random_embeddings(4, 5, seed=7) != wt.random_embeddings(4, 5, seed=8)
+        a = emb.random_embeddings(4, 5, seed=7)
+        assert a == emb.random_embeddings(4, 5, seed=7) != emb.random_embeddings(4, 5, seed=8)
         assert all(0 <= v < 1 and round(v, 2) == v for row in a for v in row)
         with pytest.raises(EmbeddingError):
-            wt.random_embeddings(65, 3, 0)
+            emb.random_embeddings(65, 3, 0)
 
     def test_random_leaves_the_global_rng_alone(self):
         torch.manual_seed(0)
         expected = torch.rand(3)
         torch.manual_seed(0)
-        wt.random_embeddings(6, 3, 1)
+        emb.random_embeddings(6, 3, 1)
         assert torch.equal(torch.rand(3), expected)
 
     def test_add_and_remove_dimensions(self):
-        wider = wt.add_dimension(BOOK)
+        wider = emb.add_dimension(BOOK)
         assert [row[-1] for row in wider] == [0.0] * 6 and len(wider[0]) == 4
-        assert wt.remove_dimension(wider) == BOOK
+        assert emb.remove_dimension(wider) == BOOK
         with pytest.raises(EmbeddingError, match="at least one dimension"):
-            wt.remove_dimension([[1.0], [2.0]])
+            emb.remove_dimension([[1.0], [2.0]])
         with pytest.raises(EmbeddingError, match="already 64"):
-            wt.add_dimension([[0.0] * 64])
+            emb.add_dimension([[0.0] * 64])
 
     def test_resized_tokens(self):
-        assert wt.resized_tokens(["a", "b"], 4) == ["a", "b", "tok3", "tok4"]
-        assert wt.resized_tokens(["a", "b", "c"], 1) == ["a"]
+        assert emb.resized_tokens(["a", "b"], 4) == ["a", "b", "tok3", "tok4"]
+        assert emb.resized_tokens(["a", "b", "c"], 1) == ["a"]
 
 
 # ----------------------------------------------------------------------------- settings
@@ -215,7 +227,7 @@ class TestSettings:
 
     def test_big_table_fits_in_a_link(self):
         s = WalkthroughSettings(tokens=[f"t{i}" for i in range(64)],
-                                embeddings=wt.random_embeddings(64, 64, 3))
+                                embeddings=emb.random_embeddings(64, 64, 3))
         params = core_settings.to_params(s)
         assert len(params["embeddings"]) < core_settings.MAX_PARAM_CHARS
         back, errors = core_settings.from_params(WalkthroughSettings, params)
@@ -242,7 +254,7 @@ class TestSettings:
 # ----------------------------------------------------------------------------- page 1
 class TestSimpleAttention:
     def test_published_numbers_for_journey(self):
-        result = wt.simple_attention(torch.tensor(BOOK, dtype=torch.float64), 1)
+        result = simple_attention.simple_attention(torch.tensor(BOOK, dtype=torch.float64), 1)
         expected_w = [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
         expected_z = [0.4419, 0.6515, 0.5683]
         assert [round(v, 4) for v in result.attn_weights.tolist()] == expected_w
@@ -253,30 +265,30 @@ class TestSimpleAttention:
         assert torch.allclose(result.contributions.sum(dim=0), result.context_vec)
 
     def test_plain_normalisation_undefined_and_negative(self):
-        zero = wt.simple_attention(torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64), 0)
+        zero = simple_attention.simple_attention(torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64), 0)
         assert zero.attn_weights_plain is None and "divides by zero" in zero.plain_note
         assert torch.isfinite(zero.attn_weights).all()
-        negative = wt.simple_attention(torch.tensor([[1.0], [-0.5]], dtype=torch.float64), 0)
+        negative = simple_attention.simple_attention(torch.tensor([[1.0], [-0.5]], dtype=torch.float64), 0)
         assert negative.attn_weights_plain is not None and "negative" in negative.plain_note
 
     def test_huge_values_stay_finite(self):
         x = torch.tensor([[1e30, 0.0], [2e30, 0.0], [0.0, 1e30]], dtype=torch.float64)
-        result = wt.simple_attention(x, 0)
+        result = simple_attention.simple_attention(x, 0)
         assert torch.isfinite(result.attn_weights).all() and torch.isfinite(result.all_weights).all()
         assert result.attn_weights.max() == pytest.approx(1.0)
-        assert wt.sdpa_check_simple(x, result.all_context).agrees
+        assert simple_attention.sdpa_check_simple(x, result.all_context).agrees
         x100 = torch.full((64, 64), 1e100, dtype=torch.float64)
-        assert torch.isfinite(wt.simple_attention(x100, 3).all_weights).all()
+        assert torch.isfinite(simple_attention.simple_attention(x100, 3).all_weights).all()
 
     def test_one_token(self):
-        result = wt.simple_attention(torch.tensor([[2.0]], dtype=torch.float64), 0)
+        result = simple_attention.simple_attention(torch.tensor([[2.0]], dtype=torch.float64), 0)
         assert result.attn_weights.tolist() == [1.0] and result.context_vec.tolist() == [2.0]
 
     def test_sdpa_agrees_and_detects_a_difference(self):
         x = torch.tensor(BOOK, dtype=torch.float64)
-        result = wt.simple_attention(x, 1)
-        assert wt.sdpa_check_simple(x, result.all_context).agrees
-        wrong = wt.sdpa_check_simple(x, result.all_context + 1e-3)
+        result = simple_attention.simple_attention(x, 1)
+        assert simple_attention.sdpa_check_simple(x, result.all_context).agrees
+        wrong = simple_attention.sdpa_check_simple(x, result.all_context + 1e-3)
         assert not wrong.agrees and wrong.max_diff == pytest.approx(1e-3)
 
     def test_argmax_ties(self):
@@ -291,78 +303,88 @@ class TestProjections:
     def test_book_v1_and_v2_first_rows(self):
         for variant, seed, first in (("v1", 123, wt.BOOK_V1_FIRST_ROW), ("v2", 789, wt.BOOK_V2_FIRST_ROW)):
             s = WalkthroughSettings(variant=variant, weight_seed=seed)
-            projection = wt.projection_for(s, 3)
-            steps = wt.self_attention(self.x(), projection)
+            projection = self_attention.projection_for(s, 3)
+            steps = self_attention.self_attention(self.x(), projection)
             assert wt.book_rows_match(steps.context_vec, [first])
             assert wt.book_reference(s, "self")[1] == [first]
-            module = wt.projection_module(projection, False)
-            assert wt.module_check(module, self.x(), steps.context_vec) < 1e-12
+            module = self_attention.projection_module(projection, False)
+            assert self_attention.module_check(module, self.x(), steps.context_vec) < 1e-12
             assert wt.sdpa_check(steps).agrees
 
     def test_seed_leaves_global_rng_alone(self):
         torch.manual_seed(0)
         expected = torch.rand(2)
         torch.manual_seed(0)
-        wt.seeded_projection(3, 2, "v2", 5, True)
+        self_attention.seeded_projection(3, 2, "v2", 5, True)
         assert torch.equal(torch.rand(2), expected)
 
     def test_bias_only_for_v2(self):
-        assert wt.projection_for(WalkthroughSettings(variant="v1", qkv_bias=True), 3).b_query is None
-        p = wt.projection_for(WalkthroughSettings(variant="v2", qkv_bias=True), 3)
+        assert self_attention.projection_for(WalkthroughSettings(variant="v1", qkv_bias=True), 3).b_query is None
+        p = self_attention.projection_for(WalkthroughSettings(variant="v2", qkv_bias=True), 3)
         assert p.b_query.shape == (2,)
-        steps = wt.self_attention(self.x(), p)
-        assert wt.module_check(wt.projection_module(p, True), self.x(), steps.context_vec) < 1e-12
+        steps = self_attention.self_attention(self.x(), p)
+        assert self_attention.module_check(self_attention.projection_module(p, True), self.x(), steps.context_vec) < 1e-12
 
     def test_custom_weights_used_when_they_fit(self):
         W = [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
         s = WalkthroughSettings(custom_weights=[W, W, W])
-        p = wt.projection_for(s, 3)
+        p = self_attention.projection_for(s, 3)
         assert p.edited and p.W_query.tolist() == W
-        steps = wt.self_attention(self.x(), p)
+        steps = self_attention.self_attention(self.x(), p)
         assert torch.allclose(steps.queries, self.x()[:, :2])
         s.d_out = 3
-        p = wt.projection_for(s, 3)
+        p = self_attention.projection_for(s, 3)
         assert not p.edited and "(3, 2)" in p.note and "(3, 3)" in p.note
 
     def test_validate_weight_table(self):
-        frame = wt.weight_frame(torch.zeros(3, 2, dtype=torch.float64))
-        assert wt.validate_weight_table(frame, "W_q", (3, 2)) == [[0.0, 0.0]] * 3
+        frame = emb.weight_frame(torch.zeros(3, 2, dtype=torch.float64))
+        assert emb.validate_weight_table(frame, "W_q", (3, 2)) == [[0.0, 0.0]] * 3
         bad = frame.astype(object)
         bad.iloc[1, 1] = "x"
         with pytest.raises(EmbeddingError, match="W_q row in 2, column out 2: “x”"):
-            wt.validate_weight_table(bad, "W_q", (3, 2))
+            emb.validate_weight_table(bad, "W_q", (3, 2))
         with pytest.raises(EmbeddingError, match="shape"):
-            wt.validate_weight_table(frame, "W_q", (3, 3))
+            emb.validate_weight_table(frame, "W_q", (3, 3))
 
     def test_overflowing_scores_give_finite_weights(self):
         W = [[1e100, 1e100]] * 3
         s = WalkthroughSettings(custom_weights=[W, W, W], embeddings=[[1e100] * 3] * 6)
-        steps = wt.self_attention(torch.tensor(s.embeddings, dtype=torch.float64), wt.projection_for(s, 3))
+        steps = self_attention.self_attention(torch.tensor(s.embeddings, dtype=torch.float64), self_attention.projection_for(s, 3))
         assert torch.isfinite(steps.attn_weights).all()
 
     def test_overflow_to_nan_is_a_clear_error(self):
         Wq, Wk = [[1e100, 1e100]] * 3, [[1e100, -1e100]] * 3  # q·k = (+inf) + (-inf)
         s = WalkthroughSettings(custom_weights=[Wq, Wk, Wq], embeddings=[[1e100] * 3] * 6)
         with pytest.raises(ValueError, match="too large"):
-            wt.self_attention(torch.tensor(s.embeddings, dtype=torch.float64), wt.projection_for(s, 3))
+            self_attention.self_attention(torch.tensor(s.embeddings, dtype=torch.float64), self_attention.projection_for(s, 3))
 
 
 class TestScaling:
     def test_unscaled_softmax_slides_to_one_hot(self):
-        table = wt.scaling_table(seed=0)
+        table = self_attention.scaling_table(seed=0)
         raw = table[table["kind"] == "softmax(q·k)"].set_index("d_k")["max_weight"]
         scaled = table[table["kind"] == "softmax(q·k / √d_k)"].set_index("d_k")["max_weight"]
         assert raw[512] > 0.9 and raw[512] > raw[2] + 0.3
         assert (scaled < 0.6).all()
 
     def test_score_spread_grows_like_sqrt_dk(self):
-        peak = wt.softmax_peak(256, seed=1)
+        peak = self_attention.softmax_peak(256, seed=1)
         assert peak["score_std"] == pytest.approx(16, rel=0.2)
         assert peak["scaled_std"] == pytest.approx(1, rel=0.2)
         assert sum(peak["row_scaled"]) == pytest.approx(1.0)
 
+    def test_one_draw_serves_both_softmaxes(self):
+        run = self_attention.scaling_run(64, seed=2, num_sequences=8, num_tokens=5)
+        assert run.queries.shape == run.keys.shape == (8, 5, 64) and run.attn_scores.shape == (8, 5, 5)
+        assert torch.allclose(run.attn_scores, run.queries @ run.keys.transpose(-2, -1))
+        assert torch.allclose(run.scaled, torch.softmax(run.attn_scores / 8, dim=-1))
+        assert torch.equal(self_attention.scaling_run(64, seed=2, num_sequences=8, num_tokens=5).queries,
+                           run.queries)  # seeded
+        assert not torch.equal(self_attention.scaling_run(64, seed=3, num_sequences=8,
+                                                          num_tokens=5).queries, run.queries)
+
     def test_slides_numbers(self):
-        logits, soft, soft100 = wt.slide_logits()
+        logits, soft, soft100 = self_attention.slide_logits()
         assert [round(v, 2) for v in soft] == [0.18, 0.25, 0.07, 0.17, 0.24, 0.09]
         assert [round(v, 2) for v in soft100] == [0.0, 0.99, 0.0, 0.0, 0.01, 0.0]
 
@@ -372,47 +394,47 @@ class TestCausal:
     def steps(self, **changes):
         s = WalkthroughSettings(**{"variant": "v2", "weight_seed": 123, **changes})
         x = torch.tensor(s.embeddings, dtype=torch.float64)
-        p = wt.projection_for(s, x.shape[1])
-        return s, x, p, wt.causal_attention(x, p, s)
+        p = self_attention.projection_for(s, x.shape[1])
+        return s, x, p, causal_attention.causal_attention(x, p, s)
 
     def test_book_causal_rows_and_module(self):
         s, x, p, steps = self.steps()
         assert wt.book_rows_match(steps.context_vec, wt.BOOK_CAUSAL_ROWS)
-        module = wt.causal_module(p, 6, 0.0, False)
-        assert wt.module_check(module, x, steps.context_vec, batched=True) < 1e-12
+        module = causal_attention.causal_module(p, 6, 0.0, False)
+        assert self_attention.module_check(module, x, steps.context_vec, batched=True) < 1e-12
         assert wt.sdpa_check(steps).agrees
 
     def test_masking_orders(self):
         _, _, _, steps = self.steps()
-        orders = wt.masking_orders(steps.scaled_scores[0], steps.mask)
+        orders = causal_attention.masking_orders(steps.scaled_scores[0], steps.mask)
         assert orders.max_diff < 1e-12 and orders.undefined_rows == []
-        assert wt.rows_sum_to_one(orders.before) and wt.rows_sum_to_one(orders.after_renorm)
+        assert causal_attention.rows_sum_to_one(orders.before) and causal_attention.rows_sum_to_one(orders.after_renorm)
         sums = orders.row_sums()["after_no_renorm"]
         assert all(v < 1 - 1e-6 for v in sums[:-1]) and sums[-1] == pytest.approx(1.0)
-        assert not wt.rows_sum_to_one(orders.after_no_renorm)
+        assert not causal_attention.rows_sum_to_one(orders.after_no_renorm)
 
     def test_renormalising_an_underflowed_row_is_flagged_not_nan(self):
         scores = torch.tensor([[0.0, 1e4], [0.0, 0.0]], dtype=torch.float64)
-        orders = wt.masking_orders(scores, torch.tensor([[False, True], [False, False]]))
+        orders = causal_attention.masking_orders(scores, torch.tensor([[False, True], [False, False]]))
         assert orders.undefined_rows == [0]
         assert torch.isfinite(orders.after_renorm).all()
         assert orders.before[0].tolist() == [1.0, 0.0]
 
     def test_dropout_view(self):
         _, _, _, steps = self.steps(dropout_p=0.5, dropout_seed=3, train_mode=True)
-        view = wt.dropout_view(steps)
+        view = causal_attention.dropout_view(steps)
         assert view.active and view.scale == 2.0 and 0 < view.n_dropped < view.n_visible == 21
         kept = view.keep & ~steps.mask
         assert torch.allclose(view.dropped_weights[kept], view.weights[kept] * 2)
         assert (view.dropped_weights[~view.keep] == 0).all()
-        other = wt.dropout_view(self.steps(dropout_p=0.5, dropout_seed=4, train_mode=True)[3])
+        other = causal_attention.dropout_view(self.steps(dropout_p=0.5, dropout_seed=4, train_mode=True)[3])
         assert not torch.equal(other.keep, view.keep)
         assert wt.sdpa_check(steps).agrees  # compared before dropout, and says so
         assert "before dropout" in wt.sdpa_check(steps).note
 
     def test_eval_mode_ignores_dropout(self):
         _, _, _, steps = self.steps(dropout_p=0.5, train_mode=False)
-        view = wt.dropout_view(steps)
+        view = causal_attention.dropout_view(steps)
         assert not view.active and view.n_dropped == 0
         assert torch.equal(view.dropped_weights, view.weights)
 
@@ -420,39 +442,80 @@ class TestCausal:
         _, _, _, steps = self.steps(causal=False)
         assert not steps.mask.any() and (steps.attn_weights[0] > 0).all()
 
+    def test_dropout_is_the_books_nn_dropout_draw(self):
+        """The page drops exactly the weights nn.Dropout drops after torch.manual_seed(seed)."""
+        for p, seed in ((0.5, 3), (0.1, 0), (0.9, 123)):
+            keep = causal_attention.book_dropout_keep((1, 6, 6), p, seed)
+            weights = torch.rand(1, 6, 6, dtype=torch.float64) + 0.5  # (1, T, T), none zero
+            with seeded(seed):
+                draw = torch.nn.Dropout(p).train()(weights)
+            assert torch.equal(keep, draw != 0)
+
+    def test_the_books_class_in_training_mode_gives_the_same_numbers(self):
+        s, x, p, steps = self.steps(dropout_p=0.5, dropout_seed=3, train_mode=True)
+        bundle = causal_attention.causal_page(x, p, s, False)
+        assert bundle.train_module_diff is not None and bundle.train_module_diff < 1e-12
+        assert bundle.module_diff < 1e-12
+        assert causal_attention.dropout_view(bundle.steps).n_dropped > 0
+        # a different seed drops other weights, so the comparison could fail
+        other = causal_attention.causal_attention(x, p, dataclasses.replace(s, dropout_seed=4))
+        module = causal_attention.causal_module(p, 6, 0.5, False)
+        assert causal_attention.module_check_train(module, x, other.context_vec, 3) > 1e-3
+        assert causal_attention.module_check_train(module, x, other.context_vec, 4) < 1e-12
+
+    def test_no_training_check_without_dropout_or_mask(self):
+        s, x, p, _ = self.steps(dropout_p=0.5, train_mode=False)
+        assert causal_attention.causal_page(x, p, s, False).train_module_diff is None
+        s, x, p, _ = self.steps(dropout_p=0.5, train_mode=True, causal=False)
+        bundle = causal_attention.causal_page(x, p, s, False)
+        assert bundle.module_diff is None and bundle.train_module_diff is None
+
 
 # ----------------------------------------------------------------------------- page 4
 class TestMultiHead:
     def test_head_choices(self):
-        assert wt.head_choices(12) == [1, 2, 3, 4, 6, 12]
-        assert wt.head_choices(1) == [1]
-        assert wt.nearest_heads(12, 5) == 4 and wt.nearest_heads(7, 3) == 1
+        assert multi_head.head_choices(12) == [1, 2, 3, 4, 6, 12]
+        assert multi_head.head_choices(1) == [1]
+        assert multi_head.nearest_heads(12, 5) == 4 and multi_head.nearest_heads(7, 3) == 1
 
     def test_book_wrapper_and_two_classes_agree(self):
         s = WalkthroughSettings(d_out=4, num_heads=2)
         x = torch.tensor(BOOK, dtype=torch.float64)
-        result = wt.multi_head(x, s, 2)
+        result = multi_head.multi_head(x, s, 2)
         assert wt.book_rows_match(result.steps.context_vec, [wt.BOOK_WRAPPER_FIRST_ROW])
         assert wt.book_reference(s, "multi") is not None
         assert result.impl_diff < 1e-12 and wt.sdpa_check(result.steps).agrees
+        assert result.module_diff < 1e-12  # the page's steps = MultiHeadAttention.forward
         assert result.steps.output.shape == (6, 4) and result.head_dim == 2
         assert result.head_diffs[0] == 0 and result.head_diffs[1] > 1e-3
 
     def test_same_init_gives_identical_heads(self):
         s = WalkthroughSettings(d_out=6, num_heads=3, same_init=True)
-        result = wt.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 3)
+        result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 3)
         assert result.head_diffs == [0.0, 0.0, 0.0]
         assert torch.equal(result.head_W_query[0], result.head_W_query[2])
 
+    def test_training_mode_drops_as_the_books_class_does(self):
+        for causal in (True, False):
+            s = WalkthroughSettings(d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
+                                    dropout_seed=3, causal=causal)
+            result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
+            assert result.steps.training and not result.steps.dropout_keep.all()
+            assert result.train_module_diff is not None and result.train_module_diff < 1e-12
+            eval_result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64),
+                                                dataclasses.replace(s, train_mode=False), 2)
+            assert eval_result.train_module_diff is None
+            assert (result.steps.output - eval_result.steps.output).abs().max() > 1e-3  # dropout acts
+
     def test_mask_off_follows_the_setting(self):
         s = WalkthroughSettings(d_out=4, num_heads=2, causal=False)
-        result = wt.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
+        result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
         assert not result.steps.causal and (result.steps.attn_weights > 0).all()
         assert result.impl_diff < 1e-12  # the class comparison stays causal, as both classes are
 
     def test_heads_must_divide(self):
         with pytest.raises(ValueError, match="divisible"):
-            wt.build_wrapper(3, 4, 3, 6, 0.0, False, 0, False)
+            multi_head.build_wrapper(3, 4, 3, 6, 0.0, False, 0, False)
 
 
 # ----------------------------------------------------------------------------- formatting, ids
@@ -465,15 +528,15 @@ class TestFormatting:
         assert wt.fmt_number(0.13851) == "0.1385"
         assert wt.fmt_number(1e30) == "1.00e+30"
         assert wt.fmt_number(-math.inf) == "−∞"
-        assert wt.latex_number(1e30) == r"1.00 \times 10^{30}"
+        assert fmt.latex_number(1e30) == r"1.00 \times 10^{30}"
 
     def test_latex_text_escapes(self):
-        assert wt.latex_text("a_b$") == r"a\_b\$"
+        assert fmt.latex_text("a_b$") == r"a\_b\$"
 
     def test_worked_examples(self):
-        text = wt.dot_product_latex([0.55, 0.87, 0.66], [0.43, 0.15, 0.89], 0.9544, 2, 1)
+        text = fmt.dot_product_latex([0.55, 0.87, 0.66], [0.43, 0.15, 0.89], 0.9544, 2, 1)
         assert "0.55 \\cdot 0.43" in text and "0.9544" in text
-        long = wt.dot_product_latex([1.0] * 10, [1.0] * 10, 10.0, 1, 1)
+        long = fmt.dot_product_latex([1.0] * 10, [1.0] * 10, 10.0, 1, 1)
         assert "6 more" in long
 
     def test_question_id_changes_with_inputs(self):
@@ -483,40 +546,44 @@ class TestFormatting:
 
 # ----------------------------------------------------------------------------- charts
 class TestCharts:
+    """The walkthrough draws with viz.heatmap and viz.grouped_bars (tested in test_viz); here: the
+    options the pages use, and the lesson-specific charts of core/viz/lessons.py."""
+
     def test_heatmap_is_valid_vega_lite_with_values_and_special_cells(self):
         special = np.array([["", "−∞"], ["", ""]], dtype=object)
-        chart = wt.matrix_chart([[1.0, -np.inf], [0.5, 0.25]], ["a", "b"], ["a", "b"],
-                                title="t", special=special, highlight_row=1)
-        spec = chart.to_dict(validate=True)  # the page skips validation; the test does not
+        chart = viz.heatmap([[1.0, -np.inf], [0.5, 0.25]], ["a", "b"], ["a", "b"], title="t",
+                            fmt=wt.number_format([1.0], 2), special=special, highlight_row=1,
+                            x_on_top=True)
+        spec = chart.to_dict(validate=True)
         frame = chart.data
         assert list(frame["label"]) == ["1.00", "−∞", "0.50", "0.25"]
         assert list(frame["finite"]) == [True, False, True, True]
-        assert spec["autosize"] == {"type": "pad"} and len(spec["layer"]) == 3
+        assert len(spec["layer"]) == 3 and lesson_charts.values_written(chart)
+        assert viz.themed(chart).to_dict()["autosize"] == {"type": "pad"}
 
     def test_dense_heatmap_hides_values(self):
         big = np.random.default_rng(0).random((32, 32))
         names = [f"t{i}" for i in range(32)]
-        assert not wt.values_shown(big)
-        chart = wt.matrix_chart(big, names, names)
+        chart = viz.heatmap(big, names, names)
         assert len(chart.to_dict(validate=True)["layer"]) == 1  # no text layer
-        assert wt.values_shown(np.eye(6), decimals=4)
+        assert not lesson_charts.values_written(chart)
+        assert lesson_charts.values_written(viz.heatmap(np.eye(6), names[:6], names[:6], fmt=".4f"))
 
     def test_bars(self):
-        chart = wt.grouped_bars({"softmax": [0.2, 0.8], "plain": [0.5, 0.5]}, ["a", "a"])
+        chart = viz.grouped_bars({"softmax": [0.2, 0.8], "plain": [0.5, 0.5]}, ["a", "a"])
         spec = chart.to_dict(validate=True)
         assert list(chart.data["label"]) == ["a #0", "a #1", "a #0", "a #1"]
         assert spec["layer"][0]["encoding"]["xOffset"]["field"] == "kind"
-        many = wt.vector_bars(np.arange(40.0), [str(i) for i in range(40)])
+        many = viz.bar_chart(np.arange(40.0), [str(i) for i in range(40)])
         assert len(many.to_dict(validate=True)["layer"]) == 1
 
     def test_scaling_chart(self):
-        spec = wt.scaling_chart(wt.scaling_table(), chosen=64).to_dict(validate=True)
+        spec = lesson_charts.scaling_chart(self_attention.scaling_table(), chosen=64).to_dict(validate=True)
         assert len(spec["layer"]) == 2
+        assert spec["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
 
-    def test_lesson_chart_copies_leave_the_original_alone(self):
-        from core import charts
-        chart = wt.matrix_chart(np.eye(2), ["a", "b"], ["a", "b"])
-        themed = charts.themed(chart, lecture=True)
-        assert isinstance(themed, wt.LessonChart)
-        assert themed.to_dict()["config"]["axis"]["labelFontSize"] == 16
+    def test_themed_copies_leave_the_original_alone(self):
+        chart = viz.heatmap(np.eye(2), ["a", "b"], ["a", "b"])
+        themed = viz.themed(chart, lecture=True)
+        assert themed.to_dict()["config"]["axis"]["labelFontSize"] >= viz.LECTURE_MIN_AXIS_PX
         assert "axis" not in chart.to_dict().get("config", {})

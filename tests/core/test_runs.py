@@ -1,5 +1,6 @@
-"""core/live.py: settings <-> configs, runs trained in slices, labels, charts, checkpoints,
-the Sample and Inside-the-model computations."""
+"""core/runs.py, core/train_settings.py, core/lessons/{sample_names,inside_model}.py and their charts:
+settings <-> configs, runs trained in slices, labels, loss curves, checkpoints, the Sample and
+Inside-the-model computations."""
 
 import io
 import math
@@ -8,7 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from core import budget, live, settings as core_settings
+from core import budget, runs, settings as core_settings, train_settings
+from core.lessons import inside_model, sample_names
+from core.viz import names_model as names_charts, training as training_charts
 from core.checkpoints import CheckpointError
 from core.engine import PRESETS, TrainingError
 from core.tokenizers import CharTokenizer
@@ -26,16 +29,16 @@ TINY = dict(context_size=8, n_layer=1, n_head=2, d_embed=16, d_ff=32, batch_size
             max_steps=30, val_interval=10, warmup_steps=0)
 
 
-def tiny(**changes) -> live.TrainSettings:
-    return live.TrainSettings(**{**TINY, **changes})
+def tiny(**changes) -> train_settings.TrainSettings:
+    return train_settings.TrainSettings(**{**TINY, **changes})
 
 
-def trained(steps: int = 30, **changes) -> live.Run:
-    book = live.RunBook(owner="test")
+def trained(steps: int = 30, **changes) -> runs.Run:
+    book = runs.RunBook(owner="test")
     run = book.create(tiny(max_steps=steps, **changes))
-    live.start(run)
+    runs.start(run)
     while run.active:
-        live.advance(run, 5.0)
+        run.advance(5.0)
     return run
 
 
@@ -43,7 +46,7 @@ def trained(steps: int = 30, **changes) -> live.Run:
 
 
 def test_lecture_preset_has_the_documents_values():
-    s = live.preset_settings("lecture")
+    s = train_settings.preset_settings("lecture")
     assert (s.context_size, s.n_layer, s.n_head, s.d_embed, s.d_ff) == (12, 3, 4, 64, 256)
     assert (s.dropout, s.batch_size, s.max_steps, s.lr, s.val_interval, s.seed) == (0.1, 32, 1000, 0.01, 100, 101)
     assert s.optimizer == "sgd" and s.causal
@@ -51,53 +54,53 @@ def test_lecture_preset_has_the_documents_values():
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_presets_round_trip_to_the_engine_config(name):
-    config = live.to_train_config(live.preset_settings(name))
+    config = train_settings.to_train_config(train_settings.preset_settings(name))
     assert config == PRESETS[name]()
 
 
 def test_page_opens_on_the_quick_demo_and_recognises_presets():
-    assert live.matching_preset(live.TrainSettings()) == "quick_demo"
-    assert live.matching_preset(live.preset_settings("best")) == "best"
-    assert live.matching_preset(live.TrainSettings(lr=0.02)) is None
+    assert train_settings.matching_preset(train_settings.TrainSettings()) == "quick_demo"
+    assert train_settings.matching_preset(train_settings.preset_settings("best")) == "best"
+    assert train_settings.matching_preset(train_settings.TrainSettings(lr=0.02)) is None
 
 
 def test_heads_must_divide_d_embed_and_bad_links_fall_back():
-    assert live.settings_problems(live.TrainSettings(d_embed=64, n_head=5))
+    assert train_settings.settings_problems(train_settings.TrainSettings(d_embed=64, n_head=5))
     with pytest.raises(ValueError, match="divisible"):
-        live.to_train_config(live.TrainSettings(d_embed=64, n_head=5))
-    obj, errors = core_settings.from_params(live.TrainSettings, {"d_embed": "64", "n_head": "5"})
-    assert obj == live.TrainSettings() and errors
-    obj, errors = core_settings.from_params(live.TrainSettings, {"lr": "banana", "optimizer": "sgd"})
-    assert obj.optimizer == "sgd" and obj.lr == live.TrainSettings().lr and errors
+        train_settings.to_train_config(train_settings.TrainSettings(d_embed=64, n_head=5))
+    obj, errors = core_settings.from_params(train_settings.TrainSettings, {"d_embed": "64", "n_head": "5"})
+    assert obj == train_settings.TrainSettings() and errors
+    obj, errors = core_settings.from_params(train_settings.TrainSettings, {"lr": "banana", "optimizer": "sgd"})
+    assert obj.optimizer == "sgd" and obj.lr == train_settings.TrainSettings().lr and errors
 
 
 def test_settings_survive_the_url():
     s = tiny(causal=False, optimizer="sgd", lr=0.05, device="cuda")
-    back, errors = core_settings.from_params(live.TrainSettings, core_settings.to_params(s))
+    back, errors = core_settings.from_params(train_settings.TrainSettings, core_settings.to_params(s))
     assert back == s and not errors
 
 
 def test_oversized_runs_are_refused_with_the_reason():
     limits = budget.Limits(hosted=True, torch_threads=1, max_concurrent=1, max_steps=100, max_params=2_000)
     with pytest.raises(ValueError, match="too large.*parameters"):
-        live.new_run(1, tiny(), limits=limits)
+        runs.new_run(1, tiny(), limits=limits)
     with pytest.raises(ValueError, match="steps"):
-        live.new_run(1, live.TrainSettings(**{**TINY, "d_embed": 4, "n_head": 1, "d_ff": 4,
+        runs.new_run(1, train_settings.TrainSettings(**{**TINY, "d_embed": 4, "n_head": 1, "d_ff": 4,
                                               "max_steps": 500}), limits=limits)
 
 
 def test_device_options_offer_only_what_exists_and_explain_the_rest():
-    offered, absent = live.device_options()
+    offered, absent = runs.device_options()
     assert offered[:2] == ["auto", "cpu"]
     assert set(offered[1:]) | set(absent) == {"cpu", "cuda", "mps"}
     for name in absent:
-        assert live.device_notice(name) and "CPU" in live.device_notice(name)
-    assert live.device_notice("cpu") is None
+        assert runs.device_notice(name) and "CPU" in runs.device_notice(name)
+    assert runs.device_notice("cpu") is None
 
 
 def test_model_structure_counts_every_parameter():
-    config = live.to_train_config(live.preset_settings("lecture"))
-    n_params, text, parts = live.model_structure(config)
+    config = train_settings.to_train_config(train_settings.preset_settings("lecture"))
+    n_params, text, parts = runs.model_structure(config)
     assert n_params == config.model.num_params() == parts["parameters"].sum()
     assert "DecoderLayer" in text and "layer 3: attention" in set(parts["part"])
     assert math.isclose(parts["share"].sum(), 1.0)
@@ -107,54 +110,57 @@ def test_model_structure_counts_every_parameter():
 
 
 def test_a_run_advances_in_slices_and_refreshes_samples_at_validation():
-    book = live.RunBook(owner="t")
+    from core.live_training import LiveTraining
+
+    book = runs.RunBook(owner="t")
     run = book.create(tiny())
-    assert run.status == "idle" and run.step == 0
-    assert live.advance(run, 1.0).steps == 0  # idle: nothing happens
-    live.start(run)
-    outcome = live.advance(run, 5.0)
-    assert outcome.steps == 30 and outcome.finished and run.status == "done"
+    assert isinstance(run, LiveTraining)  # the one live-training protocol
+    assert run.status == "idle" and run.step == 0 and not run.done
+    assert run.advance(1.0).steps == 0  # idle: nothing happens
+    runs.start(run)
+    outcome = run.advance(5.0)
+    assert outcome.steps == 30 and outcome.finished and run.status == "done" and run.done
     assert [s for s, _ in outcome.val_points] == [10, 20, 30]
-    assert run.samples_step == 30 and len(run.samples) == live.N_LIVE_SAMPLES
+    assert run.samples_step == 30 and len(run.samples) == runs.N_LIVE_SAMPLES
     assert run.steps_per_s > 0 and run.tokens_per_s > run.steps_per_s
 
 
 def test_pause_stop_resume_and_extend():
-    run = live.RunBook(owner="t").create(tiny(max_steps=200))
-    live.start(run)
+    run = runs.RunBook(owner="t").create(tiny(max_steps=200))
+    runs.start(run)
     first = run.trainer.train(n_steps=5)
     assert first.steps == 5
-    live.pause(run)
-    assert live.advance(run, 1.0).steps == 0 and run.step == 5
-    live.start(run)
+    runs.pause(run)
+    assert run.advance(1.0).steps == 0 and run.step == 5
+    runs.start(run)
     assert run.status == "running"
-    live.stop(run)
-    assert run.status == "stopped" and live.advance(run, 1.0).steps == 0
+    runs.stop(run)
+    assert run.status == "stopped" and run.advance(1.0).steps == 0
     finished = trained(10)
     with pytest.raises(ValueError, match="already did"):
-        live.start(finished)
-    live.extend(finished, 5)
+        runs.start(finished)
+    runs.extend(finished, 5)
     assert finished.status == "paused" and finished.max_steps == 15
-    live.start(finished)
-    live.advance(finished, 5.0)
+    runs.start(finished)
+    finished.advance(5.0)
     assert finished.step == 15 and finished.status == "done"
 
 
 def test_slicing_does_not_change_the_run():
     """Trained in tiny slices with pauses in between, a run gives exactly the losses of one
     uninterrupted run: a rerun or a page switch cannot change what the students see."""
-    a = live.RunBook(owner="a").create(tiny(dropout=0.1))
-    b = live.RunBook(owner="b").create(tiny(dropout=0.1))
-    live.start(a)
-    live.advance(a, 10.0)
-    live.start(b)
+    a = runs.RunBook(owner="a").create(tiny(dropout=0.1))
+    b = runs.RunBook(owner="b").create(tiny(dropout=0.1))
+    runs.start(a)
+    a.advance(10.0)
+    runs.start(b)
     slices = 0
     while b.active:
-        live.advance(b, None, n_steps=1)  # one step per slice
+        b.advance(None, n_steps=1)  # one step per slice
         slices += 1
         if b.active:
-            live.pause(b)
-            live.start(b)
+            runs.pause(b)
+            runs.start(b)
     assert slices == 30 and a.status == b.status == "done"
     assert a.history["train_loss"] == b.history["train_loss"]
     assert a.history["val_loss"] == b.history["val_loss"]
@@ -162,39 +168,39 @@ def test_slicing_does_not_change_the_run():
 
 def test_a_busy_slot_does_nothing_and_says_so():
     slots = budget.TrainingSlots(1)
-    run = live.RunBook(owner="waiting").create(tiny())
-    live.start(run)
+    run = runs.RunBook(owner="waiting").create(tiny())
+    runs.start(run)
     with slots.slot("someone-else") as got:
         assert got
-        outcome = live.advance(run, 1.0, slot=slots.slot("waiting", timeout=0.01))
+        outcome = run.advance(1.0, slot=slots.slot("waiting", timeout=0.01))
     assert outcome.busy and outcome.steps == 0 and run.step == 0
     assert slots.position("waiting") == 0  # first in line now
-    assert live.advance(run, 1.0, slot=slots.slot("waiting")).steps > 0
+    assert run.advance(1.0, slot=slots.slot("waiting")).steps > 0
 
 
 def test_a_diverging_run_stops_with_a_message(monkeypatch):
-    run = live.RunBook(owner="t").create(tiny())
-    live.start(run)
+    run = runs.RunBook(owner="t").create(tiny())
+    runs.start(run)
 
     def diverge(**kwargs):
         raise TrainingError("training stopped at step 1: the loss became nan (diverged). "
                             "Try a smaller learning rate (now 10).")
 
     monkeypatch.setattr(run.trainer, "train", diverge)
-    outcome = live.advance(run, 1.0)
+    outcome = run.advance(1.0)
     assert outcome.finished and run.status == "error" and not run.active
     assert "diverged" in run.message and "learning rate" in run.message
 
 
 def test_runbook_keeps_a_bounded_history_and_one_active_run():
-    book = live.RunBook(owner="t")
+    book = runs.RunBook(owner="t")
     first = book.create(tiny())
-    live.start(first)
+    runs.start(first)
     second = book.create(tiny(lr=0.003))
     assert first.status == "paused" and book.current is second  # one run trains at a time
-    for i in range(live.MAX_RUNS + 2):
+    for i in range(runs.MAX_RUNS + 2):
         book.create(tiny(seed=i))
-    assert len(book.runs) == live.MAX_RUNS and book.current.run_id == book.next_id - 1
+    assert len(book.runs) == runs.MAX_RUNS and book.current.run_id == book.next_id - 1
     book.remove(book.current_id)
     assert book.current is book.runs[-1]
     book.clear_others()
@@ -205,15 +211,15 @@ def test_runbook_keeps_a_bounded_history_and_one_active_run():
 
 
 def test_labels_name_only_what_differs():
-    labels = live.run_labels([tiny(lr=0.01), tiny(lr=0.003)])
+    labels = runs.run_labels([tiny(lr=0.01), tiny(lr=0.003)])
     assert labels == ["#1 lr 0.01", "#2 lr 0.003"]
-    labels = live.run_labels([tiny(), tiny(optimizer="sgd"), tiny(causal=False)])
+    labels = runs.run_labels([tiny(), tiny(optimizer="sgd"), tiny(causal=False)])
     assert labels == ["#1 mask on, AdamW", "#2 mask on, SGD", "#3 mask off, AdamW"]
-    assert live.run_labels([tiny(dropout=0.0), tiny(dropout=0.2)])[1] == "#2 dropout 0.2"
-    assert live.run_labels([live.TrainSettings()]) == ["#1 quick demo"]
-    assert live.run_labels([live.TrainSettings(causal=False)]) == ["#1 custom settings, mask off"]
-    assert live.run_labels([tiny(), tiny()]) == ["#1", "#2"]
-    assert live.run_labels([tiny(), tiny()], origins=["", "a.pt"]) == ["#1", "#2 uploaded"]
+    assert runs.run_labels([tiny(dropout=0.0), tiny(dropout=0.2)])[1] == "#2 dropout 0.2"
+    assert runs.run_labels([train_settings.TrainSettings()]) == ["#1 quick demo"]
+    assert runs.run_labels([train_settings.TrainSettings(causal=False)]) == ["#1 custom settings, mask off"]
+    assert runs.run_labels([tiny(), tiny()]) == ["#1", "#2"]
+    assert runs.run_labels([tiny(), tiny()], origins=["", "a.pt"]) == ["#1", "#2 uploaded"]
 
 
 # ------------------------------------------------------------------------------ charts
@@ -221,34 +227,34 @@ def test_labels_name_only_what_differs():
 
 def test_loss_frame_kinds_thinning_and_smoothing():
     run = trained(30)
-    frame = live.run_frame(run, max_points=8)
-    raw = frame[frame.kind == live.KIND_RAW]
+    frame = runs.run_frame(run, max_points=8)
+    raw = frame[frame.kind == runs.KIND_RAW]
     assert len(raw) <= 9 and raw["step"].iloc[-1] == 30  # thinned, newest step kept
-    assert list(frame[frame.kind == live.KIND_VAL]["step"]) == [10, 20, 30]
-    smooth = live.smooth(np.array([3.0, 1.0, 1.0]))
+    assert list(frame[frame.kind == runs.KIND_VAL]["step"]) == [10, 20, 30]
+    smooth = runs.smooth(np.array([3.0, 1.0, 1.0]))
     assert smooth[0] == 3.0 and 1.0 < smooth[-1] < 3.0  # bias-corrected: starts at the first value
-    assert live.run_frame(run, max_points=8) is frame  # cached until the run moves
+    assert runs.run_frame(run, max_points=8) is frame  # cached until the run moves
 
 
 def test_loss_chart_overlays_runs_and_its_spec_is_data_free():
-    book = live.RunBook(owner="t")
+    book = runs.RunBook(owner="t")
     for lr in (0.01, 0.003):
         run = book.create(tiny(lr=lr, max_steps=10, val_interval=5))
-        live.start(run)
-        live.advance(run, 5.0)
-    frame = live.loss_frame(live.chart_runs(book, overlay=True))
+        runs.start(run)
+        run.advance(5.0)
+    frame = runs.loss_frame(runs.chart_runs(book, overlay=True))
     assert set(frame["run"]) == {"#1 lr 0.01", "#2 lr 0.003"}
-    assert set(frame["kind"]) == set(live.KINDS)
-    assert set(live.loss_frame(live.chart_runs(book, overlay=False))["run"]) == {"#2 lr 0.003"}
-    spec = live.loss_chart_spec(("#1 lr 0.01", "#2 lr 0.003"))
+    assert set(frame["kind"]) == set(runs.KINDS)
+    assert set(runs.loss_frame(runs.chart_runs(book, overlay=False))["run"]) == {"#2 lr 0.003"}
+    spec = training_charts.loss_chart_spec(("#1 lr 0.01", "#2 lr 0.003"))
     # the rows come with each tick; only the uniform-guess rule has data of its own
     assert "data" not in spec and [("data" in layer) for layer in spec["layer"]] == [False, False, True, True]
     assert [sorted(rows[0]) for rows in spec["datasets"].values()] == [["text", "uniform"]]
     assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["#1 lr 0.01", "#2 lr 0.003"]
-    chart = live.loss_chart(frame).to_dict()
+    chart = training_charts.loss_chart(frame).to_dict()
     assert chart["datasets"] and "uniform guess: ln 27 = 3.30" in str(chart)
-    view = live.chart_view(book, overlay=True)
-    assert len(view.frame) == len(frame) and view.spec == spec
+    # the page asks for the spec of the runs on its chart: built once, the same object each tick
+    assert training_charts.loss_chart_spec(tuple(dict.fromkeys(frame["run"]))) == spec
 
 
 # ------------------------------------------------------------------------------ checkpoints
@@ -256,15 +262,15 @@ def test_loss_chart_overlays_runs_and_its_spec_is_data_free():
 
 def test_checkpoint_round_trip_gives_identical_samples():
     run = trained(20)
-    data = live.run_to_checkpoint(run)
-    back = live.run_from_checkpoint(data, "mine.pt")
+    data = runs.run_to_checkpoint(run)
+    back = runs.run_from_checkpoint(data, "mine.pt")
     assert back.step == 20 and back.origin == "mine.pt" and back.status == "done"
     assert back.history["train_loss"] == run.history["train_loss"]
-    settings = live.SampleSettings(n=12, temperature=0.8, top_k=10, seed=7)
-    assert live.sample_for_page(back, settings) == live.sample_for_page(run, settings)
-    live.extend(back, 5)
-    live.start(back)
-    live.advance(back, 5.0)
+    settings = sample_names.SampleSettings(n=12, temperature=0.8, top_k=10, seed=7)
+    assert sample_names.sample_for_page(back, settings) == sample_names.sample_for_page(run, settings)
+    runs.extend(back, 5)
+    runs.start(back)
+    back.advance(5.0)
     assert back.step == 25  # an uploaded model trains on
 
 
@@ -274,22 +280,22 @@ def test_checkpoint_round_trip_gives_identical_samples():
 ])
 def test_bad_uploads_are_refused_clearly(data, message):
     with pytest.raises(CheckpointError, match=message):
-        live.run_from_checkpoint(data)
+        runs.run_from_checkpoint(data)
 
 
 def test_foreign_oversized_and_other_alphabet_uploads_are_refused():
     buffer = io.BytesIO()
     torch.save({"weights": torch.zeros(3)}, buffer)
     with pytest.raises(CheckpointError, match="not an Attention Lab checkpoint"):
-        live.run_from_checkpoint(buffer.getvalue())
+        runs.run_from_checkpoint(buffer.getvalue())
     with pytest.raises(CheckpointError, match="MB allowed"):
-        live.run_from_checkpoint(b"PK\x03\x04" + bytes(live.UPLOAD_MAX_BYTES))
+        runs.run_from_checkpoint(b"PK\x03\x04" + bytes(runs.UPLOAD_MAX_BYTES))
     run = trained(2)
     from core.checkpoints import save_checkpoint
     other = CharTokenizer(["."] + list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
     data = save_checkpoint(run.model, run.trainer.config, other, run.history)
     with pytest.raises(CheckpointError, match="another alphabet"):
-        live.run_from_checkpoint(data)
+        runs.run_from_checkpoint(data)
 
 
 # ------------------------------------------------------------------------------ sample page
@@ -297,33 +303,33 @@ def test_foreign_oversized_and_other_alphabet_uploads_are_refused():
 
 def test_sample_page_names_are_labelled_against_the_split():
     run = trained(30)
-    train_set, val_set = live.split_sets(run)
+    train_set, val_set = runs.split_sets(run)
     assert train_set and val_set and not (train_set & val_set)
-    samples = live.sample_for_page(run, live.SampleSettings(n=30, prefix="Ma", seed=3))
+    samples = sample_names.sample_for_page(run, sample_names.SampleSettings(n=30, prefix="Ma", seed=3))
     assert all(s.name.startswith("ma") for s in samples)
     for s in samples:
         expected = "train" if s.name in train_set else "val" if s.name in val_set else "new"
         assert s.label == expected
-    table = live.samples_table(samples)
+    table = sample_names.samples_table(samples)
     assert list(table.columns) == ["name", "length", "where"]
-    shares = live.shares_chart(samples).to_dict()
+    shares = names_charts.shares_chart(samples).to_dict()
     assert "in the validation split" in str(shares)
     with pytest.raises(ValueError, match="never saw"):
-        live.sample_for_page(run, live.SampleSettings(prefix="x9"))
+        sample_names.sample_for_page(run, sample_names.SampleSettings(prefix="x9"))
     with pytest.raises(ValueError, match='"."'):
-        live.sample_for_page(run, live.SampleSettings(prefix="a.b"))
+        sample_names.sample_for_page(run, sample_names.SampleSettings(prefix="a.b"))
 
 
 def test_name_steps_show_what_the_model_weighed():
     run = trained(10)
-    steps = live.name_steps(run, "emma")
+    steps = sample_names.name_steps(run, "emma")
     assert steps.contexts == [".", ".e", ".em", ".emm", ".emma"]
     assert steps.chosen == ["e", "m", "m", "a", "."]
     assert steps.probs.shape == (5, 27)
     assert np.allclose(steps.probs.sum(1), 1.0, atol=1e-5)
-    table = live.steps_table(steps)
+    table = sample_names.steps_table(steps)
     assert table["p(next)"].iloc[0] == pytest.approx(steps.probs[0, steps.vocab.index("e")])
-    bars = live.step_bars_chart(steps, 2).to_dict()
+    bars = names_charts.step_bars_chart(steps, 2).to_dict()
     assert "After “.em”" in str(bars)
 
 
@@ -332,37 +338,39 @@ def test_name_steps_show_what_the_model_weighed():
 
 def test_inspection_shapes_causality_and_truncation():
     run = trained(5, n_layer=2)
-    ins = live.inspect_name(run.model, run.tokenizer, " Emma ")
+    ins = inside_model.inspect_name(run.model, run.tokenizer, " Emma ")
     assert ins.tokens == [".", "e", "m", "m", "a"] and not ins.truncated
     assert ins.attn.shape == (2, 2, 5, 5) and ins.probs.shape == (5, 27)
     assert np.allclose(ins.attn.sum(-1), 1.0, atol=1e-5)
     assert np.all(np.triu(ins.attn, k=1) == 0)  # nothing from the future
-    long = live.inspect_name(run.model, run.tokenizer, "alexandrina")
+    long = inside_model.inspect_name(run.model, run.tokenizer, "alexandrina")
     assert long.truncated and len(long.tokens) == 8
-    frame = live.attention_grid_frame(ins)
-    assert len(frame) == 2 * 2 * 5 * 5 and frame["masked"].sum() == 2 * 2 * 10
-    grid = live.attention_grid_chart(ins).to_dict()
+    chart = names_charts.attention_grid_chart(ins)
+    frame = chart.data  # one row per (layer, head, query, key); masked cells are not "finite"
+    assert len(frame) == 2 * 2 * 5 * 5 and (~frame["finite"]).sum() == 2 * 2 * 10
+    assert set(frame["facet_row"]) == {"layer 1", "layer 2"} and set(frame["facet"]) == {"head 1", "head 2"}
+    grid = chart.to_dict()
     assert "facet" in grid
     for bad, message in [("", "type a name"), ("a.b", '"."'), ("zoë", "never saw")]:
         with pytest.raises(ValueError, match=message):
-            live.inspect_name(run.model, run.tokenizer, bad)
+            inside_model.inspect_name(run.model, run.tokenizer, bad)
 
 
 def test_mask_off_model_reads_the_future():
     run = trained(5, causal=False)
-    ins = live.inspect_name(run.model, run.tokenizer, "emma")
+    ins = inside_model.inspect_name(run.model, run.tokenizer, "emma")
     assert not ins.causal and np.triu(ins.attn, k=1).sum() > 0.1
-    assert not live.attention_grid_frame(ins)["masked"].any()
+    assert names_charts.attention_grid_chart(ins).data["finite"].all()
 
 
 def test_embedding_heatmap_and_pca():
     run = trained(5)
-    df, ratios = live.embedding_pca(run.model, run.tokenizer)
+    df, ratios = inside_model.embedding_pca(run.model, run.tokenizer)
     assert list(df["char"]) == run.tokenizer.vocab and len(ratios) == 2
     assert set(df["group"]) == {"vowel", "consonant", "start/end ."}
     assert (df["group"] == "vowel").sum() == 5
-    assert "PC1 (" in str(live.pca_chart(df, ratios).to_dict())
-    assert live.embedding_heatmap(run.model, run.tokenizer).to_dict()["height"] == 16 * 27
+    assert "PC1 (" in str(names_charts.pca_chart(df, ratios).to_dict())
+    assert names_charts.embedding_heatmap(run.model, run.tokenizer).to_dict()["height"] == 16 * 27
 
 
 @pytest.mark.slow
@@ -371,15 +379,21 @@ def test_training_separates_vowels_and_breaking_the_mask_collapses_the_loss():
     consonants; without the mask the training loss collapses while the samples are garbage."""
     settings = dict(context_size=8, n_layer=2, n_head=2, d_embed=32, d_ff=64, batch_size=32,
                     max_steps=300, val_interval=100, warmup_steps=20)
-    fresh = live.new_run(1, live.TrainSettings(**settings))
-    before = live.vowel_separation(live.embedding_pca(fresh.model, fresh.tokenizer)[0])
+    fresh = runs.new_run(1, train_settings.TrainSettings(**settings))
+    before = inside_model.vowel_separation(inside_model.embedding_pca(fresh.model, fresh.tokenizer)[0])
     good = trained(**{k: v for k, v in settings.items() if k != "max_steps"}, steps=300)
-    after = live.vowel_separation(live.embedding_pca(good.model, good.tokenizer)[0])
+    after = inside_model.vowel_separation(inside_model.embedding_pca(good.model, good.tokenizer)[0])
     assert after > before + 0.5
     broken = trained(**{k: v for k, v in settings.items() if k != "max_steps"}, steps=300, causal=False)
-    good_loss = live.smooth(good.history["train_loss"])[-1]
-    broken_loss = live.smooth(broken.history["train_loss"])[-1]
+    good_loss = runs.smooth(good.history["train_loss"])[-1]
+    broken_loss = runs.smooth(broken.history["train_loss"])[-1]
     assert good_loss > 2.0 and broken_loss < 0.6
-    train_set, val_set = live.split_sets(broken)
+    train_set, val_set = runs.split_sets(broken)
     real = sum(s.name in train_set or s.name in val_set for s in broken.samples)
     assert real <= 2  # almost nothing it writes is a real name
+
+
+def test_a_figure_caption_names_each_runs_settings_in_the_labels_words():
+    run = runs.RunBook(owner="t").create(tiny(optimizer="sgd", lr=0.01, causal=False))
+    assert runs.run_summary(run) == ("1 layers, 2 heads, d_embed 16, d_ff 32, context 8, dropout 0, "
+                                     "SGD, lr 0.01, batch 16, mask off, seed 101, step 0")

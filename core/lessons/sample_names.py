@@ -1,0 +1,109 @@
+"""The Sample-names lesson (page 8): names drawn from a trained names GPT, and what it weighed at
+every step of one name.
+
+* `SampleSettings`: the page's controls (links and lesson files work through core.settings);
+* `sample_for_page`: the page's names, each labelled new / in the training split / in the
+  validation split (core.sampling.sample_names does the drawing);
+* `name_steps`, `steps_table`: the next-character distributions along one name.
+The charts of this page are in core.viz.names_model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from core.runs import Run, split_sets
+from core.sampling import SampledName, next_char_distributions, sample_names
+from core.settings import spec
+from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
+
+LABEL_TITLES = {"new": "new", "train": "in the training split", "val": "in the validation split"}
+
+
+@dataclass
+class SampleSettings:
+    """Controls of the Sample page."""
+
+    # how many names to sample
+    n: int = spec(20, min=1, max=200, step=5, label="How many names")
+    # < 1 sharpens, > 1 flattens the distribution
+    temperature: float = spec(1.0, min=0.05, max=5.0, step=0.05, widget="slider", label="Temperature")
+    # keep the k most likely characters; 0 = all of them (27: "." and a-z, every model's alphabet)
+    top_k: int = spec(0, min=0, max=27, step=1, widget="slider", label="Top-k (0 = all)",
+                      help="Keep only the k most likely next characters; 0 keeps all 27.")
+    # every name starts with this
+    prefix: str = spec("", max_len=20, label="Prefix", help="Every name starts with these letters.")
+    # same seed, same model -> same names
+    seed: int = spec(42, min=0, max=2**31 - 1, step=1, label="Seed")
+    chosen: int = spec(0, min=0, max=199)  # which sampled name to take apart
+    step: int = spec(0, min=0, max=60)  # which step of that name the bar chart shows
+
+
+
+def sample_for_page(run: Run, settings: SampleSettings) -> list[SampledName]:
+    """The Sample page's names (ValueError for a prefix the model cannot read)."""
+    prefix = clean_prefix(settings.prefix, run.tokenizer)
+    train_set, val_set = split_sets(run)
+    return sample_names(run.model, run.tokenizer, settings.n, temperature=settings.temperature,
+                        top_k=settings.top_k or None, prefix=prefix, seed=settings.seed,
+                        max_len=max(30, len(prefix) + 1), train_names=train_set, val_names=val_set)
+
+
+def in_alphabet(text: str, tokenizer: CharTokenizer, what: str) -> str:
+    """`text` lower-cased and trimmed, or ValueError if it holds "." or characters outside the vocab."""
+    text = str(text).strip().lower()
+    if BOUNDARY_TOKEN in text:
+        raise ValueError(f'{what} must not contain "." (it marks the start and end of a name).')
+    unknown = sorted(set(text) - set(tokenizer.vocab))
+    if unknown:
+        raise ValueError(f"{what} has characters the model never saw: "
+                         + ", ".join(repr(c) for c in unknown) + " (names use the letters a–z).")
+    return text
+
+
+def clean_prefix(prefix: str, tokenizer: CharTokenizer) -> str:
+    """The prefix in the model's alphabet (lower-cased, spaces trimmed), or ValueError saying why."""
+    return in_alphabet(prefix, tokenizer, "the prefix")
+
+
+def samples_table(samples: list[SampledName]) -> pd.DataFrame:
+    """One row per sampled name: the name, its length and where it stands."""
+    return pd.DataFrame({"name": [s.name or "(empty)" for s in samples],
+                         "length": [len(s.name) for s in samples],
+                         "where": [LABEL_TITLES[s.label] for s in samples]})
+
+
+
+@dataclass
+class NameSteps:
+    """What the model weighed at every step of one name."""
+
+    contexts: list[str]  # what the model had read before each step: ".", ".e", ".em", ...
+    chosen: list[str]  # the character that actually came next ("." ends the name)
+    probs: np.ndarray  # (steps, V) next-character probabilities
+    vocab: list[str]  # column labels of probs
+
+
+def name_steps(run: Run, name: str) -> NameSteps:
+    """Next-character distributions along `name` (ValueError for characters the model lacks)."""
+    probs = next_char_distributions(run.model, run.tokenizer, name).numpy()  # (len(name) + 1, V)
+    text = BOUNDARY_TOKEN + name
+    contexts = [text[: t + 1] for t in range(len(name) + 1)]
+    chosen = list(name) + [BOUNDARY_TOKEN]
+    return NameSteps(contexts, chosen, probs, run.tokenizer.vocab)
+
+
+def steps_table(steps: NameSteps, top: int = 3) -> pd.DataFrame:
+    """Per step: context, the character that came, its probability, the top alternatives."""
+    rows = []
+    for t, (context, char) in enumerate(zip(steps.contexts, steps.chosen)):
+        p = steps.probs[t]  # (V,)
+        order = np.argsort(-p)[:top]
+        rows.append({"step": t, "read so far": context, "next": char,
+                     "p(next)": float(p[steps.vocab.index(char)]),
+                     "most likely": ", ".join(f"{steps.vocab[i]} {p[i]:.2f}" for i in order)})
+    return pd.DataFrame(rows)
+

@@ -1,0 +1,63 @@
+"""Figures for slides: a chart with its title and caption, as PNG (2x) or SVG bytes via vl-convert.
+
+No browser and no server: vl-convert renders the Vega-Lite spec directly. Used by the pages'
+download buttons (ui/charts.py) and by scripts/export_figures.py.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import altair as alt
+
+from core.viz.theme import themed
+
+FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+
+
+def with_caption(chart: alt.TopLevelMixin, title: str, caption: str) -> alt.TopLevelMixin:
+    """Put the caption (what it shows, settings, seed) under the title of an exported figure."""
+    lines = textwrap.wrap(caption, 95) if caption else []
+    return chart.properties(title=alt.TitleParams(text=title or " ", subtitle=lines, anchor="start"))
+
+
+def to_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
+    """PNG bytes at `scale`x through vl-convert (no browser, no server)."""
+    import vl_convert as vlc  # imported lazily: only exports need it
+    return vlc.vegalite_to_png(chart.to_json(), scale=scale)
+
+
+def to_svg(chart: alt.TopLevelMixin) -> str:
+    """SVG text through vl-convert."""
+    import vl_convert as vlc
+    return vlc.vegalite_to_svg(chart.to_json())
+
+
+def file_name(title: str, ext: str) -> str:
+    """A safe file name that keeps the human title: "Attention weights (query 2).png".
+
+    Letters of any script, digits, spaces and . , ( ) - _ stay; anything else (slashes, colons,
+    quotes) becomes a space, so the name works on every operating system."""
+    stem = re.sub(r"[^\w .,()\-]+", " ", str(title), flags=re.UNICODE)
+    stem = re.sub(r"\s+", " ", stem).strip(" .")[:80].strip() or "figure"
+    return f"{stem}.{ext}"
+
+
+def figure_bytes(chart: alt.TopLevelMixin, *, title: str, caption: str = "",
+                 lecture: bool = False, fmt: str = "png", scale: float = 2.0) -> bytes:
+    """The chart themed for the mode, titled and captioned, as PNG (at `scale`) or SVG bytes."""
+    if fmt not in FORMATS:
+        raise ValueError(f"figure format must be one of {sorted(FORMATS)}, got {fmt!r}")
+    figure = themed(with_caption(chart, title, caption), lecture)
+    return to_png(figure, scale=scale) if fmt == "png" else to_svg(figure).encode("utf-8")
+
+
+def chart_title(chart: alt.TopLevelMixin) -> str:
+    """The title text a chart carries ("" when none): the default human title of its figure."""
+    title = getattr(chart, "title", alt.Undefined)
+    if isinstance(title, alt.TitleParams):
+        title = title.text
+    if isinstance(title, (list, tuple)):
+        title = " ".join(str(t) for t in title)
+    return title.strip() if isinstance(title, str) else ""

@@ -1,0 +1,128 @@
+"""Charts of the lessons (pages 1-6), built on the core.viz primitives.
+
+The walkthrough's labelled matrices and bars are `viz.heatmap` and `viz.bar_chart` /
+`viz.grouped_bars` themselves (called from ui/walkthrough.py); this module holds what is specific
+to a lesson: the √d_k curve, the sliding windows drawn over the tokens, the small-LM race's loss
+curves and the compact heatmaps of the small LM's tables. Pure functions from numbers (computed
+in core/lessons) to Altair charts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core import viz
+from core.lessons.small_lm import MODEL_LABELS
+from core.lessons.tokens_data import WINDOW_KINDS, LoaderView, window_frame
+from core.lessons.walkthrough import SCALE_DKS
+from core.viz.theme import fast_build, palette
+
+UNSCALED, SCALED = "softmax(q·k)", "softmax(q·k / √d_k)"  # the two lines of the scaling chart
+
+
+def values_written(chart: alt.TopLevelMixin) -> bool:
+    """Whether a `viz.heatmap` writes its numbers in the cells (it has a text layer)."""
+    for layer in getattr(chart, "layer", ()):
+        mark = layer.mark
+        if (mark if isinstance(mark, str) else getattr(mark, "type", None)) == "text":
+            return True
+    return False
+
+
+@fast_build
+def scaling_chart(table: pd.DataFrame, *, chosen: int | None = None, lecture: bool = False,
+                  width: int = 340) -> alt.LayerChart:
+    """Mean largest softmax weight vs d_k (log scale), with and without 1/√d_k
+    (`core.lessons.self_attention.scaling_table`); a dashed rule at the chosen d_k."""
+    lines = viz.line_chart(table, x="d_k", y="max_weight", series="kind", points=True,
+                           lecture=lecture, width=width, height=260).encode(
+        # d_k doubles at each point: a log axis spaces them evenly
+        x=alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (width of q and k)",
+                axis=alt.Axis(values=list(SCALE_DKS))),
+        y=alt.Y("max_weight:Q", scale=alt.Scale(domain=[0, 1]), title="largest softmax weight (mean)"),
+        color=alt.Color("kind:N", scale=alt.Scale(range=palette(lecture)), title=None,
+                        sort=[UNSCALED, SCALED], legend=alt.Legend(orient="top")),
+        tooltip=[alt.Tooltip("d_k:Q"), alt.Tooltip("kind:N"), alt.Tooltip("max_weight:Q", format=".3f"),
+                 alt.Tooltip("score_std:Q", format=".2f", title="std of the scores")])
+    layers = [lines]
+    if chosen is not None:
+        layers.append(alt.Chart(table).mark_rule(strokeDash=[4, 4], color="#666").encode(
+            x=alt.XDatum(chosen)))
+    return alt.layer(*layers).properties(title="Softmax slides to one-hot as d_k grows",
+                                         width=width, height=260)
+
+
+@fast_build
+def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8,
+                 lecture: bool = False) -> alt.LayerChart:
+    """The windows drawn over the token sequence: overlap and never-read tokens are visible."""
+    df = window_frame(view, max_tokens, max_windows)
+    colours = palette(lecture)
+    kind_scale = alt.Scale(domain=WINDOW_KINDS,
+                           range=[colours[0], colours[1], "#E8E8E8", "#C7E9C0", "#74C476"])
+    pos_order = list(dict.fromkeys(df["pos"]))
+    row_order = list(dict.fromkeys(df.sort_values("order", kind="stable")["row"]))
+    # the y labels take ~110 px more: the whole chart stays within the page's ~800 px
+    cell = max(22, min(40 if lecture else 36, 640 // max(len(pos_order), 1)))
+    base = alt.Chart(df).encode(
+        x=alt.X("pos:N", sort=pos_order, title="token position : token",
+                axis=alt.Axis(labelAngle=-55, orient="top", labelOverlap=False)),
+        y=alt.Y("row:N", sort=row_order, title=None),
+        tooltip=["row:N", "pos:N", alt.Tooltip("text:N", title="id / uses"), "kind:N"])
+    rect = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
+        color=alt.Color("kind:N", scale=kind_scale, title=None,
+                        legend=alt.Legend(orient="bottom", columns=3)))
+    text = base.mark_text(fontSize=12 if lecture else 10).encode(
+        text="text:N",
+        color=alt.condition("datum.kind == 'input' || datum.kind == 'target'",
+                            alt.value("white"), alt.value("black")))
+    return alt.layer(rect, text).properties(width=cell * len(pos_order),
+                                            height=(cell - 10) * len(row_order))
+
+
+@fast_build
+def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lecture: bool = False,
+                    width: int = 640, height: int = 340) -> alt.TopLevelMixin:
+    """Train (dashed) and val (solid) loss of every model against the step; the bigram floor dotted
+    (`core.lessons.small_lm.SmallLMRace.history_frame` and `bigram_floor`)."""
+    rule = None
+    if floor is not None and math.isfinite(floor):
+        rule = (floor, f"best possible bigram (train): {floor:.3f}")
+    chart = viz.line_chart(history, x="step", y="loss", series="model", dash="split",
+                           x_title="training step", y_title="loss (nats / character)",
+                           lecture=lecture, width=width, height=height, rule=rule)
+    # the models in the lesson's order, and validation solid (the number that matters), train dashed
+    lines = (chart.layer[0] if rule else chart).encode(
+        color=alt.Color("model:N", scale=alt.Scale(domain=list(MODEL_LABELS.values()),
+                                                   range=palette(lecture)[:len(MODEL_LABELS)]),
+                        title=None, legend=alt.Legend(orient="top", columns=1, labelLimit=320)),
+        strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=["val", "train"],
+                                                             range=[[1, 0], [6, 4]]),
+                                  title=None, legend=alt.Legend(orient="top")),
+        y=alt.Y("loss:Q", title="loss (nats / character)", scale=alt.Scale(zero=True)))
+    if not rule:
+        return lines
+    chart.layer[0] = lines
+    return chart
+
+
+@fast_build
+def compact_heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *,
+                    title: str = "", x_title: str = "", y_title: str = "",
+                    diverging: bool = False, scheme: str | None = None, max_side: int = 300,
+                    domain: tuple[float, float] | None = None,
+                    lecture: bool = False) -> alt.TopLevelMixin:
+    """`viz.heatmap` for tables too big to print a value in each cell (tooltips hold them): cells
+    may be taller than wide, so the row labels (characters) stay readable with many columns."""
+    values = np.asarray(matrix, dtype=np.float64)
+    n_rows, n_cols = values.shape
+    return viz.heatmap(values, row_labels, col_labels, title=title, x_title=x_title,
+                       y_title=y_title, fmt=".3f", lecture=lecture, diverging=diverging, scheme=scheme,
+                       domain=domain, show_values=False, legend=True,
+                       cell_w=max(5, min(22, max_side // max(n_cols, 1))),
+                       cell_h=max(5, min(22, max_side // max(n_rows, 1))))

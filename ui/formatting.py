@@ -1,0 +1,96 @@
+"""Formatting that only the pages need: LaTeX with the actual numbers, HTML token chips, table styles.
+
+Kept out of core/ (which computes) so that a lesson module holds numbers, and the way they are
+written on screen lives here, next to the Streamlit pages that use it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import pandas as pd
+
+from core.data import IGNORE_INDEX
+from core.lessons.embeddings import MAX_TOKEN_CHARS
+from core.lessons.tokens_data import TokenChip
+from core.lessons.walkthrough import fmt_number
+
+def latex_number(value: float, decimals: int = 4) -> str:
+    """A number for st.latex: 1.23 \\times 10^{30} instead of 1.23e+30."""
+    text = fmt_number(value, decimals)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return rf"{mantissa} \times 10^{{{int(exponent)}}}"
+    return text.replace("−∞", r"-\infty")
+
+
+def latex_text(name: str) -> str:
+    """A token name safe inside \\text{...}."""
+    out = []
+    for ch in name[:MAX_TOKEN_CHARS]:
+        if ch in "\\":
+            out.append(r"\textbackslash{}")
+        elif ch in "{}_^#$%&~":
+            out.append("\\" + ch if ch not in "^~" else {"^": r"\^{}", "~": r"\~{}"}[ch])
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def dot_product_latex(query: Sequence[float], key: Sequence[float], result: float,
+                      i: int, j: int, max_terms: int = 4) -> str:
+    """ω_ij = x^(i) · x^(j) written out with the actual numbers, one line per step (first terms only)."""
+    terms = [rf"{latex_number(a, 2)} \cdot {latex_number(b, 2)}"
+             for a, b in zip(query[:max_terms], key[:max_terms])]
+    if len(query) > max_terms:
+        terms.append(rf"\dots\ (\text{{{len(query) - max_terms} more}})")
+    return (rf"\begin{{aligned}} \omega_{{{i}{j}}} &= x^{{({i})}} \cdot x^{{({j})}} \\ "
+            rf"&= " + " + ".join(terms) + rf" \\ &= {latex_number(result)} \end{{aligned}}")
+
+
+def weighted_sum_latex(weights: Sequence[float], column: Sequence[float], result: float,
+                       i: int, max_terms: int = 3) -> str:
+    """z^(i)_1 = α_i1 x^(1)_1 + α_i2 x^(2)_1 + ... written out with the actual numbers."""
+    terms = [rf"{latex_number(a)} \cdot {latex_number(x, 2)}"
+             for a, x in zip(weights[:max_terms], column[:max_terms])]
+    if len(weights) > max_terms:
+        terms.append(rf"\dots\ (\text{{{len(weights) - max_terms} more}})")
+    return (rf"\begin{{aligned}} z^{{({i})}}_1 &= \textstyle\sum_j \alpha_{{{i}j}}\, x^{{(j)}}_1 \\ "
+            rf"&= " + " + ".join(terms) + rf" \\ &= {latex_number(result)} \end{{aligned}}")
+
+
+# Light backgrounds that stay readable with black text, alternating so neighbouring chips differ.
+CHIP_COLOURS = ["#DCEBFA", "#FDE4C8", "#D9F0D3", "#F9D5D3", "#E6DCF2", "#D4EFEE", "#F7EBC0"]
+
+SPECIAL_CHIP_COLOUR = "#FFD54F"
+
+
+def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = False,
+               max_height: int = 380) -> str:
+    """HTML of coloured chips, the id under each token; at most `limit` chips."""
+    size = "1.15rem" if lecture else "0.95rem"
+    id_size = "0.85rem" if lecture else "0.7rem"
+    parts = []
+    for chip in chips[:limit]:
+        colour = SPECIAL_CHIP_COLOUR if chip.special else CHIP_COLOURS[chip.index % len(CHIP_COLOURS)]
+        parts.append(
+            f'<span class="al-chip" title="position {chip.index}, id {chip.token_id}" '
+            f'style="display:inline-flex;flex-direction:column;align-items:center;'
+            f'background:{colour};border-radius:5px;padding:1px 5px;margin:2px;'
+            f'font-family:ui-monospace,monospace;font-size:{size};line-height:1.2;color:#111">'
+            f'<span>{html.escape(chip.shown) or "∅"}</span>'
+            f'<span style="font-size:{id_size};color:#444">{chip.token_id}</span></span>')
+    more = ""
+    if len(chips) > limit:
+        more = (f'<div style="color:#555;font-size:{id_size}">… showing the first {limit:,} of '
+                f'{len(chips):,} tokens</div>')
+    # a scroll box keeps a long text from pushing the rest of the lesson far down the page
+    return (f'<div style="line-height:2.1;max-height:{max_height}px;overflow-y:auto">'
+            f'{"".join(parts)}</div>{more}')
+
+
+def style_padding(table: pd.DataFrame):
+    """The table with its padded positions (target id -1) greyed out, for st.dataframe."""
+    padded = [col for col in table.columns if table.loc["target id", col] == str(IGNORE_INDEX)]
+    return table.style.set_properties(subset=padded, **{"background-color": "#ECECEC", "color": "#777"})

@@ -1,0 +1,123 @@
+"""The one live-training fragment: every page that trains something while the student watches.
+
+    live_fragment(key, run, draw, *, running=None, on_finish=None)
+
+`run` is anything that implements the live-training protocol of `core.live_training`
+(`advance(budget_s, slot) -> Outcome`, `done`, `history`), or None (nothing to train yet).
+`draw()` is the page's own drawing: a callable with no arguments that puts the run's current
+state on screen (charts from `run.history`, metrics, progress). A page passes only that; this
+module owns everything else:
+
+* the tick: a Streamlit fragment with `run_every=TICK_S` while the run is running, no timer when
+  it is not (a paused, finished or absent run is drawn once and costs nothing);
+* each tick: `draw()` first, then `run.advance(SLICE_S, slot)`. Drawing first keeps the page
+  crisp: Streamlit fades a fragment's elements that a running tick has not redrawn yet. So the
+  picture lags one slice (half a second) behind the model, never more;
+* the training slot: the slice runs inside this session's place in `core.budget.SLOTS`
+  (owner: `session_owner()`), so only a few sessions of a class train at the same moment;
+* the queue: when every slot is taken, an info line at the top of the fragment says
+  "Waiting for a free training slot: N runs ahead of you, retrying…" and the next tick retries;
+* the end: when an advance finishes the run (its last step, or an error such as a diverged loss),
+  `on_finish(outcome)` is called (store a result, switch a flag off), then the whole page reruns
+  so its buttons and the timer follow the new state;
+* clicks stay snappy: a whole-page rerun (a click, a widget change) trains only a short slice
+  (FULL_RUN_SLICE_S); the fragment's own ticks train SLICE_S.
+
+`running`: True/False, or a callable returning it, asked on every tick; default: `not run.done`.
+Pass it when the page can pause a run (e.g. `running=lambda: run.active`). If `run` has a `lock`
+attribute (a threading.Lock held while it trains), drawing holds it too, so a click that arrives
+mid-slice never draws a history that is being appended to.
+
+Example (a race of two trainers):
+
+    race = st.session_state.setdefault("race", TrainerGroup({"SGD": sgd, "AdamW": adamw}))
+    live_fragment("race", race, lambda: show_chart(race_chart(race.history)))
+
+Paused or stopped runs should not hold a place in the queue: call `leave_queue()` then.
+`tick(run, draw, budget_s, running)` is one tick without the fragment (benchmarks call it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import Callable
+
+import streamlit as st
+
+from core import budget
+from core.live_training import LiveTraining, Outcome
+
+TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
+SLICE_S = 0.9 * TICK_S  # training seconds per tick; the rest of the tick redraws (the page stays usable)
+FULL_RUN_SLICE_S = 0.15  # training during a whole-page rerun (a click) is kept short
+OWNER_KEY = "live.owner"
+
+
+def session_owner() -> str:
+    """This session's name in the training queue (core.budget.SLOTS), made on first use."""
+    if OWNER_KEY not in st.session_state:
+        st.session_state[OWNER_KEY] = f"session-{uuid.uuid4().hex[:12]}"
+    return st.session_state[OWNER_KEY]
+
+
+def leave_queue() -> None:
+    """Give up this session's place in the training queue (a run was paused or stopped)."""
+    budget.SLOTS.leave(session_owner())
+
+
+def _is_fragment_rerun() -> bool:
+    """True when only a fragment is rerunning (a tick), False for a whole-page run."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx and ctx.fragment_ids_this_run)
+
+
+def _is_running(run: LiveTraining | None, running: bool | Callable[[], bool] | None) -> bool:
+    if run is None:
+        return False
+    if running is None:
+        return not run.done
+    return bool(running() if callable(running) else running)
+
+
+def queue_message(owner: str) -> str:
+    """What a session waiting for a training slot is told."""
+    ahead = max(1, budget.SLOTS.position(owner) + budget.SLOTS.running)
+    return (f"Waiting for a free training slot: {ahead} run{'s' if ahead > 1 else ''} ahead of you, "
+            "retrying…")
+
+
+def tick(run: LiveTraining | None, draw: Callable[[], None], budget_s: float,
+         running: bool | Callable[[], bool] | None = None) -> Outcome | None:
+    """One tick: draw the run as it stands, then train it for `budget_s` seconds in this session's
+    slot (when it is running). Returns the advance's outcome (None when nothing was trained)."""
+    queue_box = st.empty()
+    with getattr(run, "lock", None) or contextlib.nullcontext():
+        draw()
+    if not _is_running(run, running):
+        return None
+    owner = session_owner()
+    outcome = run.advance(budget_s, budget.SLOTS.slot(owner))
+    if outcome.busy:
+        queue_box.info(queue_message(owner), icon=":material/hourglass_top:")
+    return outcome
+
+
+def live_fragment(key: str, run: LiveTraining | None, draw: Callable[[], None], *,
+                  running: bool | Callable[[], bool] | None = None,
+                  on_finish: Callable[[Outcome], None] | None = None) -> None:
+    """Draw `run` and, while it is running, train it a slice per tick; see the module docstring.
+    `key` names the fragment (unique among the fragments of a page)."""
+
+    def body() -> None:
+        budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
+        outcome = tick(run, draw, budget_s, running)
+        if outcome is not None and outcome.finished:
+            if on_finish is not None:
+                on_finish(outcome)
+            st.rerun(scope="app")  # the controls change (Resume greys out) and the timer stops
+
+    every = TICK_S if _is_running(run, running) else None
+    st.fragment(body, run_every=every, key=key)()
