@@ -36,8 +36,8 @@ OFF = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta that is a
 
 
 def render_softmax_dim() -> None:
-    ui.side_by_side([softmax_dim.buggy_causal_attention],
-                    [softmax_dim.fixed_causal_attention, attention.CausalAttention.forward], softmax_dim.demo)
+    ui.side_by_side([softmax_dim.buggy_causal_attention], [softmax_dim.fixed_causal_attention],
+                    [softmax_dim.demo, attention.CausalAttention.forward])
     seed = ui.widget(settings, "seed")
     result = ui.demo("softmax_dim", seed)
     buggy_sums = result["sums"].query("version == 'buggy dim=1'")["row_sum"]
@@ -49,8 +49,9 @@ def render_softmax_dim() -> None:
     c.metric("Context of “Your” (2,)", f"[{fixed_row[0]:.4f}, {fixed_row[1]:.4f}]",
              delta=f"buggy: [{buggy_row[0]:.4f}, {buggy_row[1]:.4f}]", **OFF,
              help="Fixed value; document 002 prints [-0.4519, 0.2216] for seed 123.")
-    st.caption(f"`fixed_causal_attention` and `CausalAttention.forward` give the same context vectors "
-               f"(largest difference {result['fixed_vs_module']:.1e}).")
+    st.caption(f"The project's `core.attention.CausalAttention.forward` (under “How this page measures it”) "
+               f"gives the same context vectors as `fixed_causal_attention`: largest difference "
+               f"{result['fixed_vs_module']:.1e}.")
     cap = f"CausalAttention(3, 2) after torch.manual_seed({seed}) on the book's six tokens (batch item 0)."
     ui.heatmap_row([(result["buggy_weights"], "Buggy: softmax over dim=1"),
                     (result["fixed_weights"], "Fixed: softmax over dim=-1")], result["tokens"],

@@ -98,8 +98,8 @@ def demo(steps: int, seed: int, adamw_lr: float, data: NamesData) -> OptimizerRa
 
 
 def race_result(trainers: dict[str, Trainer]) -> dict:
-    """What a finished race keeps: loss histories, the final validation loss of each run on the whole
-    validation split, and the AdamW model's weights (for sampling on another pitfall)."""
+    """What a finished race keeps: loss histories, the final validation loss of each run (one full
+    pass over the held-out windows), and the AdamW model's weights (for sampling on another pitfall)."""
     adamw_label = next(label for label in trainers if label.startswith("AdamW"))
     adamw = trainers[adamw_label]
     return {
@@ -123,7 +123,8 @@ def race_frame(histories: dict[str, dict]) -> pd.DataFrame:
     """Long-form loss curves (step, loss, optimizer, split) from Trainer.history dicts.
 
     The training loss is a running mean over 10 steps, so the noise of single batches of 32 does
-    not hide the trend; the validation loss is measured on the whole validation split."""
+    not hide the trend; the validation points are measured on the first RACE_VAL_WINDOWS held-out
+    windows during training (the final numbers, on all of them, come from race_result)."""
     frames = []
     for label, history in histories.items():
         if history["steps"]:
