@@ -157,8 +157,8 @@ def test_sgd_vs_adamw_trains_on_demand_and_sgd_is_behind():
     sgd, adamw = float(values["SGD lr 0.01 (lecture)"]), float(values["AdamW lr 0.003"])
     assert sgd > adamw
     assert float(values["SGD − AdamW"]) == pytest.approx(sgd - adamw, abs=2e-3)
-    curves = next(t for t in chart_tables(at) if "optimizer" in t.columns)
-    assert curves["step"].max() == 20 and curves["optimizer"].nunique() == 2
+    curves = next(t for t in chart_tables(at) if "run" in t.columns)  # the loss curves, one run per optimizer
+    assert curves["step"].max() == 20 and curves["run"].nunique() == 2
     # the finished race is kept: reopening the page shows it without training again
     again = open_pitfall("sgd", optim_steps="20", seed="4242")
     assert finished(again) and metrics(again) == values
