@@ -201,14 +201,15 @@ def order_step(steps) -> None:
     panels = [("before", "mask, then softmax", orders.before, None),
               ("after_renorm", "softmax, mask, renormalise", orders.after_renorm, undefined),
               ("after_no_renorm", "softmax, mask, no renormalising", orders.after_no_renorm, None)]
+    all_sum_to_one = causal_attention.rows_sum_to_one(orders.after_no_renorm)
     reveal_last = page.predict_then_reveal(
         settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
                                  projection.W_query.tolist()),
         "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
-        ["yes", "no"], str, lambda g: g == ("yes" if causal_attention.rows_sum_to_one(orders.after_no_renorm) else "no"),
+        ["yes", "no"], str, lambda g: g == ("yes" if all_sum_to_one else "no"),
         "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "
         "of it away. Only the last row, which hides nothing, still sums to 1."
-        if not causal_attention.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
+        if not all_sum_to_one else "Yes, here every row still sums to 1.")
     for i, (col, (key, title, matrix, special)) in enumerate(zip(cols, panels)):
         with col:
             if key == "after_no_renorm" and not reveal_last:
@@ -230,7 +231,8 @@ with friendly_errors("causal attention"):
     bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                                 "custom_weights", "causal", "dropout_p",
                                                 "dropout_seed", "train_mode"),
-                         causal_attention.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
+                         causal_attention.causal_page, inputs, projection,
+                         dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)

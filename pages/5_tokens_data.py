@@ -11,13 +11,13 @@ import dataclasses
 
 import streamlit as st
 
-from core import viz as charts
 from core import data as core_data
+from core import viz as charts
 from core.lessons import text as texts
 from core.lessons import tokens_data
+from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
-from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from ui import state
 from ui.charts import show_chart
 from ui.code import show_code
@@ -38,9 +38,11 @@ def _summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _chips(text: str, allow_special: bool) -> tuple[list[tokens_data.TokenChip], list[tokens_data.TokenChip], int]:
+def _chips(text: str, allow_special: bool) -> tuple[list[tokens_data.TokenChip],
+                                                   list[tokens_data.TokenChip], int]:
     char_tokenizer = CharTokenizer.from_text(text)
-    return tokens_data.bpe_chips(text, allow_special), tokens_data.char_chips(text, char_tokenizer), char_tokenizer.vocab_size
+    return (tokens_data.bpe_chips(text, allow_special), tokens_data.char_chips(text, char_tokenizer),
+            char_tokenizer.vocab_size)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -304,7 +306,8 @@ with friendly_errors("the name windows"):
     frames, name_ok = keep_last_good(
         f"{PREFIX}.good_name_frames",
         lambda: (tokens_data.validate_name(settings.name), settings.name_context,
-                 tokens_data.name_window_frames(tokens_data.validate_name(settings.name), settings.name_context)),
+                 tokens_data.name_window_frames(tokens_data.validate_name(settings.name),
+                                                settings.name_context)),
         "the name windows")
     if frames is not None:
         shown_name, context, tables = frames

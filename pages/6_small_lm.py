@@ -18,9 +18,9 @@ from core import models as core_models
 from core.lessons import small_lm
 from core.lessons import text as texts
 from core.lessons import tokens_data
+from core.tokenizers import CharTokenizer
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
-from core.tokenizers import CharTokenizer
 from ui import state
 from ui.charts import show_chart
 from ui.code import show_code
@@ -64,7 +64,8 @@ if settings.corpus == "pangram":
                 "it is tiny and repetitive: a model that remembers a few characters can predict "
                 "almost everything; a model that sees one character cannot.")
 vocab = CharTokenizer.from_text(text).vocab
-st.html(fmt.chips_html([tokens_data.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200, lecture=lecture))
+st.html(fmt.chips_html([tokens_data.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200,
+                       lecture=lecture))
 st.caption(f"The character vocabulary of {origin}: each character with its id (sorted; “.” is always "
            "id 0 in this project's tokenizer; ␣ is the space, ↵ a line break).")
 
@@ -281,7 +282,8 @@ else:
                                 f"{race.step:,}, seed {race.config.seed}."),
                        key=f"{PREFIX}.embedding")
         params = race.n_params()
-        st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}" for k, v in params.items()))
+        st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}"
+                                               for k, v in params.items()))
 
 # ---------------------------------------------------------------------------------------------
 st.header("6 · Cross-entropy by hand")

@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core import viz
 from core.lessons import embeddings as emb
 from core.lessons import self_attention
 from core.lessons import walkthrough as wt
-from core import viz
-from core.viz import lessons as lesson_charts
 from core.lessons.walkthrough import WalkthroughSettings
+from core.viz import lessons as lesson_charts
 from ui import state
 from ui.charts import show_chart
 from ui.code import show_code

@@ -6,8 +6,9 @@ cache first (Streamlit's and the lru_caches of core/ and ui/), and runs the page
 hook that records every Python function called in the script thread. The test fails if a function
 (or, for a class, its `__init__` / `forward`) whose source the run put on screen
 (`ui.code.show_code`, or `ui.code.note_shown` for a page that lays out source its own way) never
-ran: the page would show code that did not compute the numbers beside it. A live-training page computes its curves over the runs of the training, so
-its training case profiles Start and every run until the training finishes.
+ran: the page would show code that did not compute the numbers beside it. A live-training page
+computes its curves over the runs of the training, so its training case profiles Start and every
+run until the training finishes.
 """
 
 from __future__ import annotations

@@ -14,14 +14,14 @@ import torch
 import torch.nn.functional as F
 
 from core import settings as core_settings
+from core.data import IGNORE_INDEX, create_dataloader_v1
 from core.lessons import small_lm
 from core.lessons import text as texts
 from core.lessons import tokens_data
-from core.viz import lessons as lesson_charts
-from ui import formatting as fmt
-from core.data import IGNORE_INDEX, create_dataloader_v1
 from core.live_training import LiveTraining
 from core.tokenizers import CharTokenizer, clear_gpt2_cache, gpt2_encoding
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 
 # rasbt, LLMs from Scratch, ch. 2: the ids tiktoken's "gpt2" gives this sentence (published).
 BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554,

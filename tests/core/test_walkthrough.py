@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from core import settings as core_settings
+from core import viz
 from core.attention import seeded
 from core.lessons import causal_attention
 from core.lessons import embeddings as emb
@@ -18,11 +19,10 @@ from core.lessons import multi_head
 from core.lessons import self_attention
 from core.lessons import simple_attention
 from core.lessons import walkthrough as wt
-from core import viz
-from core.viz import lessons as lesson_charts
-from ui import formatting as fmt
 from core.lessons.embeddings import EmbeddingError
 from core.lessons.walkthrough import WalkthroughSettings
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 
 BOOK = wt.BOOK_EMBEDDINGS
 
