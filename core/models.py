@@ -266,7 +266,11 @@ class SingleHeadLM(LanguageModel):
 
 @dataclass
 class GPTConfig:
-    """Architecture of the names GPT; defaults are lecture 7's values."""
+    """Architecture of the names GPT; defaults are lecture 7's values.
+
+    Fields are declared with `spec(...)` like TrainConfig's (bounds, label, group, `short`): the
+    Train page's controls are derived from them (core/train_settings.py).
+    """
 
     # characters in the vocabulary ("." + a-z for the names)
     vocab_size: int = spec(27, internal="taken from the data: '.' and the letters of the names")

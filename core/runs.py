@@ -397,6 +397,16 @@ def run_labels(settings: list[TrainSettings], origins: list[str] | None = None,
     return labels
 
 
+SUMMARY_FIELDS = ("n_layer", "n_head", "d_embed", "d_ff", "context_size", "dropout", "optimizer", "lr",
+                  "batch_size", "causal", "seed")  # what a figure's caption says about each run
+
+
+def run_summary(run: Run) -> str:
+    """The run's main settings in words (for a figure's caption), worded like its label."""
+    parts = [describe(widget_spec(name), getattr(run.settings, name)) for name in SUMMARY_FIELDS]
+    return ", ".join(parts + [f"step {run.step:,}"])
+
+
 # =============================================================================================
 # Loss curves: the rows a chart draws
 # =============================================================================================

@@ -24,23 +24,32 @@ PRESET_TITLES = {"lecture": "Lecture 7", "quick_demo": "quick demo", "best": "be
 PAGE_ONLY = ("overlay",)  # page fields that are not hyper-parameters
 
 
-def config_fields() -> dict[str, tuple[type, dataclasses.Field]]:
-    """name -> (the config class holding it, its field) for every field the page shows."""
-    page_fields = {f.name for f in dataclasses.fields(TrainSettings)}
+def _shown_fields() -> dict[str, tuple[type, dataclasses.Field]]:
+    """name -> (the config class holding it, its field) for every config field the page shows:
+    all but the nested model config (its own fields are listed) and those marked `internal`."""
     return {f.name: (source, f) for source in SOURCES for f in dataclasses.fields(source)
-            if f.name in page_fields}
+            if "internal" not in f.metadata and f.name != "model"}
+
+
+CONFIG_FIELDS = _shown_fields()
+
+
+def config_fields() -> dict[str, tuple[type, dataclasses.Field]]:
+    """See _shown_fields (a copy, safe to change)."""
+    return dict(CONFIG_FIELDS)
 
 
 def page_values(config: TrainConfig, fields: dict | None = None) -> dict:
     """The page's values of a TrainConfig (a preset, an uploaded checkpoint): flat, None -> none_is."""
     values = {}
-    for name, (source, f) in (fields or config_fields()).items():
+    for name, (source, f) in (fields or CONFIG_FIELDS).items():
         value = getattr(config.model if source is GPTConfig else config, name)
         value = core_settings.to_page_value(f.metadata, value)
         choices = f.metadata.get("choices")
         if choices is not None and value not in choices and isinstance(value, str):
             value = value.partition(":")[0]  # "cuda:1" -> "cuda"
-        if isinstance(value, int) and not isinstance(value, bool) and core_settings.field_type(source, name) is float:
+        if isinstance(value, int) and not isinstance(value, bool) \
+                and core_settings.field_type(source, name) is float:
             value = float(value)  # a config may hold lr=1; the page's number input holds floats
         values[name] = value
     return values
@@ -58,11 +67,9 @@ def settings_problems(settings) -> list[str]:
     return problems
 
 
-_SHOWN = {f.name: (source, f) for source in SOURCES for f in dataclasses.fields(source)
-          if "internal" not in f.metadata and f.name != "model"}
 TrainSettings = core_settings.derive_settings(
     "TrainSettings", SOURCES,
-    defaults=page_values(PRESETS["quick_demo"](), _SHOWN),  # the page opens on the ~30 s preset
+    defaults=page_values(PRESETS["quick_demo"]()),  # the page opens on the ~30 s preset
     extra=[("overlay", bool, spec(True, widget="checkbox",
                                   label="Show the session's earlier runs on the same chart"))],
     module=__name__,
@@ -91,7 +98,7 @@ def to_train_config(settings: TrainSettings, vocab_size: int = 27) -> TrainConfi
     if problems:
         raise ValueError(" ".join(problems))
     values: dict[type, dict] = {GPTConfig: {"vocab_size": vocab_size}, TrainConfig: {}}
-    for name, (source, f) in config_fields().items():
+    for name, (source, f) in CONFIG_FIELDS.items():
         values[source][name] = core_settings.from_page_value(f.metadata, getattr(settings, name))
     values[TrainConfig]["pack_length"] = packing(settings)
     return TrainConfig(model=GPTConfig(**values[GPTConfig]), **values[TrainConfig])

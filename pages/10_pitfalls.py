@@ -36,9 +36,9 @@ OFF = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta that is a
 
 
 def render_softmax_dim() -> None:
-    ui.side_by_side([softmax_dim.buggy_causal_attention],
-                    [softmax_dim.fixed_causal_attention, attention.CausalAttention.forward], softmax_dim.demo)
-    seed = ui.seed_input(settings)
+    ui.side_by_side([softmax_dim.buggy_causal_attention], [softmax_dim.fixed_causal_attention],
+                    [softmax_dim.demo, attention.CausalAttention.forward])
+    seed = ui.widget(settings, "seed")
     result = ui.demo("softmax_dim", seed)
     buggy_sums = result["sums"].query("version == 'buggy dim=1'")["row_sum"]
     a, b, c = st.columns(3)
@@ -49,8 +49,9 @@ def render_softmax_dim() -> None:
     c.metric("Context of “Your” (2,)", f"[{fixed_row[0]:.4f}, {fixed_row[1]:.4f}]",
              delta=f"buggy: [{buggy_row[0]:.4f}, {buggy_row[1]:.4f}]", **OFF,
              help="Fixed value; document 002 prints [-0.4519, 0.2216] for seed 123.")
-    st.caption(f"`fixed_causal_attention` and `CausalAttention.forward` give the same context vectors "
-               f"(largest difference {result['fixed_vs_module']:.1e}).")
+    st.caption(f"The project's `core.attention.CausalAttention.forward` (under “How this page measures it”) "
+               f"gives the same context vectors as `fixed_causal_attention`: largest difference "
+               f"{result['fixed_vs_module']:.1e}.")
     cap = f"CausalAttention(3, 2) after torch.manual_seed({seed}) on the book's six tokens (batch item 0)."
     ui.heatmap_row([(result["buggy_weights"], "Buggy: softmax over dim=1"),
                     (result["fixed_weights"], "Fixed: softmax over dim=-1")], result["tokens"],
@@ -92,7 +93,7 @@ def render_mask_after_softmax() -> None:
     ui.side_by_side([mask_after_softmax.buggy_mask_after_softmax],
                     [mask_after_softmax.renormalised_mask_after_softmax, mask_zero.fixed_mask_by_position],
                     mask_after_softmax.demo)
-    seed = ui.seed_input(settings)
+    seed = ui.widget(settings, "seed")
     result = ui.demo("mask_after_softmax", seed)
     sums = result["sums"]
     buggy_sums = sums.query("version == 'mask after softmax'")["row_sum"]
@@ -114,8 +115,9 @@ def render_mask_after_softmax() -> None:
 
 def render_no_scaling() -> None:
     ui.side_by_side([no_scaling.buggy_unscaled_weights],
-                    [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm], no_scaling.demo)
-    seed = ui.seed_input(settings)
+                    [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm],
+                    [no_scaling.demo, no_scaling.scaling_run])
+    seed = ui.widget(settings, "seed")
     table = ui.demo("no_scaling", seed)
     last = table[table["d_k"] == max(no_scaling.SCALING_DKS)].set_index("version")
     buggy, fixed = last.loc["no scaling (buggy)"], last.loc["÷ √d_k (fixed)"]
@@ -141,7 +143,7 @@ def render_no_scaling() -> None:
 def render_short_names() -> None:
     ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows],
                     [short_names.demo, short_names.examples_by_length], fixed_height=480)
-    context_size = ui.context_input(settings)
+    context_size = ui.widget(settings, "context_size")
     result = ui.names_demo("short_names", context_size)
     n = result["n_names"]
     a, b, c, d = st.columns(4)
@@ -173,11 +175,11 @@ def render_vocab_order() -> None:
                     [vocab_order.demo, vocab_order.fit_bigram_probs, vocab_order.sample_bigram_ids])
     a, b, c = st.columns(3)
     with a:
-        hash_a = ui.number(settings, "hash_seed_a", "Hash seed of the run that saved", step=1)
+        hash_a = ui.widget(settings, "hash_seed_a")
     with b:
-        hash_b = ui.number(settings, "hash_seed_b", "Hash seed of the run that loads", step=1)
+        hash_b = ui.widget(settings, "hash_seed_b")
     with c:
-        seed = ui.seed_input(settings)
+        seed = ui.widget(settings, "seed")
     if hash_a == hash_b:
         st.info("Both runs use the same hash seed, so even `list(set(...))` gives the same order: "
                 "pick two different seeds to see a restart.", icon=":material/info:")
@@ -202,11 +204,11 @@ def render_fit_indent() -> None:
     ui.side_by_side([fit_indent.buggy_fit], [fit_indent.fixed_fit], [fit_indent.demo, slides.slides_setup], wrap=False)
     a, b, c = st.columns(3)
     with a:
-        iters = ui.number(settings, "fit_iters", "train_iters", step=10)
+        iters = ui.widget(settings, "fit_iters")
     with b:
-        every = ui.number(settings, "eval_iters", "eval_iters", step=1)
+        every = ui.widget(settings, "eval_iters")
     with c:
-        seed = ui.seed_input(settings)
+        seed = ui.widget(settings, "seed")
     try:
         fit_indent.check_fit_args(iters, every)
     except ValueError as exc:
@@ -260,7 +262,7 @@ def render_prep_global() -> None:
 
 def render_no_position() -> None:
     ui.side_by_side([no_position.buggy_forward_no_position], [models.SingleHeadLM.forward], no_position.demo)
-    seed = ui.seed_input(settings)
+    seed = ui.widget(settings, "seed")
     with st.spinner("Training both models…"):
         result = ui.demo("no_position", seed)
     diffs = result["max_logit_diff"]
@@ -281,7 +283,7 @@ def render_no_position() -> None:
 def render_encode_shape() -> None:
     ui.side_by_side([short_names.buggy_lecture_windows, encode_shape.buggy_unpack], [data.name_windows],
                     encode_shape.demo, fixed_height=560)
-    result = ui.names_demo("encode_shape", ui.context_input(settings))
+    result = ui.names_demo("encode_shape", ui.widget(settings, "context_size"))
     if result["buggy_shape"] is None:
         st.warning("No name is longer than this context, so the lecture's dataset is empty.")
         return
@@ -307,7 +309,7 @@ def render_encode_shape() -> None:
 def render_config_end_id() -> None:
     ui.side_by_side([config_end_id.BuggyLectureGPT.forward, config_end_id.BuggyLectureGPT.generate],
                     [models.generate], config_end_id.demo, fixed_height=640)
-    seed = ui.seed_input(settings)
+    seed = ui.widget(settings, "seed")
     trained_key = ui.finished_races().latest_with_seed(seed)
     result = ui.config_end_id_result(seed, trained_key)
     st.markdown("1. The lecture's `generate` as written:")

@@ -152,7 +152,8 @@ def matrix_step(result: simple_attention.SimpleAttention) -> None:
 
 
 with friendly_errors("simple attention"):
-    bundle = page.cached("simple", wt.cache_key(settings, "query"), simple_attention.simple_page, inputs, query)
+    bundle = page.cached("simple", wt.cache_key(settings, "query"), simple_attention.simple_page,
+                         inputs, query)
     result = bundle.result
     page.sdpa_badge(bundle.sdpa)
     {"scores": scores_step, "weights": weights_step, "context": context_step,

@@ -45,6 +45,13 @@ where = f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, project
 module_cls = attention.SelfAttentionV1 if settings.variant == "v1" else attention.SelfAttentionV2
 
 
+def steps_code() -> None:
+    """The code that computed the steps on screen, then the book's class they were checked against."""
+    show_code([self_attention.self_attention, attention.attention_intermediates],
+              label="Show the code that computed these numbers")
+    page.show_book_code(module_cls.forward, f"{module_cls.__name__}.forward = these steps")
+
+
 def weights_step(steps) -> None:
     page.step_header(STEPS, "weights", "the trainable weights W_q, W_k, W_v")
     st.markdown("Each matrix maps a d_in-dimensional embedding to a d_out-dimensional vector. "
@@ -65,7 +72,8 @@ def weights_step(steps) -> None:
     if biases:
         for name, b in zip(("b_q", "b_k", "b_v"), biases):
             page.numbers_line(f"{name} `{wt.shape_text(b)}` =", b.tolist())
-    show_code(module_cls)
+    # the weights on screen: the book's class built after torch.manual_seed (or edited by hand)
+    show_code([self_attention.seeded_module, module_cls, self_attention.projection_for])
 
 
 def qkv_step(steps) -> None:
@@ -83,7 +91,7 @@ def qkv_step(steps) -> None:
                              x_title="dimension", y_title="token", decimals=4, highlight_row=query,
                              max_width=300, caption=f"{name} = X W_{name.lower()}; {where}.")
     page.numbers_line(f"q^({qi}) =", steps.queries[query].tolist())
-    show_code(module_cls.forward)
+    steps_code()
 
 
 def scores_step(steps) -> None:
@@ -94,7 +102,7 @@ def scores_step(steps) -> None:
                      title="Ω = Q Kᵀ", x_title="key j", y_title="query i", highlight_row=query,
                      caption=f"Every query dotted with every key; {where}.")
     page.numbers_line(f"ω_{qi}j =", steps.attn_scores[0, query].tolist())
-    show_code(module_cls.forward)
+    steps_code()
 
 
 def scaled_step(steps) -> None:
@@ -108,7 +116,7 @@ def scaled_step(steps) -> None:
                      title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
                      caption=f"The scores divided by √{head_dim}; {where}.")
     page.numbers_line(f"row {q_name} =", steps.scaled_scores[0, query].tolist())
-    show_code(module_cls.forward)
+    steps_code()
     with friendly_errors("the scaling panel"):
         scaling_panel()
 
@@ -132,7 +140,7 @@ def softmax_step(steps) -> None:
                          domain=(0, 1), highlight_row=query,
                          caption=f"Row-wise softmax of the scaled scores; {where}.")
         page.numbers_line(f"α_{qi}j =", weights[query].tolist())
-    show_code(module_cls.forward)
+    steps_code()
 
 
 def context_step(steps) -> None:
@@ -143,7 +151,7 @@ def context_step(steps) -> None:
                      title="Z = A V", x_title="dimension", y_title="token", decimals=4,
                      highlight_row=query, caption=f"One context vector per token; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    show_code([module_cls, self_attention.self_attention])
+    steps_code()
 
 
 def scaling_panel() -> None:
@@ -164,7 +172,7 @@ def scaling_panel() -> None:
         lecture = state.lecture_mode()
         chart = lesson_charts.scaling_chart(table, chosen=d_k, lecture=lecture, width=560 if lecture else 340)
         show_chart(chart, name="scaling-curve", caption=(
-            f"Mean largest softmax weight over 256 random queries and 6 random keys "
+            f"Mean largest softmax weight over 64 random sequences of 6 queries and 6 keys "
             f"(N(0, 1) entries), with and without 1/√d_k; seed {seed}. 1.0 means one-hot."))
     with right_col:
         keys = [f"k{j + 1}" for j in range(6)]
@@ -186,7 +194,7 @@ def scaling_panel() -> None:
                            "diffuse weights, then one-hot once multiplied by 100.")
     page.numbers_line("softmax(logits) =", soft, 2)
     page.numbers_line("softmax(logits × 100) =", soft100, 2)
-    show_code([self_attention.softmax_peak, self_attention.slide_logits])
+    show_code([self_attention.scaling_run, self_attention.softmax_peak, self_attention.slide_logits])
 
 
 with friendly_errors("self-attention"):

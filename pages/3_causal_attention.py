@@ -66,6 +66,18 @@ where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projec
          f"{settings.dropout_seed}, {mode} mode")
 
 
+def steps_code(extra=()) -> None:
+    """The code that computed the steps on screen, then the book's class they were checked against."""
+    show_code([causal_attention.causal_attention, attention.attention_intermediates, *extra],
+              label="Show the code that computed these numbers")
+    if bundle.module_diff is None:  # mask off: the book's class (always causal) was not compared
+        return
+    check = "CausalAttention (eval) = these steps"
+    if bundle.train_module_diff is not None:
+        check += "” and “CausalAttention (training) = these steps"
+    page.show_book_code(attention.CausalAttention.forward, check)
+
+
 def masked_labels(steps) -> np.ndarray:
     """'−∞' text on the hidden cells."""
     return np.where(steps.mask.numpy(), charts.NEG_INF_LABEL, "")
@@ -77,7 +89,7 @@ def scores_step(steps) -> None:
     page.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
                      title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
                      caption=f"Scaled scores before masking; {where}.")
-    show_code(attention.CausalAttention.forward)
+    steps_code()
 
 
 def mask_step(steps) -> None:
@@ -102,7 +114,7 @@ def masked_step(steps) -> None:
                      highlight_row=query, special=masked_labels(steps),
                      caption=f"Hidden scores are −∞ (grey), so exp(−∞) = 0 after softmax; {where}.")
     page.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
-    show_code(attention.CausalAttention.forward)
+    steps_code()
 
 
 def weights_step(steps) -> None:
@@ -124,7 +136,7 @@ def weights_step(steps) -> None:
                          highlight_row=query, caption=f"Masked softmax; {where}.")
         page.numbers_line(f"α_{qi}j =", weights[query].tolist())
         page.numbers_line("row sums =", weights.sum(dim=-1).tolist())
-    show_code(attention.CausalAttention.forward)
+    steps_code()
 
 
 def dropout_step(steps) -> None:
@@ -141,7 +153,11 @@ def dropout_step(steps) -> None:
         st.markdown(f"p = {view.p:g}: **{view.n_dropped} of {view.n_visible}** visible weights "
                     f"were dropped (seed {settings.dropout_seed}); the others were multiplied by "
                     f"1/(1 − p) = **{view.scale:.4f}**, so each weight keeps its expected value. "
-                    "Rows no longer sum to exactly 1.")
+                    "Rows no longer sum to exactly 1. The zeros are drawn as the book's "
+                    f"`nn.Dropout({view.p:g})` draws them right after "
+                    f"`torch.manual_seed({settings.dropout_seed})`"
+                    + (", so `CausalAttention` in training mode drops the same weights (badge "
+                       "at the top)." if settings.causal else "."))
     special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
     special = np.where(steps.mask.numpy(), "0", special)
     page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
@@ -149,7 +165,10 @@ def dropout_step(steps) -> None:
                      highlight_row=query,
                      caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
     page.numbers_line("row sums =", view.row_sums())
-    show_code([attention.CausalAttention.forward, causal_attention.dropout_view])
+    # the dropout draw runs only in training mode with p > 0
+    steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
+                if view.active else [])
+               + [causal_attention.dropout_view])
 
 
 def context_step(steps) -> None:
@@ -159,10 +178,10 @@ def context_step(steps) -> None:
                      title="Z", x_title="dimension", y_title="token", highlight_row=query,
                      caption=f"Context vectors; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    st.markdown(f"The first token can only attend to itself, so its context vector is its "
-                f"own value vector" + (" (when the mask is on and nothing is dropped)." if
+    st.markdown("The first token can only attend to itself, so its context vector is its "
+                "own value vector" + (" (when the mask is on and nothing is dropped)." if
                                        settings.causal else "; with the mask off it sees everything."))
-    show_code(attention.CausalAttention)
+    steps_code()
 
 
 def order_step(steps) -> None:
@@ -182,14 +201,15 @@ def order_step(steps) -> None:
     panels = [("before", "mask, then softmax", orders.before, None),
               ("after_renorm", "softmax, mask, renormalise", orders.after_renorm, undefined),
               ("after_no_renorm", "softmax, mask, no renormalising", orders.after_no_renorm, None)]
+    all_sum_to_one = causal_attention.rows_sum_to_one(orders.after_no_renorm)
     reveal_last = page.predict_then_reveal(
         settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
                                  projection.W_query.tolist()),
         "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
-        ["yes", "no"], str, lambda g: g == ("yes" if causal_attention.rows_sum_to_one(orders.after_no_renorm) else "no"),
+        ["yes", "no"], str, lambda g: g == ("yes" if all_sum_to_one else "no"),
         "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "
         "of it away. Only the last row, which hides nothing, still sums to 1."
-        if not causal_attention.rows_sum_to_one(orders.after_no_renorm) else "Yes, here every row still sums to 1.")
+        if not all_sum_to_one else "Yes, here every row still sums to 1.")
     for i, (col, (key, title, matrix, special)) in enumerate(zip(cols, panels)):
         with col:
             if key == "after_no_renorm" and not reveal_last:
@@ -211,12 +231,15 @@ with friendly_errors("causal attention"):
     bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                                 "custom_weights", "causal", "dropout_p",
                                                 "dropout_seed", "train_mode"),
-                         causal_attention.causal_page, inputs, projection, dataclasses.replace(settings), qkv_bias)
+                         causal_attention.causal_page, inputs, projection,
+                         dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)
         if bundle.module_diff is not None:
             page.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)
+        if bundle.train_module_diff is not None:
+            page.check_badge("CausalAttention (training) = these steps", bundle.train_module_diff)
         page.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
     {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
      "order": order_step, "dropout": dropout_step, "context": context_step}[step](steps)

@@ -10,6 +10,7 @@ import streamlit as st
 import torch
 
 from core import attention
+from core.lessons import causal_attention
 from core.lessons import embeddings as emb
 from core.lessons import multi_head
 from core.lessons import walkthrough as wt
@@ -72,6 +73,19 @@ where = (f"{wt.describe_inputs(settings)}; {num_heads} heads × head_dim {settin
             if settings.train_mode and settings.dropout_p > 0 else ""))
 
 
+def steps_code(result: multi_head.MultiHead) -> None:
+    """The code that computed the maps and outputs on screen, then the book's class they match."""
+    dropout = [causal_attention.with_book_dropout, causal_attention.book_dropout_keep] \
+        if result.train_module_diff is not None else []
+    show_code([multi_head.multi_head, attention.intermediates_from_module,
+               attention.attention_intermediates, *dropout],
+              label="Show the code that computed these numbers")
+    check = "MultiHeadAttention.forward = these steps"
+    if result.train_module_diff is not None:
+        check += "” and “MultiHeadAttention.forward (training) = these steps"
+    page.show_book_code(attention.MultiHeadAttention.forward, check)
+
+
 def head_maps(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "heads", "one attention map per head")
     shown = min(num_heads, MAX_SHOWN_HEADS)
@@ -86,6 +100,7 @@ def head_maps(result: multi_head.MultiHead) -> None:
                                  name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
                                  domain=(0, 1), max_width=300, x_title="key j", y_title="query i",
                                  caption=f"Attention weights of head {h + 1}; {where}.")
+    steps_code(result)
 
 
 def concat_and_project(result: multi_head.MultiHead) -> None:
@@ -107,6 +122,7 @@ def concat_and_project(result: multi_head.MultiHead) -> None:
                          name="multi-head-output", title="after out_proj", x_title="dimension",
                          y_title="token", decimals=4, max_width=440,
                          caption=f"The output projection mixes what the heads found; {where}.")
+    steps_code(result)
 
 
 def two_classes(result: multi_head.MultiHead) -> None:
@@ -154,6 +170,7 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
                      title="initial W_q of every head, side by side", x_title="head · output dimension",
                      y_title="input dimension", caption=f"Each head's initial W_q (its block of "
                      f"{result.head_dim} columns); {where}.")
+    show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 
 with friendly_errors("multi-head attention"):
@@ -165,6 +182,10 @@ with friendly_errors("multi-head attention"):
     with page.badge_row():
         page.sdpa_badge(bundle.sdpa)
         page.check_badge("wrapper = split-head class", result.impl_diff)
+        page.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)
+        if result.train_module_diff is not None:
+            page.check_badge("MultiHeadAttention.forward (training) = these steps",
+                             result.train_module_diff)
         page.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
     {"heads": head_maps, "concat": concat_and_project, "classes": two_classes,
      "why": why_heads_differ}[step](result)

@@ -11,13 +11,13 @@ import dataclasses
 
 import streamlit as st
 
-from core import viz as charts
 from core import data as core_data
+from core import viz as charts
 from core.lessons import text as texts
 from core.lessons import tokens_data
+from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
-from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
 from ui import state
 from ui.charts import show_chart
 from ui.code import show_code
@@ -38,9 +38,11 @@ def _summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _chips(text: str, allow_special: bool) -> tuple[list[tokens_data.TokenChip], list[tokens_data.TokenChip], int]:
+def _chips(text: str, allow_special: bool) -> tuple[list[tokens_data.TokenChip],
+                                                   list[tokens_data.TokenChip], int]:
     char_tokenizer = CharTokenizer.from_text(text)
-    return tokens_data.bpe_chips(text, allow_special), tokens_data.char_chips(text, char_tokenizer), char_tokenizer.vocab_size
+    return (tokens_data.bpe_chips(text, allow_special), tokens_data.char_chips(text, char_tokenizer),
+            char_tokenizer.vocab_size)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -195,8 +197,21 @@ if view is not None:
     st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch")
     if view.n_windows > 60:
         st.caption(f"The first 60 of {view.n_windows:,} windows.")
-    show_code([core_data.count_windows, core_data.sliding_windows, core_data.create_dataloader_v1,
-               tokens_data.build_loader_view])
+    if view.book_first_batch is None:
+        st.caption(f"{END_OF_TEXT} is read as plain text here, so these windows differ on purpose "
+                   "from the book's create_dataloader_v1 (which always reads it as one token).")
+    else:
+        ok = view.book_first_batch
+        st.badge(("Batch 0 is exactly" if ok else "Batch 0 differs from") + " the book's "
+                 f"create_dataloader_v1(text, batch_size={vs.batch_size}, max_length={vs.max_length}, "
+                 f"stride={vs.stride}, shuffle={vs.shuffle}) with seed {vs.seed}",
+                 color="green" if ok else "red",
+                 icon=":material/check_circle:" if ok else ":material/error:")
+    # the functions that made these windows and batches (and, when it ran, the book's loader
+    # they were checked against)
+    show_code([tokens_data.build_loader_view, core_data.count_windows, core_data.sliding_windows]
+              + ([tokens_data.matches_book_loader, core_data.create_dataloader_v1]
+                 if view.book_first_batch is not None else []))
 
 # ---------------------------------------------------------------------------------------------
 st.header("4 · One batch becomes embeddings")
@@ -291,7 +306,8 @@ with friendly_errors("the name windows"):
     frames, name_ok = keep_last_good(
         f"{PREFIX}.good_name_frames",
         lambda: (tokens_data.validate_name(settings.name), settings.name_context,
-                 tokens_data.name_window_frames(tokens_data.validate_name(settings.name), settings.name_context)),
+                 tokens_data.name_window_frames(tokens_data.validate_name(settings.name),
+                                                settings.name_context)),
         "the name windows")
     if frames is not None:
         shown_name, context, tables = frames

@@ -10,7 +10,6 @@ core/lessons/small_lm.py and core/models.py.
 from __future__ import annotations
 
 import math
-import uuid
 
 import streamlit as st
 
@@ -19,26 +18,24 @@ from core import models as core_models
 from core.lessons import small_lm
 from core.lessons import text as texts
 from core.lessons import tokens_data
+from core.tokenizers import CharTokenizer
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
-from core.tokenizers import CharTokenizer
 from ui import state
 from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
+from ui.live import leave_queue, live_fragment
 from ui.text_lessons import text_source
 
 PREFIX = "small_lm"
 PAGE = "small-lm"
-TICK_SECONDS = 0.5  # one live update: a few training steps, then the curves are redrawn
-TICK_BUDGET_S = 0.25  # stop a tick's training early on a busy server, to keep the page responsive
 RACE_KEY, RUNNING_KEY = f"{PREFIX}.race", f"{PREFIX}.running"
 
 settings = state.page_settings(PREFIX, small_lm.SmallLMSettings)
 settings = lesson_panel(PREFIX, small_lm.SmallLMSettings, PAGE, settings)
 lecture = state.lecture_mode()
 ss = st.session_state
-ss.setdefault(f"{PREFIX}.owner", uuid.uuid4().hex)  # this session's place in the training queue
 
 st.title("Small language model")
 st.markdown(
@@ -67,7 +64,8 @@ if settings.corpus == "pangram":
                 "it is tiny and repetitive: a model that remembers a few characters can predict "
                 "almost everything; a model that sees one character cannot.")
 vocab = CharTokenizer.from_text(text).vocab
-st.html(fmt.chips_html([tokens_data.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200, lecture=lecture))
+st.html(fmt.chips_html([tokens_data.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200,
+                       lecture=lecture))
 st.caption(f"The character vocabulary of {origin}: each character with its id (sorted; “.” is always "
            "id 0 in this project's tokenizer; ␣ is the space, ↵ a line break).")
 
@@ -119,20 +117,67 @@ if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) !
         race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
 
 
-
 def _start() -> None:
     ss[RUNNING_KEY] = True
 
 
 def _pause() -> None:
     ss[RUNNING_KEY] = False
-    budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
+    leave_queue()
 
 
 def _reset() -> None:
     ss[RUNNING_KEY] = False
-    budget.SLOTS.leave(ss[f"{PREFIX}.owner"])
+    leave_queue()
     ss[f"{PREFIX}.reset_requested"] = True
+
+
+def _finished(outcome) -> None:
+    """The race reached its last step (or failed): stop, so the page draws the samples."""
+    ss[RUNNING_KEY] = False
+    leave_queue()
+
+
+def draw_race(race_: small_lm.SmallLMRace) -> None:
+    """The race as it stands: progress, the loss curves and each model's latest loss."""
+    training = bool(ss.get(RUNNING_KEY))
+    st.progress(min(race_.step / settings.max_steps, 1.0),
+                text=f"Step {race_.step:,} of {settings.max_steps:,}" + (" · training…" if training else ""))
+    if race_.error:
+        st.error(f"Training stopped: {race_.error}", icon="🚫")
+    latest, floor = race_.latest(), race_.bigram_floor()
+    show_chart(lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
+               name="bigram vs self-attention loss",
+               caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
+                        f"{race_.config.eval_batch_size} fixed blocks of each split, every "
+                        f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
+                        f"T={race_.config.block_size}, B={race_.config.batch_size}, "
+                        f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
+                        f"{race_.config.lr:g}, seed {race_.config.seed}."),
+               key=f"{PREFIX}.loss", downloads=not training)
+    cols = st.columns(3)
+    bigram_val = latest["bigram"]["val"]
+    for col, (name, label) in zip(cols, small_lm.MODEL_LABELS.items()):
+        val = latest[name]["val"]
+        col.metric(f"{label} · val loss", f"{val:.3f}",
+                   delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
+                   delta_color="inverse")
+    if race_.last_eval_step == 0:
+        st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "
+                f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
+                "Press **Start**.", icon="▶️")
+    else:
+        best = latest["attention"]["val"]
+        if best < bigram_val:
+            comparison = f"**{bigram_val / max(best, 1e-9):.1f}× lower**"
+        else:
+            comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
+        message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
+                   f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
+                   f"{comparison}. No bigram table can go below {floor:.3f} on this "
+                   "training text, because it only ever sees one character. "
+                   "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
+        (st.success if best < 0.6 * bigram_val else st.info)(message)
 
 
 st.header("3 · Train side by side")
@@ -147,11 +192,12 @@ else:
                 race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
         else:
             st.error("Reset needs a valid corpus; the current models are kept.", icon="🚫")
+    # Steps and steps per update may change at any time: they only decide where the run stops
+    race.max_steps, race.steps_per_advance = settings.max_steps, settings.steps_per_tick
     stale = (race.text, race.config) != (text, wanted)
-    finished = race.step >= settings.max_steps
     b1, b2, b3, _ = st.columns([1, 1, 1, 3])
     b1.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
-              disabled=bool(ss.get(RUNNING_KEY)) or finished, on_click=_start)
+              disabled=bool(ss.get(RUNNING_KEY)) or race.done, on_click=_start)
     b2.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
               disabled=not ss.get(RUNNING_KEY), on_click=_pause)
     b3.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset", on_click=_reset,
@@ -160,63 +206,18 @@ else:
         st.info("The models below were built with another corpus or other settings. "
                 "Press **Reset** to start new models with the current ones.", icon="ℹ️")
 
+    # the app's one live-training fragment trains the race a slice per tick and redraws it
+    live_fragment(f"{PREFIX}.live", race, lambda: draw_race(race),
+                  running=lambda: bool(ss.get(RUNNING_KEY)) and not race.done, on_finish=_finished)
     running = bool(ss.get(RUNNING_KEY))
-
-    @st.fragment(run_every=TICK_SECONDS if running else None)
-    def live_race() -> None:
-        """Advance all three models a few steps (when running) and redraw the curves."""
-        race_ = ss[RACE_KEY]
-        owner = ss[f"{PREFIX}.owner"]
-        if ss.get(RUNNING_KEY) and race_.step < settings.max_steps:
-            with budget.SLOTS.slot(owner) as got:
-                if got:
-                    race_.advance(min(settings.steps_per_tick, settings.max_steps - race_.step),
-                                  time_budget_s=TICK_BUDGET_S)
-                else:
-                    st.caption(f"The server is busy: waiting for a training slot "
-                               f"(place {budget.SLOTS.position(owner) + 1} in the queue).")
-            if race_.step >= settings.max_steps:
-                ss[RUNNING_KEY] = False
-                st.rerun()  # the whole page: stop ticking, draw samples and tables of the result
-        st.progress(min(race_.step / settings.max_steps, 1.0),
-                    text=f"Step {race_.step:,} of {settings.max_steps:,}"
-                    + (" · training…" if ss.get(RUNNING_KEY) else ""))
-        latest, floor = race_.latest(), race_.bigram_floor()
-        show_chart(lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
-                   name="bigram vs self-attention loss",
-                   caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
-                            f"{race_.config.eval_batch_size} fixed blocks of each split, every "
-                            f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
-                            f"T={race_.config.block_size}, B={race_.config.batch_size}, "
-                            f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
-                            f"{race_.config.lr:g}, seed {race_.config.seed}."),
-                   key=f"{PREFIX}.loss", downloads=not ss.get(RUNNING_KEY))
-        cols = st.columns(3)
-        bigram_val = latest["bigram"]["val"]
-        for col, (name, label) in zip(cols, small_lm.MODEL_LABELS.items()):
-            val = latest[name]["val"]
-            col.metric(f"{label} · val loss", f"{val:.3f}",
-                       delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
-                       delta_color="inverse")
-        if race_.last_eval_step == 0:
-            st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "
-                    f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
-                    "Press **Start**.", icon="▶️")
-        else:
-            best = latest["attention"]["val"]
-            if best < bigram_val:
-                comparison = f"**{bigram_val / max(best, 1e-9):.1f}× lower**"
-            else:
-                comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
-            message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
-                       f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
-                       f"{comparison}. No bigram table can go below {floor:.3f} on this "
-                       "training text, because it only ever sees one character. "
-                       "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
-            (st.success if best < 0.6 * bigram_val else st.info)(message)
-
-    live_race()
-    show_code([small_lm.SmallLMRace.advance, core_models.SingleHeadLM.forward, core_models.SelfAttentionHead.forward])
+    # the code that computed the curves: the evaluation (every point), the models' forward passes,
+    # and the training step once the models have trained (before that, no point came from it)
+    trained = race.step > 0
+    show_code(([small_lm.SmallLMRace.train_step] if trained else [])
+              + [small_lm.SmallLMRace.evaluate, core_models.SingleHeadLM.forward,
+                 core_models.SelfAttentionHead.forward, core_models.BigramLM.forward],
+              note=None if trained else "The training step's code appears here once the models "
+                                        "have trained (press **Start**).")
 
     # -----------------------------------------------------------------------------------------
     st.header("4 · Text generated by each model")
@@ -260,7 +261,7 @@ else:
     with friendly_errors("the tables"):
         with left:
             probs = race.bigram_probabilities()  # (V, V)
-            show_chart(lesson_charts.matrix_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
+            show_chart(lesson_charts.compact_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
                                          x_title="next character", y_title="current character",
                                          domain=(0.0, 1.0), lecture=lecture),
                        name="bigram table",
@@ -271,9 +272,9 @@ else:
         with right:
             emb = race.embedding_table()  # (V, C)
             limit = float(abs(emb).max()) or 1.0
-            show_chart(lesson_charts.matrix_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
+            show_chart(lesson_charts.compact_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
                                          title=f"Token embedding {emb.shape}", x_title="dimension",
-                                         y_title="character", scheme="redblue",
+                                         y_title="character", diverging=True, scheme="redblue",
                                          domain=(-limit, limit), lecture=lecture),
                        name="embedding table",
                        caption=(f"The attention model's |V|×C = {emb.shape} token embedding: one "
@@ -281,7 +282,8 @@ else:
                                 f"{race.step:,}, seed {race.config.seed}."),
                        key=f"{PREFIX}.embedding")
         params = race.n_params()
-        st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}" for k, v in params.items()))
+        st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}"
+                                               for k, v in params.items()))
 
 # ---------------------------------------------------------------------------------------------
 st.header("6 · Cross-entropy by hand")

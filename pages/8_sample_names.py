@@ -3,13 +3,14 @@ labelled new / training split / validation split; what the model weighed at ever
 
 import streamlit as st
 
-from core import live as gpt_charts, runs
+from core import runs
+from core.viz import names_model as names_charts
 from core.lessons import sample_names as lesson
 from core.sampling import label_shares, next_char_distributions, sample_names
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, sync_url
+from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
 LAST_KEY = "sample.last_valid"  # the last names that could be sampled, kept through bad input
@@ -23,20 +24,9 @@ st.markdown(
 
 settings, book, run = training.model_page(PREFIX, lesson.SampleSettings, "sample")
 
-cols = st.columns(5)
-with cols[0]:
-    bound(st.number_input, "How many names", settings, "n", prefix=PREFIX, min_value=1, max_value=200, step=5)
-with cols[1]:
-    bound(st.slider, "Temperature", settings, "temperature", prefix=PREFIX, min_value=0.05, max_value=5.0,
-          step=0.05)
-with cols[2]:
-    bound(st.slider, "Top-k (0 = all)", settings, "top_k", prefix=PREFIX, min_value=0, max_value=27,
-          help="Keep only the k most likely next characters; 0 keeps all 27.")
-with cols[3]:
-    bound(st.text_input, "Prefix", settings, "prefix", prefix=PREFIX, max_chars=20,
-          help="Every name starts with these letters.")
-with cols[4]:
-    bound(st.number_input, "Seed", settings, "seed", prefix=PREFIX, min_value=0, max_value=2**31 - 1, step=1)
+for col, field in zip(st.columns(5), ("n", "temperature", "top_k", "prefix", "seed")):
+    with col:  # each control from its field's declaration in SampleSettings (label, bounds, step)
+        spec_widget(settings, field, prefix=PREFIX)
 
 
 def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> list:
@@ -77,8 +67,8 @@ with chart_col:
     sample_key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
                   settings.prefix, settings.seed)
     training.show_cached_chart(
-        lambda: gpt_charts.shares_chart(samples, lecture=lecture_mode()), sample_key,
-        name="sampled-names-shares", key="sample.shares",
+        lambda: names_charts.shares_chart(samples, lecture=lecture_mode()), sample_key,
+        name="Sampled names: new or from the data", key="sample.shares",
         caption=(f"Where {len(samples)} sampled names stand against the data: {run.label}, step "
                  f"{run.step:,}; temperature {settings.temperature:g}, top-k "
                  f"{settings.top_k or 'all'}, prefix “{settings.prefix}”, seed {settings.seed}."))
@@ -102,14 +92,14 @@ with friendly_errors("the next-character probabilities"):
     else:
         settings.step = 0
     training.show_cached_chart(
-        lambda: gpt_charts.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
-        (run.run_id, run.step, name, settings.step), name="next-character-bars", key="sample.bars",
+        lambda: names_charts.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
+        (run.run_id, run.step, name, settings.step), name="Next-character probabilities at one step", key="sample.bars",
         caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
                  f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
                  "distribution before temperature and top-k."))
     training.show_cached_chart(
-        lambda: gpt_charts.steps_heatmap(steps, lecture=lecture_mode()), (run.run_id, run.step, name),
-        name="next-character-every-step", key="sample.heat",
+        lambda: names_charts.steps_heatmap(steps, lecture=lecture_mode()), (run.run_id, run.step, name),
+        name="Next-character probabilities at every step", key="sample.heat",
         caption=(f"Every step of “{name}” at once: one row per step (what was read → what came), "
                  "colour = probability of each next character (0 to 1)."))
     st.dataframe(lesson.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)

@@ -3,13 +3,14 @@ next-character distribution at each position, the token embeddings and their 2-D
 
 import streamlit as st
 
-from core import live as gpt_charts, runs
+from core import runs
+from core.viz import names_model as names_charts
 from core.lessons import inside_model as lesson
 from core.models import CausalSelfAttention
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, sync_url
+from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "inside"
 
@@ -29,8 +30,8 @@ if settings.head >= config.n_head:
 
 name_col, layer_col, head_col = st.columns([2, 1, 1])
 with name_col:
-    bound(st.text_input, "Name", settings, "name", prefix=PREFIX, max_chars=40,
-          help=f"Letters a–z; the model reads at most {config.context_size} characters, “.” included.")
+    spec_widget(settings, "name", prefix=PREFIX,
+                help=f"Letters a–z; the model reads at most {config.context_size} characters, “.” included.")
 with layer_col:
     bound(st.selectbox, "Layer (enlarged map)", settings, "layer", prefix=PREFIX,
           options=list(range(config.n_layer)), format_func=lambda i: f"layer {i + 1}")
@@ -73,21 +74,21 @@ if inspection is not None:
                 "Grey cells are masked (the future)." + mask_note)
     name_key = (run.run_id, run.step, text)  # the model at this step, reading this name
     training.show_cached_chart(
-        lambda: gpt_charts.attention_grid_chart(inspection, lecture=lecture_mode()), name_key,
-        name="attention-all-heads", key="inside.grid",
+        lambda: names_charts.attention_grid_chart(inspection, lecture=lecture_mode()), name_key,
+        name="Attention weights of every layer and head", key="inside.grid",
         caption=(f"Attention weights of all {n_layer} layers × {n_head} heads for “{text}”, "
                  f"{run.label}, step {run.step:,} (colour 0 to 1)."))
     training.show_cached_chart(
-        lambda: gpt_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
+        lambda: names_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
         name_key + (settings.layer, settings.head),
-        name=f"attention-layer{settings.layer + 1}-head{settings.head + 1}", key="inside.head",
+        name=f"Attention weights, layer {settings.layer + 1}, head {settings.head + 1}", key="inside.head",
         caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
                  f"{run.label}, step {run.step:,}."))
 
     st.subheader("What it expects next, at every position")
     training.show_cached_chart(
-        lambda: gpt_charts.next_char_chart(inspection, lecture=lecture_mode()), name_key,
-        name="next-character-by-position", key="inside.next",
+        lambda: names_charts.next_char_chart(inspection, lecture=lecture_mode()), name_key,
+        name="Next-character probabilities by position", key="inside.next",
         caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
                  f"of “{text}”; {run.label}, step {run.step:,}."))
     st.dataframe(lesson.top_predictions(inspection), hide_index=True)
@@ -102,8 +103,8 @@ separation = lesson.vowel_separation(pca_frame)
 pca_col, metric_col = st.columns([3, 1])
 with pca_col:
     training.show_cached_chart(
-        lambda: gpt_charts.pca_chart(pca_frame, ratios, lecture=lecture_mode()), (run.run_id, run.step),
-        name="embedding-pca", key="inside.pca",
+        lambda: names_charts.pca_chart(pca_frame, ratios, lecture=lecture_mode()), (run.run_id, run.step),
+        name="Character embeddings: 2-D PCA", key="inside.pca",
         caption=(f"2-D PCA of the {weights_shape[0]} character embeddings ({ratios.sum():.0%} of the "
                  f"variance); {run.label}, step {run.step:,}. Vowel/consonant separation "
                  f"{separation:.2f} (centroid gap over spread)."))
@@ -114,8 +115,8 @@ with metric_col:
     st.caption(f"The same model before training (seed {run.trainer.config.seed}): "
                f"{lesson.initial_separation(run):.2f}.")
 training.show_cached_chart(
-    lambda: gpt_charts.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()), (run.run_id, run.step),
-    name="token-embedding-matrix", key="inside.embedding",
+    lambda: names_charts.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()), (run.run_id, run.step),
+    name="Token embedding matrix", key="inside.embedding",
     caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
             f"{run.label}, step {run.step:,}.")
 

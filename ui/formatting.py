@@ -25,7 +25,6 @@ def latex_number(value: float, decimals: int = 4) -> str:
     return text.replace("−∞", r"-\infty")
 
 
-
 def latex_text(name: str) -> str:
     """A token name safe inside \\text{...}."""
     out = []
@@ -39,7 +38,6 @@ def latex_text(name: str) -> str:
     return "".join(out)
 
 
-
 def dot_product_latex(query: Sequence[float], key: Sequence[float], result: float,
                       i: int, j: int, max_terms: int = 4) -> str:
     """ω_ij = x^(i) · x^(j) written out with the actual numbers, one line per step (first terms only)."""
@@ -49,7 +47,6 @@ def dot_product_latex(query: Sequence[float], key: Sequence[float], result: floa
         terms.append(rf"\dots\ (\text{{{len(query) - max_terms} more}})")
     return (rf"\begin{{aligned}} \omega_{{{i}{j}}} &= x^{{({i})}} \cdot x^{{({j})}} \\ "
             rf"&= " + " + ".join(terms) + rf" \\ &= {latex_number(result)} \end{{aligned}}")
-
 
 
 def weighted_sum_latex(weights: Sequence[float], column: Sequence[float], result: float,
@@ -67,7 +64,6 @@ def weighted_sum_latex(weights: Sequence[float], column: Sequence[float], result
 CHIP_COLOURS = ["#DCEBFA", "#FDE4C8", "#D9F0D3", "#F9D5D3", "#E6DCF2", "#D4EFEE", "#F7EBC0"]
 
 SPECIAL_CHIP_COLOUR = "#FFD54F"
-
 
 
 def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = False,
@@ -92,7 +88,6 @@ def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = 
     # a scroll box keeps a long text from pushing the rest of the lesson far down the page
     return (f'<div style="line-height:2.1;max-height:{max_height}px;overflow-y:auto">'
             f'{"".join(parts)}</div>{more}')
-
 
 
 def style_padding(table: pd.DataFrame):

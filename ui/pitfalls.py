@@ -1,5 +1,12 @@
-"""Streamlit pieces of the Pitfalls page: a pitfall's header, its code side by side, the
-"why" box, caught errors, rows of heatmaps, the overview cards and the pitfall menu.
+"""Streamlit pieces of the Pitfalls page (pages/10_pitfalls.py).
+
+* layout: a pitfall's header, its code side by side, the "why" box, caught errors, rows of
+  heatmaps, widgets whose bounds come from PitfallsSettings' field specs, the menu, the overview;
+* caches: `demo(key, *args)` and `names_demo(key, *args)` run `core.pitfalls.<key>.demo` once
+  per argument set (every demo is deterministic in its arguments);
+* the SGD/AdamW race: `race_panel` keeps the session's `core.pitfalls.sgd.OptimizerRace` and hands
+  it to the app's one live-training fragment (`ui.live.live_fragment`), which trains it a slice
+  per tick; finished races are kept for every session (`finished_races`).
 
 The numbers come from core.pitfalls, the charts from core.viz.pitfalls; this module only lays
 them out. "Show the code" is literal: `side_by_side` shows the real source of the functions that
@@ -8,7 +15,6 @@ computed what the page shows, read from their files at run time.
 
 from __future__ import annotations
 
-import dataclasses
 import textwrap
 from typing import Callable, Iterable
 
@@ -20,7 +26,7 @@ from core.pitfalls import sgd
 from core.viz import pitfalls as viz_pitfalls
 from ui import layout, state
 from ui.charts import show_chart
-from ui.code import source_of
+from ui.code import note_shown, source_of
 from ui.live import live_fragment
 
 PREFIX = "pitfalls"  # session-state key of the page's PitfallsSettings and prefix of its widgets
@@ -39,6 +45,8 @@ def why(pitfall: pf.Pitfall) -> None:
 
 
 def _code(fn: Callable, height: int | None = None, wrap: bool = True) -> None:
+    """The real source of `fn` under its qualified name (the honest-code test records it)."""
+    note_shown([fn])
     st.caption(f"`{fn.__module__}.{fn.__qualname__}`")
     st.code(textwrap.dedent(source_of(fn)), language="python", height=height or "content", wrap_lines=wrap)
 
@@ -64,20 +72,9 @@ def side_by_side(buggy: Iterable[Callable], fixed: Iterable[Callable],
                 _code(fn)
 
 
-def number(settings: pf.PitfallsSettings, field: str, label: str, widget: Callable = st.number_input,
-           **kwargs):
-    """A number widget bound to `settings.<field>`, its bounds read from the field's spec."""
-    rules = next(f.metadata for f in dataclasses.fields(settings) if f.name == field)
-    return state.bound(widget, label, settings, field, prefix=PREFIX, min_value=rules["min"],
-                       max_value=rules["max"], **kwargs)
-
-
-def seed_input(settings: pf.PitfallsSettings) -> int:
-    return number(settings, "seed", "Seed", step=1, help="Seeds the random inputs, weights and batches.")
-
-
-def context_input(settings: pf.PitfallsSettings) -> int:
-    return number(settings, "context_size", "Context size (window length)", st.slider, help="The lecture uses 12.")
+def widget(settings: pf.PitfallsSettings, field: str, **overrides):
+    """The widget of `settings.<field>`, built from its spec (label, bounds or choices, help)."""
+    return state.spec_widget(settings, field, prefix=PREFIX, **overrides)
 
 
 def error_box(text: str | None, no_error: str = "ran without an error") -> None:
@@ -120,12 +117,6 @@ def _step(delta: int) -> None:
     _open(pf.PITFALL_CHOICES[(index + delta) % len(pf.PITFALL_CHOICES)])
 
 
-def label_of(key: str) -> str:
-    if key == "overview":
-        return "Overview: all pitfalls"
-    return f"{pf.PITFALL_CHOICES.index(key)} · {pf.PITFALLS[key].title}"
-
-
 def pitfall_menu(settings: pf.PitfallsSettings) -> None:
     """The pitfall selectbox with Back and Next buttons (a lesson lock on `pitfall` holds all three)."""
     menu, prev_col, next_col = st.columns([3, 1, 1], vertical_alignment="bottom")
@@ -136,8 +127,7 @@ def pitfall_menu(settings: pf.PitfallsSettings) -> None:
         st.button("Next", icon=":material/arrow_forward:", key="pitfalls.next", on_click=_step,
                   args=(1,), width="stretch")
     with menu:
-        state.bound(st.selectbox, "Pitfall", settings, "pitfall", prefix=PREFIX,
-                    options=list(pf.PITFALL_CHOICES), format_func=label_of)
+        widget(settings, "pitfall")
 
 
 def measured_headlines(settings: pf.PitfallsSettings) -> dict[str, str]:
@@ -242,13 +232,11 @@ def race_controls(settings: pf.PitfallsSettings) -> None:
     """Steps, AdamW's learning rate and the seed of the race (steps capped by the server's limit)."""
     a, b, c = st.columns(3)
     with a:
-        number(settings, "optim_steps", "Steps per optimizer", step=50,
-                 help="The lecture trains 1000 steps; 300 take roughly 5-10 s per optimizer on 2 CPU cores.")
+        widget(settings, "optim_steps")
     with b:
-        state.bound(st.selectbox, "AdamW learning rate", settings, "adamw_lr", prefix=PREFIX,
-                    options=list(sgd.ADAMW_LRS), format_func=lambda v: f"{v:g}")
+        widget(settings, "adamw_lr")
     with c:
-        seed_input(settings)
+        widget(settings, "seed")
     if settings.optim_steps > budget.LIMITS.max_steps:
         st.warning(f"This server allows at most {budget.LIMITS.max_steps:,} steps per run; "
                    f"using {budget.LIMITS.max_steps:,}.", icon=":material/warning:")

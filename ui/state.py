@@ -101,8 +101,9 @@ def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefi
 
 def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
     """The widget of a settings field, built from its metadata (core.settings.spec): a toggle for
-    a bool, a select box for `choices` (shown with `choice_labels`), a slider or a number input
-    with the declared bounds, step and format. `overrides` replace any widget argument
+    a bool, a select box for `choices` (shown with `choice_labels`), a text input for a string
+    (at most `max_len` characters), a slider or a number input with the declared bounds, step
+    and format. `overrides` replace any widget argument
     (e.g. `options=` for the devices this machine has)."""
     rules = next(f for f in dataclasses.fields(obj) if f.name == field).metadata
     label = rules.get("label", field)
@@ -117,6 +118,10 @@ def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
         names = rules.get("choice_labels")
         if names:
             kwargs["format_func"] = lambda choice: names.get(choice, str(choice))
+    elif isinstance(value, str):
+        widget = st.text_input
+        kwargs = {"max_chars": rules["max_len"]} if "max_len" in rules else {}
+        kwargs.update({"help": rules["help"]} if "help" in rules else {})
     else:
         widget = st.slider if rules.get("widget") == "slider" else st.number_input
         for bound_name, arg in (("min", "min_value"), ("max", "max_value")):

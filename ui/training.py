@@ -12,15 +12,14 @@ waits in session state, and the next tick (or the next visit to the Train page) 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import re
 
-import altair as alt
 import streamlit as st
 
-from core import budget, live as gpt_charts, runs, train_settings, viz as charts
+from core import budget, runs, train_settings, viz
+from core.viz import training as training_charts
 from ui import state
+from ui.charts import download_buttons
 from ui.live import leave_queue, live_fragment, session_owner
 
 RUNBOOK_KEY = "gpt.runbook"
@@ -147,47 +146,34 @@ def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> No
 def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
     """The Train page's live view: progress and metrics, the loss curve, the sampled names."""
     run = book.current
-    view = gpt_charts.chart_view(book, overlay=settings.overlay, lecture=state.lecture_mode())
+    frame = runs.loss_frame(runs.chart_runs(book, settings.overlay))
     if run is None:
         st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
                 icon=":material/model_training:")
     else:
         _progress(run)
-    if len(view.frame):
-        _loss_chart(view, _chart_caption(book, settings))
+    if len(frame):
+        _loss_chart(frame, run.tokenizer.vocab_size if run is not None else 27,
+                    _chart_caption(book, settings))
     if run is not None:
         _samples(run)
 
 
-def _loss_chart(view: gpt_charts.ChartView, caption: str) -> None:
+def _loss_chart(frame, vocab_size: int, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
+    lecture = state.lecture_mode()
+    spec = training_charts.loss_chart_spec(tuple(dict.fromkeys(frame["run"])), vocab_size=vocab_size,
+                                           lecture=lecture)
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
-    spec = {**view.spec, "data": {"name": "loss_rows"},
-            "datasets": {**view.spec.get("datasets", {}), "loss_rows": view.frame}}
+    spec = {**spec, "data": {"name": "loss_rows"},
+            "datasets": {**spec.get("datasets", {}), "loss_rows": frame}}
     st.vega_lite_chart(spec=spec, width="content")
     st.caption(caption)
-    lecture = state.lecture_mode()
-    frame, vocab_size = view.frame.copy(), view.vocab_size
-    _downloads(lambda: gpt_charts.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
-               "Names GPT: loss", caption, "names-gpt-loss", "train.loss", lecture)
-
-
-def _downloads(build, title: str, caption: str, slug: str, key: str, lecture: bool) -> None:
-    """PNG (2x) and SVG buttons; the figure (with its caption) is made only when clicked."""
-
-    def figure():
-        return charts.themed(charts.with_caption(build(), title, caption), lecture)
-
-    left, right, _ = st.columns([1, 1, 4])
-    left.download_button("PNG", data=lambda: charts.to_png(figure(), scale=2.0), file_name=f"{slug}.png",
-                         mime="image/png", key=f"png.{key}", on_click="ignore",
-                         icon=":material/download:", help="2x PNG with the caption, for slides")
-    right.download_button("SVG", data=lambda: charts.to_svg(figure()).encode("utf-8"),
-                          file_name=f"{slug}.svg", mime="image/svg+xml", key=f"svg.{key}",
-                          on_click="ignore", icon=":material/download:",
-                          help="Vector SVG with the caption, for slides")
+    frame = frame.copy()
+    download_buttons(lambda: training_charts.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
+                     title="Names GPT: loss", caption=caption, key="train.loss", lecture=lecture)
 
 
 CHART_CACHE = "gpt.chart_specs"  # session cache of validated chart specs (bounded)
@@ -197,30 +183,26 @@ MAX_CACHED_CHARTS = 24
 def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: str) -> None:
     """Like ui.charts.show_chart, but the chart is built and validated once per `cache_key`.
 
-    Altair builds and validates a spec on every rerun (20-90 ms per chart); the Sample and Inside
-    pages draw up to six charts that only change when the model, the name or a setting does, so
-    their specs are kept (as JSON, per session, at most MAX_CACHED_CHARTS) and re-sent as they are.
+    Building a chart and its spec takes 20-90 ms; the Sample and Inside pages draw up to six charts
+    that only change when the model, the name or a setting does, so their specs
+    (`core.viz.vega_spec`) are kept per session (at most MAX_CACHED_CHARTS) and re-sent as they are.
+    `name` is the figure's human title (and its downloaded file's name).
     """
     lecture = state.lecture_mode()
     cache = st.session_state.setdefault(CHART_CACHE, {})
     full_key = (key, cache_key, lecture)
     if full_key not in cache:
         chart = build()
-        try:
-            spec = json.dumps(charts.themed(chart, lecture).to_dict())
-        except alt.MaxRowsError:  # a very large map: let Streamlit send it (no row limit there)
-            spec = None
-        cache[full_key] = (chart, spec)
+        cache[full_key] = (chart, viz.vega_spec(chart, lecture))
         while len(cache) > MAX_CACHED_CHARTS:
             cache.pop(next(iter(cache)))
     chart, spec = cache[full_key]
-    if spec is None:
-        st.altair_chart(charts.themed(chart, lecture), width="content")
-    else:
-        st.vega_lite_chart(spec=json.loads(spec), width="content")
+    if spec is None:  # tables inside layers: Altair serialises them (slower, same picture)
+        st.altair_chart(viz.themed(chart, lecture), width="content")
+    else:  # a fresh top level each time: the kept spec is never changed by a rerun
+        st.vega_lite_chart(spec={**spec, "datasets": dict(spec.get("datasets", {}))}, width="content")
     st.caption(caption)
-    _downloads(lambda: chart, name, caption, re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60],
-               key, lecture)
+    download_buttons(lambda: chart, title=name, caption=caption, key=key, lecture=lecture)
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -262,18 +244,10 @@ def _compact(value: float) -> str:
 
 def _chart_caption(book: runs.RunBook, settings: train_settings.TrainSettings) -> str:
     shown = runs.chart_runs(book, settings.overlay)
-    described = "; ".join(f"{r.label}: {_run_summary(r)}" for r in shown)
+    described = "; ".join(f"{r.label}: {runs.run_summary(r)}" for r in shown)
     return ("Cross-entropy per character (nats). Faint: each step's training batch; solid: its "
             "smoothed trend; dashed with dots: the validation split (10% of the names, never "
             f"trained on). Grey rule: a uniform guess. Runs: {described}.")
-
-
-def _run_summary(run: runs.Run) -> str:
-    s = run.settings
-    return (f"{s.n_layer} layers × {s.n_head} heads, d_embed {s.d_embed}, d_ff {s.d_ff}, "
-            f"context {s.context_size}, dropout {s.dropout:g}, {s.optimizer.upper() if s.optimizer == 'sgd' else 'AdamW'} "
-            f"lr {s.lr:g}, batch {s.batch_size}, {'mask on' if s.causal else 'MASK OFF'}, seed {s.seed}, "
-            f"step {run.step:,}")
 
 
 def _samples(run: runs.Run) -> None:

@@ -20,13 +20,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core import viz
 from core.lessons import embeddings as emb
 from core.lessons import self_attention
 from core.lessons import walkthrough as wt
-from core.viz import lessons as lesson_charts
 from core.lessons.walkthrough import WalkthroughSettings
+from core.viz import lessons as lesson_charts
 from ui import state
 from ui.charts import show_chart
+from ui.code import show_code
 from ui.layout import lesson_panel
 
 PREFIX = "walkthrough"
@@ -328,6 +330,21 @@ def _apply_setup(name: str) -> None:
         _set_table(wt._book_tokens(), wt._book_rows())
 
 
+def show_book_code(fn: Callable, check: str) -> None:
+    """The book's class, shown for comparison beside the code that computed the page.
+
+    The steps on screen come from `attention_intermediates` (every intermediate matrix kept, in
+    float64); the book's class returns only the final context vectors. Both run on every page
+    load, and the badge named by `check` compares their results.
+    """
+    name = getattr(fn, "__qualname__", str(fn))
+    show_code(fn, label=f"Compare: the book's {name}",
+              note=(f"For comparison: the numbers on this page were computed by the code above "
+                    f"(`attention_intermediates`, which keeps every step). The book's `{name}` "
+                    f"was run on the same inputs and weights, and the badge “{check}” at the top "
+                    "of the page shows that both give the same context vectors."))
+
+
 def book_setup_button(name: str, label: str, where=st) -> None:
     where.button(label, key=f"{PREFIX}.setup.{name}", on_click=_apply_setup, args=(name,),
                  icon=":material/menu_book:",
@@ -488,16 +505,18 @@ def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, 
                 caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
                 domain=None, special=None, highlight_row: int | None = None,
                 max_width: int = 640, row_axis: bool = True) -> None:
-    """A labelled heatmap with its shape in the title; says so when the cells are too small for text."""
+    """A labelled heatmap (viz.heatmap) with its shape in the title; says so when the cells are
+    too small for their numbers, and then offers the numbers as a table."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
     if lecture:
         max_width = LECTURE_WIDTH
-    chart = lesson_charts.matrix_chart(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
-                            x_title=x_title, y_title=y_title, lecture=lecture, decimals=decimals,
-                            domain=domain, special=special, highlight_row=highlight_row,
-                            max_width=max_width, row_axis=row_axis or lecture)
-    fits = lesson_charts.values_shown(values, decimals, lecture, max_width, special)
+    chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
+                        x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
+                        lecture=lecture, domain=domain, special=special,
+                        highlight_row=highlight_row, max_width=max_width,
+                        row_axis=row_axis or lecture, x_on_top=True)
+    fits = lesson_charts.values_written(chart)
     if not fits:
         caption += " The values are hidden at this size (too many columns to print them): " \
                    "hover a cell, or open the table below."
@@ -511,20 +530,21 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
               x_title: str = "", y_title: str = "", highlight: int | None = None,
               domain=None, series: dict[str, Sequence[float]] | None = None,
               max_width: int = 360, decimals: int = 4) -> None:
-    """Bars with the value on each, or side-by-side series; the shape goes in the title."""
+    """Bars with the value on each (viz.bar_chart), or side-by-side series (viz.grouped_bars);
+    the shape goes in the title."""
     lecture = state.lecture_mode()
     if lecture:
         max_width = LECTURE_WIDTH
     arr = np.asarray(values, dtype=np.float64)
-    if series:
-        chart = lesson_charts.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
-                                x_title=x_title, y_title=y_title, lecture=lecture, domain=domain,
-                                highlight=highlight, max_width=max_width,
-                                decimals=decimals)
-    else:
-        chart = lesson_charts.vector_bars(arr, labels, title=f"{title}  {wt.shape_text(arr)}", x_title=x_title,
-                               y_title=y_title, lecture=lecture, highlight=highlight, domain=domain,
-                               max_width=max_width, decimals=decimals)
+    series = series or {"": arr}
+    n_bars = len(labels) * len(series)
+    fmt = wt.number_format(np.concatenate([np.asarray(v, dtype=np.float64).ravel()
+                                           for v in series.values()]), decimals)
+    chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
+                             x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
+                             highlight=highlight, domain=domain,
+                             width=max(200, min(56 * n_bars, max_width)),
+                             height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."
     show_chart(chart, name=name, caption=caption)

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import torch
+import torch.nn as nn
 
 from core import attention
 from core.attention import AttentionSteps, CausalAttention, seeded
@@ -33,7 +34,6 @@ class MaskingOrders:
                 for name in ("before", "after_renorm", "after_no_renorm")}
 
 
-
 def masking_orders(scaled_scores: torch.Tensor, mask: torch.Tensor) -> MaskingOrders:
     """Mask before softmax (the book) vs after softmax, with and without renormalisation."""
     scores = scaled_scores.to(torch.float64)  # (T, T)
@@ -50,10 +50,8 @@ def masking_orders(scaled_scores: torch.Tensor, mask: torch.Tensor) -> MaskingOr
     return MaskingOrders(before, after_renorm, after_no_renorm, undefined, max_diff)
 
 
-
 def rows_sum_to_one(matrix: torch.Tensor, tol: float = 1e-9) -> bool:
     return bool(((matrix.sum(dim=-1) - 1.0).abs() <= tol).all())
-
 
 
 @dataclass(eq=False)
@@ -73,7 +71,6 @@ class DropoutView:
         return self.dropped_weights.sum(dim=-1).tolist()
 
 
-
 def dropout_view(steps: AttentionSteps, head: int = 0) -> DropoutView:
     active = steps.training and steps.dropout_p > 0
     visible = ~steps.mask  # (T, T)
@@ -81,7 +78,6 @@ def dropout_view(steps: AttentionSteps, head: int = 0) -> DropoutView:
     return DropoutView(active, steps.dropout_p, 1.0 / (1.0 - steps.dropout_p) if active else 1.0,
                        keep, steps.attn_weights[head], steps.attn_weights_dropped[head],
                        int((~keep & visible).sum()), int(visible.sum()))
-
 
 
 def causal_module(projection: Projection, num_tokens: int, dropout_p: float, qkv_bias: bool):
@@ -101,15 +97,65 @@ def causal_module(projection: Projection, num_tokens: int, dropout_p: float, qkv
     return module
 
 
+def book_dropout_keep(shape, dropout_p: float, seed: int) -> torch.Tensor:
+    """Which weights the book's `nn.Dropout(p)` keeps in training mode right after
+    torch.manual_seed(seed), for weights of `shape` (float64, as this page computes).
+
+    nn.Dropout draws one Bernoulli(1 - p) number per weight from torch's global generator; drawing
+    on a tensor of ones of the same shape and dtype gives the very same numbers, so the book's
+    CausalAttention, run in training mode after the same seed, drops the same weights.
+    """
+    dropout = nn.Dropout(dropout_p).train()
+    with seeded(seed):  # the global generator, seeded, and restored afterwards
+        kept = dropout(torch.ones(shape, dtype=torch.float64))  # (H, T, T): 1/(1-p) kept, 0 dropped
+    return kept != 0  # (H, T, T) bool, True = kept
+
+
+def with_book_dropout(steps: AttentionSteps, dropout_p: float, seed: int,
+                      out_proj: nn.Linear | None = None) -> AttentionSteps:
+    """`steps` (computed without dropout) with the attention weights dropped as the book's
+    nn.Dropout(p) drops them after torch.manual_seed(seed), and every later step recomputed:
+    the kept weights scaled by 1/(1 - p), the context vectors, and `out_proj` (multi-head)."""
+    keep = book_dropout_keep(steps.attn_weights.shape, dropout_p, seed)  # (H, T, T)
+    # zero the dropped weights, scale the kept ones so each weight keeps its expected value
+    dropped = steps.attn_weights * keep * (1.0 / (1.0 - dropout_p))  # (H, T, T)
+    context_per_head = dropped @ steps.values_h  # (H, T, head_dim)
+    num_heads, num_tokens, head_dim = context_per_head.shape
+    context_vec = context_per_head.transpose(0, 1).reshape(num_tokens, num_heads * head_dim)  # (T, d_out)
+    output = context_vec
+    if out_proj is not None:
+        with torch.no_grad():
+            output = out_proj(context_vec)  # (T, d_out)
+    return dataclasses.replace(steps, dropout_keep=keep, attn_weights_dropped=dropped,
+                               context_per_head=context_per_head, context_vec=context_vec,
+                               output=output, dropout_p=dropout_p, training=True)
+
 
 def causal_attention(inputs: torch.Tensor, projection: Projection,
                      settings: WalkthroughSettings) -> AttentionSteps:
-    """Page 3: the same projection with the mask and dropout switched as the settings say."""
-    return attention.attention_intermediates(
-        inputs, **projection.kwargs(), num_heads=1, causal=settings.causal,
-        dropout_p=settings.dropout_p, dropout_seed=settings.dropout_seed,
-        training=settings.train_mode)
+    """Page 3: the projection's steps with the page's mask, then dropout as the book draws it.
 
+    The steps up to the weights come from `attention_intermediates` (no dropout there); in
+    training mode with p > 0, `with_book_dropout` drops weights exactly as the book's
+    CausalAttention does after torch.manual_seed(dropout_seed) and recomputes the context.
+    """
+    steps = attention.attention_intermediates(inputs, **projection.kwargs(), num_heads=1,
+                                              causal=settings.causal)
+    if not (settings.train_mode and settings.dropout_p > 0):  # eval mode, or nothing to drop
+        return dataclasses.replace(steps, dropout_p=settings.dropout_p, training=settings.train_mode)
+    return with_book_dropout(steps, settings.dropout_p, settings.dropout_seed)
+
+
+def module_check_train(module, inputs: torch.Tensor, ours: torch.Tensor, seed: int) -> float:
+    """Max |module(x) in training mode after torch.manual_seed(seed) - our result|: the book's
+    class with its own nn.Dropout, drawing from the seeded global generator."""
+    module.train()
+    try:
+        with torch.no_grad(), seeded(seed):
+            out = module(inputs.to(torch.float64)[None])[0]  # (T, d_out)
+    finally:
+        module.eval()
+    return _max_abs_diff(out, ours)
 
 
 @dataclass(eq=False)
@@ -117,17 +163,19 @@ class CausalPage:
     steps: AttentionSteps
     sdpa: SdpaCheck
     module_diff: float | None  # CausalAttention (eval) vs the steps; None with the mask off
+    train_module_diff: float | None  # CausalAttention (training, seeded) vs the steps; None if no dropout
     orders: MaskingOrders  # always with the causal mask
-
 
 
 def causal_page(inputs: torch.Tensor, projection: Projection, settings: WalkthroughSettings,
                 qkv_bias: bool) -> CausalPage:
     steps = causal_attention(inputs, projection, settings)
-    module_diff = None
-    if settings.causal:
+    module_diff = train_diff = None
+    if settings.causal:  # the book's class is always causal: compare it only with the mask on
         module = causal_module(projection, inputs.shape[0], settings.dropout_p, qkv_bias)
         eval_steps = causal_attention(inputs, projection, dataclasses.replace(settings, train_mode=False))
         module_diff = module_check(module, inputs, eval_steps.context_vec, batched=True)
+        if steps.training and steps.dropout_p > 0:
+            train_diff = module_check_train(module, inputs, steps.context_vec, settings.dropout_seed)
     orders = masking_orders(steps.scaled_scores[0], attention.causal_mask(inputs.shape[0]))
-    return CausalPage(steps, sdpa_check(steps), module_diff, orders)
+    return CausalPage(steps, sdpa_check(steps), module_diff, train_diff, orders)

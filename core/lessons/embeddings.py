@@ -33,10 +33,8 @@ MAX_SEED = 2**31 - 1
 SHOWN_PROBLEMS = 5       # how many bad cells one message lists
 
 
-
 class EmbeddingError(ValueError):
     """An embeddings table that cannot be used; the message says which cell and why."""
-
 
 
 @dataclass
@@ -52,11 +50,9 @@ class EmbeddingTable:
         return len(self.embeddings), len(self.embeddings[0])
 
 
-
 def dim_names(d_in: int) -> list[str]:
     """Column names of the embedding dimensions: d1, d2, ..."""
     return [f"d{j + 1}" for j in range(d_in)]
-
 
 
 def embedding_frame(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]) -> pd.DataFrame:
@@ -70,7 +66,6 @@ def embedding_frame(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]
     names = [str(t) for t in tokens][:len(embeddings)]
     frame.insert(0, "token", names + [""] * (len(embeddings) - len(names)))
     return frame
-
 
 
 def _parse_cell(raw) -> tuple[float | None, str | None]:
@@ -102,19 +97,16 @@ def _parse_cell(raw) -> tuple[float | None, str | None]:
     return value, None
 
 
-
 def _token_name(raw) -> str:
     if raw is None or (isinstance(raw, float) and math.isnan(raw)):
         return ""
     return str(raw).strip()
 
 
-
 def _raise_problems(problems: list[str]) -> None:
     if problems:
         more = f" (and {len(problems) - SHOWN_PROBLEMS} more)" if len(problems) > SHOWN_PROBLEMS else ""
         raise EmbeddingError("; ".join(problems[:SHOWN_PROBLEMS]) + more + ".")
-
 
 
 def _numeric_block(block: pd.DataFrame, row_label, col_names) -> tuple[np.ndarray, list[str]]:
@@ -137,7 +129,6 @@ def _numeric_block(block: pd.DataFrame, row_label, col_names) -> tuple[np.ndarra
         else:
             values[i, j] = value
     return values, problems
-
 
 
 def validate_embedding_table(table: pd.DataFrame, *, row_word: str = "row",
@@ -178,7 +169,6 @@ def validate_embedding_table(table: pd.DataFrame, *, row_word: str = "row",
     return EmbeddingTable(tokens, values.tolist(), _table_warnings(tokens, values))
 
 
-
 def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:
     warnings = []
     seen: dict[str, list[int]] = {}
@@ -198,7 +188,6 @@ def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:
     return warnings
 
 
-
 def _looks_numeric(text: str) -> bool:
     """Whether a CSV cell was meant as a number (inf and nan included, so they get reported)."""
     try:
@@ -208,14 +197,12 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
-
 def _sniff_delimiter(line: str) -> str:
     if "\t" in line:
         return "\t"  # pasted from a spreadsheet
     if ";" in line and "," not in line:
         return ";"
     return ","
-
 
 
 def parse_embeddings_csv(text: str) -> EmbeddingTable:
@@ -260,12 +247,10 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
     return validate_embedding_table(frame, row_word="line", row_numbers=[n for n, _ in parsed])
 
 
-
 def embeddings_to_csv(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]) -> str:
     """The table as CSV with a header, the format parse_embeddings_csv reads back."""
     frame = embedding_frame(tokens, embeddings)
     return frame.to_csv(index=False)
-
 
 
 def random_embeddings(num_tokens: int, d_in: int, seed: int) -> list[list[float]]:
@@ -277,12 +262,10 @@ def random_embeddings(num_tokens: int, d_in: int, seed: int) -> list[list[float]
     return [[round(v, 2) for v in row] for row in values.tolist()]
 
 
-
 def resized_tokens(tokens: Sequence[str], num_tokens: int) -> list[str]:
     """Keep the first names; new rows get tok7, tok8, ..."""
     names = list(tokens)[:num_tokens]
     return names + [f"tok{i + 1}" for i in range(len(names), num_tokens)]
-
 
 
 def add_dimension(embeddings: list[list[float]]) -> list[list[float]]:
@@ -292,13 +275,11 @@ def add_dimension(embeddings: list[list[float]]) -> list[list[float]]:
     return [list(row) + [0.0] for row in embeddings]
 
 
-
 def remove_dimension(embeddings: list[list[float]]) -> list[list[float]]:
     """Drop the last dimension; one dimension must remain."""
     if len(embeddings[0]) <= 1:
         raise EmbeddingError("each token needs at least one dimension, so the last one stays")
     return [list(row[:-1]) for row in embeddings]
-
 
 
 def validate_weight_table(table: pd.DataFrame, name: str, shape: tuple[int, int]) -> list[list[float]]:
@@ -311,7 +292,6 @@ def validate_weight_table(table: pd.DataFrame, name: str, shape: tuple[int, int]
                                       [str(c) for c in table.columns])
     _raise_problems(problems)
     return values.tolist()
-
 
 
 def weight_frame(W: torch.Tensor) -> pd.DataFrame:

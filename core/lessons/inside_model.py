@@ -27,7 +27,7 @@ from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
 class InsideSettings:
     """Controls of the Inside-the-model page."""
 
-    name: str = spec("emma", max_len=40)  # the name fed to the model
+    name: str = spec("emma", max_len=40, label="Name")  # the name fed to the model
     layer: int = spec(0, min=0, max=15)  # layer of the enlarged attention map (0-based)
     head: int = spec(0, min=0, max=15)  # head of the enlarged attention map (0-based)
 

@@ -7,12 +7,14 @@ head starting from head 0's weights); `multi_head` copies it into `MultiHeadAtte
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
 from core import attention
 from core.attention import AttentionSteps, MultiHeadAttention, MultiHeadAttentionWrapper, seeded
+from core.lessons.causal_attention import module_check_train, with_book_dropout
 from core.lessons.walkthrough import SdpaCheck, WalkthroughSettings, _max_abs_diff, sdpa_check
 
 def head_choices(d_out: int) -> list[int]:
@@ -20,11 +22,9 @@ def head_choices(d_out: int) -> list[int]:
     return [h for h in range(1, d_out + 1) if d_out % h == 0]
 
 
-
 def nearest_heads(d_out: int, wanted: int) -> int:
     """The largest valid head count not above `wanted` (at least 1)."""
     return max(h for h in head_choices(d_out) if h <= max(1, wanted))
-
 
 
 @dataclass(eq=False)
@@ -38,9 +38,10 @@ class MultiHead:
     wrapper_out: torch.Tensor  # (T, d_out) the wrapper's output (eval, causal)
     mha_out: torch.Tensor  # (T, d_out) MultiHeadAttention's output (eval, causal)
     impl_diff: float  # max |wrapper_out - mha_out|
+    module_diff: float  # max |mha_out - the steps' output| (the steps in eval mode, causal)
+    train_module_diff: float | None  # mha in training mode (seeded) vs the steps; None without dropout
     head_diffs: list[float]  # max |A_h - A_0| per head
     head_W_query: list[torch.Tensor]  # each head's (d_in, head_dim) W_query
-
 
 
 def build_wrapper(d_in: int, d_out: int, num_heads: int, num_tokens: int, dropout_p: float,
@@ -62,7 +63,6 @@ def build_wrapper(d_in: int, d_out: int, num_heads: int, num_tokens: int, dropou
     return wrapper.double().eval()
 
 
-
 def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: int) -> MultiHead:
     """Build the heads from the seed, copy them into the split-head class, run both, keep the steps."""
     num_tokens, d_in = inputs.shape
@@ -73,23 +73,30 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
     with torch.no_grad():  # both book classes are causal: compare them that way, in eval mode
         wrapper_out = wrapper(x[None])[0]  # (T, d_out)
         mha_out = mha(x[None])[0]  # (T, d_out)
+    # the page's steps are attention_intermediates on mha's weights: check them against mha itself
+    eval_steps = attention.intermediates_from_module(mha, x, training=False)
     mha.causal = settings.causal  # the maps follow the page's mask switch
-    steps = attention.intermediates_from_module(mha, x, dropout_seed=settings.dropout_seed,
-                                                training=settings.train_mode)
+    steps = attention.intermediates_from_module(mha, x, training=False)
+    train_diff = None
+    if settings.train_mode and settings.dropout_p > 0:
+        # dropout as the book's nn.Dropout draws it, so mha itself (training mode, same seed) agrees
+        steps = with_book_dropout(steps, settings.dropout_p, settings.dropout_seed, mha.out_proj)
+        train_diff = module_check_train(mha, x, steps.output, settings.dropout_seed)
+    else:
+        steps = dataclasses.replace(steps, dropout_p=settings.dropout_p, training=settings.train_mode)
     mha.causal = True
     maps = steps.attn_weights  # (H, T, T)
     head_diffs = [_max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
     head_W = [head.W_query.weight.detach().T.clone() for head in wrapper.heads]
     return MultiHead(wrapper, mha, steps, settings.d_out // num_heads, wrapper_out, mha_out,
-                     _max_abs_diff(wrapper_out, mha_out), head_diffs, head_W)
-
+                     _max_abs_diff(wrapper_out, mha_out), _max_abs_diff(mha_out, eval_steps.output),
+                     train_diff, head_diffs, head_W)
 
 
 @dataclass(eq=False)
 class MultiPage:
     result: MultiHead
     sdpa: SdpaCheck
-
 
 
 def multi_page(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: int) -> MultiPage:

@@ -27,11 +27,17 @@ LABEL_TITLES = {"new": "new", "train": "in the training split", "val": "in the v
 class SampleSettings:
     """Controls of the Sample page."""
 
-    n: int = spec(20, min=1, max=200)  # how many names to sample
-    temperature: float = spec(1.0, min=0.05, max=5.0)  # < 1 sharpens, > 1 flattens the distribution
-    top_k: int = spec(0, min=0, max=200)  # keep the k most likely characters; 0 = all of them
-    prefix: str = spec("", max_len=20)  # every name starts with this
-    seed: int = spec(42, min=0, max=2**31 - 1)  # same seed, same model -> same names
+    # how many names to sample
+    n: int = spec(20, min=1, max=200, step=5, label="How many names")
+    # < 1 sharpens, > 1 flattens the distribution
+    temperature: float = spec(1.0, min=0.05, max=5.0, step=0.05, widget="slider", label="Temperature")
+    # keep the k most likely characters; 0 = all of them (27: "." and a-z, every model's alphabet)
+    top_k: int = spec(0, min=0, max=27, step=1, widget="slider", label="Top-k (0 = all)",
+                      help="Keep only the k most likely next characters; 0 keeps all 27.")
+    # every name starts with this
+    prefix: str = spec("", max_len=20, label="Prefix", help="Every name starts with these letters.")
+    # same seed, same model -> same names
+    seed: int = spec(42, min=0, max=2**31 - 1, step=1, label="Seed")
     chosen: int = spec(0, min=0, max=199)  # which sampled name to take apart
     step: int = spec(0, min=0, max=60)  # which step of that name the bar chart shows
 

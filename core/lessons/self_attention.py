@@ -26,7 +26,6 @@ from core.lessons.walkthrough import SCALE_DKS, SdpaCheck, WalkthroughSettings, 
 SLIDE_LOGITS = (0.1, 0.4, -0.9, 0.02, 0.35, -0.62)  # the slides' example of peaky softmax
 
 
-
 @dataclass(frozen=True, eq=False)  # frozen: seeded projections are cached and shared
 class Projection:
     """W_query, W_key, W_value (d_in, d_out) in the book's x @ W convention, plus optional biases."""
@@ -51,7 +50,6 @@ class Projection:
         return [self.W_query, self.W_key, self.W_value]
 
 
-
 def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool = False):
     """SelfAttentionV1/V2 right after torch.manual_seed(seed), as the book builds it."""
     with seeded(seed):
@@ -60,7 +58,6 @@ def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool
         else:
             module = SelfAttentionV2(d_in, d_out, qkv_bias=qkv_bias)
     return module.double().eval()
-
 
 
 def _module_projection(module, variant: str, seed: int) -> Projection:
@@ -76,13 +73,11 @@ def _module_projection(module, variant: str, seed: int) -> Projection:
     return Projection(*mats, *biases, variant=variant, seed=seed, edited=False)
 
 
-
 @functools.lru_cache(maxsize=128)
 def seeded_projection(d_in: int, d_out: int, variant: str, seed: int,
                       qkv_bias: bool = False) -> Projection:
     """The weights the book's class starts with after torch.manual_seed(seed) (cached; read-only)."""
     return _module_projection(seeded_module(d_in, d_out, variant, seed, qkv_bias), variant, seed)
-
 
 
 def projection_for(settings: WalkthroughSettings, d_in: int) -> Projection:
@@ -99,7 +94,6 @@ def projection_for(settings: WalkthroughSettings, d_in: int) -> Projection:
             f"The hand-edited weights have shape {got}, but the embeddings and d_out now need "
             f"{wanted}: the seeded weights are used instead."))
     return dataclasses.replace(seeded, W_query=mats[0], W_key=mats[1], W_value=mats[2], edited=True)
-
 
 
 def projection_module(projection: Projection, qkv_bias: bool):
@@ -122,12 +116,10 @@ def projection_module(projection: Projection, qkv_bias: bool):
     return module
 
 
-
 def self_attention(inputs: torch.Tensor, projection: Projection, **kwargs) -> AttentionSteps:
     """Every step of scaled dot-product attention with trainable weights (no mask by default)."""
     options = {"num_heads": 1, "causal": False, "dropout_p": 0.0, **kwargs}
     return attention.attention_intermediates(inputs, **projection.kwargs(), **options)
-
 
 
 def module_check(module, inputs: torch.Tensor, ours: torch.Tensor, batched: bool = False) -> float:
@@ -138,38 +130,56 @@ def module_check(module, inputs: torch.Tensor, ours: torch.Tensor, batched: bool
     return _max_abs_diff(out, ours)
 
 
-
 def weight_rows_equal(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> bool:
     return len(a) == len(b) and all(list(x) == list(y) for x, y in zip(a, b))
 
 
+@dataclass(frozen=True, eq=False)  # frozen: runs are cached and shared; do not modify the tensors
+class ScalingRun:
+    """One d_k of the √d_k experiment: random queries and keys, their scores, both softmaxes."""
+
+    d_k: int  # width of the queries and keys
+    queries: torch.Tensor  # (n, T, d_k) N(0, 1) entries
+    keys: torch.Tensor  # (n, T, d_k) N(0, 1) entries
+    attn_scores: torch.Tensor  # (n, T, T) raw q·k: spread (std) about √d_k
+    unscaled: torch.Tensor  # (n, T, T) softmax(q·k): slides to one-hot as d_k grows
+    scaled: torch.Tensor  # (n, T, T) softmax(q·k / √d_k): spread stays about 1
+
 
 @functools.lru_cache(maxsize=256)
-def softmax_peak(d_k: int, num_keys: int = 6, seed: int = 0, trials: int = 256) -> dict:
-    """How peaked softmax gets for random unit-variance q and k of width d_k, with and without 1/√d_k.
+def scaling_run(d_k: int, seed: int = 0, num_sequences: int = 64, num_tokens: int = 6) -> ScalingRun:
+    """The √d_k experiment, the one implementation in the project (page 2's scaling panel and the
+    "no scaling" pitfall both read it): `num_sequences` sequences of `num_tokens` random queries
+    and keys with unit-variance entries, every query scored against the keys of its sequence.
 
     A dot product of d_k independent N(0, 1) products has variance d_k, so the raw scores spread
     by √d_k and softmax slides to one-hot; dividing by √d_k brings the spread back to 1.
-    Returns the mean largest weight over `trials` random queries and one example row
-    (cached: a pure function of its arguments; do not modify the returned dict).
+    Seeded by (seed, d_k), so each d_k has its own draw (cached: a pure function of its arguments).
     """
-    generator = torch.Generator().manual_seed(seed * 1009 + d_k)
-    queries = torch.randn(trials, d_k, generator=generator, dtype=torch.float64)  # (trials, d_k)
-    keys = torch.randn(num_keys, d_k, generator=generator, dtype=torch.float64)  # (num_keys, d_k)
-    attn_scores = queries @ keys.T  # (trials, num_keys)
-    unscaled = torch.softmax(attn_scores, dim=-1)  # (trials, num_keys)
-    scaled = torch.softmax(attn_scores / math.sqrt(d_k), dim=-1)  # (trials, num_keys)
+    generator = torch.Generator().manual_seed(seed * 1000 + int(d_k))
+    shape = (num_sequences, num_tokens, d_k)
+    queries = torch.randn(shape, generator=generator, dtype=torch.float64)  # (n, T, d_k)
+    keys = torch.randn(shape, generator=generator, dtype=torch.float64)  # (n, T, d_k)
+    attn_scores = queries @ keys.transpose(-2, -1)  # (n, T, T)
+    unscaled = torch.softmax(attn_scores, dim=-1)  # (n, T, T)
+    scaled = torch.softmax(attn_scores / math.sqrt(d_k), dim=-1)  # (n, T, T)
+    return ScalingRun(int(d_k), queries, keys, attn_scores, unscaled, scaled)
+
+
+def softmax_peak(d_k: int, num_keys: int = 6, seed: int = 0) -> dict:
+    """How peaked softmax gets at width d_k, with and without 1/√d_k (from `scaling_run`):
+    the spread of the scores, the mean largest weight over every query row, and one example row."""
+    run = scaling_run(d_k, seed, num_tokens=num_keys)
     return {
         "d_k": d_k,
-        "score_std": float(attn_scores.std()),
-        "scaled_std": float((attn_scores / math.sqrt(d_k)).std()),
-        "max_unscaled": float(unscaled.max(dim=-1).values.mean()),
-        "max_scaled": float(scaled.max(dim=-1).values.mean()),
-        "row_scores": attn_scores[0].tolist(),
-        "row_unscaled": unscaled[0].tolist(),
-        "row_scaled": scaled[0].tolist(),
+        "score_std": float(run.attn_scores.std()),
+        "scaled_std": float((run.attn_scores / math.sqrt(d_k)).std()),
+        "max_unscaled": float(run.unscaled.max(dim=-1).values.mean()),
+        "max_scaled": float(run.scaled.max(dim=-1).values.mean()),
+        "row_scores": run.attn_scores[0, 0].tolist(),
+        "row_unscaled": run.unscaled[0, 0].tolist(),
+        "row_scaled": run.scaled[0, 0].tolist(),
     }
-
 
 
 def scaling_table(seed: int = 0, num_keys: int = 6, dks: Sequence[int] = SCALE_DKS) -> pd.DataFrame:
@@ -177,10 +187,9 @@ def scaling_table(seed: int = 0, num_keys: int = 6, dks: Sequence[int] = SCALE_D
     return _scaling_table(int(seed), int(num_keys), tuple(dks)).copy()
 
 
-
 @functools.lru_cache(maxsize=64)
 def _scaling_table(seed: int, num_keys: int, dks: tuple[int, ...]) -> pd.DataFrame:
-    # a pure function of its arguments, cached: 9 x 256 random rows cost ~0.1 s to redo
+    # a pure function of its arguments, cached: 9 draws of 64 x 6 x d_k cost ~0.1 s to redo
     rows = []
     for d_k in dks:
         peak = softmax_peak(d_k, num_keys, seed)
@@ -191,7 +200,6 @@ def _scaling_table(seed: int, num_keys: int, dks: tuple[int, ...]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-
 def slide_logits() -> tuple[list[float], list[float], list[float]]:
     """The slides' logits, softmax(logits) (diffuse) and softmax(logits × 100) (one-hot)."""
     logits = torch.tensor(SLIDE_LOGITS, dtype=torch.float64)  # (6,)
@@ -199,13 +207,11 @@ def slide_logits() -> tuple[list[float], list[float], list[float]]:
             torch.softmax(logits * 100, dim=0).tolist())
 
 
-
 @dataclass(eq=False)
 class SelfPage:
     steps: AttentionSteps
     sdpa: SdpaCheck
     module_diff: float  # max |SelfAttention_v1/v2.forward - the steps|
-
 
 
 def self_page(inputs: torch.Tensor, projection: Projection, qkv_bias: bool) -> SelfPage:

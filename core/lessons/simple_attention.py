@@ -35,7 +35,6 @@ class SimpleAttention:
     row_vs_single: float  # max |row query of the matrix form - the one-query result|
 
 
-
 def plain_normalisation(attn_scores: torch.Tensor) -> tuple[torch.Tensor | None, str | None]:
     """ω / Σω when it is defined; otherwise None and the reason (never a NaN weight)."""
     total = float(attn_scores.sum())
@@ -49,7 +48,6 @@ def plain_normalisation(attn_scores: torch.Tensor) -> tuple[torch.Tensor | None,
         return weights, ("some plain weights are negative (a negative score stays negative), "
                          "so they are not proportions. Softmax weights are always positive.")
     return weights, None
-
 
 
 def simple_attention(inputs: torch.Tensor, query_idx: int) -> SimpleAttention:
@@ -72,7 +70,6 @@ def simple_attention(inputs: torch.Tensor, query_idx: int) -> SimpleAttention:
                            loop_vs_matmul, row_vs_single)
 
 
-
 def sdpa_check_simple(inputs: torch.Tensor, all_context: torch.Tensor) -> SdpaCheck:
     """Page 1 has no W and no scaling: SDPA(X, X, X) with scale=1 must give A X."""
     x = inputs.to(torch.float64)[None]  # (1, T, d_in)
@@ -81,14 +78,12 @@ def sdpa_check_simple(inputs: torch.Tensor, all_context: torch.Tensor) -> SdpaCh
     return SdpaCheck(diff, agrees, "queries = keys = values = X, scale = 1 (no √d_k here)")
 
 
-
 # Everything one page shows, computed in one call: the pages cache these (keyed on the settings
 # that feed them), so a rerun that only changes the step or the lecture mode recomputes nothing.
 @dataclass(eq=False)
 class SimplePage:
     result: SimpleAttention
     sdpa: SdpaCheck
-
 
 
 def simple_page(inputs: torch.Tensor, query_idx: int) -> SimplePage:

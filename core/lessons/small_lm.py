@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import re
-import time
+import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ContextManager, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,13 +21,13 @@ import torch.nn.functional as F
 
 from core.data import encode_corpus, get_batch, train_val_split_tensor
 from core.lessons.text import TextProblem, visible
+from core.live_training import Outcome, SteppedTraining
 from core.models import BigramLM, SingleHeadLM, generate
 from core.settings import spec
 from core.tokenizers import CharTokenizer
 
 CORPORA = {"pangram": "A short sentence, repeated (the slides' idea)",
            "essay": "A few paragraphs about attention", "own": "Your own text"}
-
 
 
 @dataclass
@@ -63,7 +63,6 @@ class SmallLMSettings:
                           n_embd=self.n_embd, head_size=self.head_size, lr=self.lr, seed=self.seed)
 
 
-
 MODEL_LABELS = {
     "bigram": "Bigram table (|V|×|V|)",
     "attention_nopos": "One head, no position (the slides)",
@@ -71,9 +70,7 @@ MODEL_LABELS = {
 }
 
 
-
 VAL_FRAC = 0.1  # the slides' 90/10 split by position
-
 
 
 def check_corpus(text: str, block_size: int) -> None:
@@ -86,7 +83,6 @@ def check_corpus(text: str, block_size: int) -> None:
             f"The corpus has {len(text):,} characters, so its 10% validation part has only {n_val}; "
             f"a block of {block_size} needs {need} (one more for the last target). Use at least "
             f"{need * 10:,} characters or a smaller block size.")
-
 
 
 @dataclass(frozen=True)
@@ -104,8 +100,7 @@ class RaceConfig:
     eval_batch_size: int = 64  # blocks per evaluation batch
 
 
-
-class SmallLMRace:
+class SmallLMRace(SteppedTraining):
     """Three models trained side by side on the same batches of one character corpus.
 
     * "bigram": a |V| x |V| table (the next character from the current one only);
@@ -115,9 +110,15 @@ class SmallLMRace:
     One `torch.Generator` draws every training batch, and each batch is used by all three models,
     so their curves differ only by what the models can learn. Evaluation uses fixed batches drawn
     once from another generator (the same for all models), so the curves are smooth and comparable.
+
+    A live run (core.live_training): `train_step()` is one step of all three models; `advance`
+    (from SteppedTraining) trains for a time budget, at most `steps_per_advance` steps, inside a
+    training slot; `done` once `max_steps` are trained; `history` holds every evaluation. The page
+    may change `max_steps` and `steps_per_advance` between slices (they do not change the numbers).
     """
 
-    def __init__(self, text: str, config: RaceConfig = RaceConfig()):
+    def __init__(self, text: str, config: RaceConfig = RaceConfig(), max_steps: int | None = None,
+                 steps_per_advance: int | None = None):
         check_corpus(text, config.block_size)
         self.text, self.config = text, config
         self.tokenizer = CharTokenizer.from_text(text)
@@ -140,32 +141,39 @@ class SmallLMRace:
                     for _ in range(c.eval_batches)]
             for split, data_ in (("train", self.train_data), ("val", self.val_data))}
         self.step = 0
+        self.max_steps = max_steps  # done once this many steps are trained (None: never)
+        self.steps_per_advance = steps_per_advance  # at most this many steps per advance (None: no cap)
         self.history: list[dict] = []  # {"step", "model", "split", "loss"}
+        self.lock = threading.Lock()  # held while a slice trains; ui.live holds it while drawing
         self._samples: dict[tuple, str] = {}
         self._record_eval()
 
     # ---------------------------------------------------------------- training
-    def advance(self, n_steps: int, time_budget_s: float | None = None) -> int:
-        """Train every model `n_steps` more steps on the same batches; returns the step reached.
+    @property
+    def done(self) -> bool:
+        """Nothing left to train: `max_steps` reached, or a step failed (`error`)."""
+        return self.error is not None or (self.max_steps is not None and self.step >= self.max_steps)
 
-        With `time_budget_s`, stop early once that much time has passed (a live page must answer
-        quickly even on a busy server); the batches stay the same, only the stopping point moves.
-        """
+    def train_step(self) -> None:
+        """One step of every model on the same batch; evaluate every `eval_every` steps."""
         c = self.config
-        deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
-        for _ in range(max(0, int(n_steps))):
-            xb, yb = get_batch(self.train_data, c.block_size, c.batch_size, self.batch_generator)  # (B, T)
-            for name, model in self.models.items():
-                _, loss = model(xb, yb)  # loss: mean cross-entropy over B*T targets
-                self.optimizers[name].zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizers[name].step()
-            self.step += 1
-            if self.step % c.eval_every == 0:
-                self._record_eval()
-            if deadline is not None and time.perf_counter() > deadline:
-                break  # at least one step per call, so a busy server still makes progress
-        return self.step
+        xb, yb = get_batch(self.train_data, c.block_size, c.batch_size, self.batch_generator)  # (B, T)
+        for name, model in self.models.items():
+            _, loss = model(xb, yb)  # loss: mean cross-entropy over B*T targets
+            self.optimizers[name].zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizers[name].step()
+        self.step += 1
+        if self.step % c.eval_every == 0:
+            self._record_eval()
+
+    def advance(self, budget_s: float | None, slot: ContextManager | None = None, *,
+                n_steps: int | None = None) -> Outcome:
+        """Train for up to `budget_s` seconds and at most `n_steps` (default `steps_per_advance`)
+        steps, inside `slot`; the live-training protocol's one entry point (see SteppedTraining)."""
+        cap = n_steps if n_steps is not None else self.steps_per_advance
+        with self.lock:
+            return super().advance(budget_s, slot, n_steps=cap)
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, dict[str, float]]:
@@ -245,7 +253,6 @@ class SmallLMRace:
         return self._samples[key]
 
 
-
 def check_prompt(prompt: str, tokenizer: CharTokenizer) -> str:
     """The prompt if every character is in the corpus' vocabulary; TextProblem otherwise."""
     unknown = sorted(set(prompt) - set(tokenizer.vocab))
@@ -256,9 +263,7 @@ def check_prompt(prompt: str, tokenizer: CharTokenizer) -> str:
     return prompt
 
 
-
 MAX_ABS_LOGIT = 50.0  # exp(50) ≈ 5e21 is still a readable number; larger values are not a lesson
-
 
 
 def parse_logits(text: str) -> list[float]:
@@ -284,7 +289,6 @@ def parse_logits(text: str) -> list[float]:
     return values
 
 
-
 @dataclass
 class CrossEntropySteps:
     """Every number of the slide's computation, and PyTorch's answer beside it."""
@@ -298,7 +302,6 @@ class CrossEntropySteps:
     by_hand: float  # -log p_target
     torch_value: float  # F.cross_entropy(logits, target), in float32
     difference: float  # |by_hand - torch_value|: only float32 rounding
-
 
 
 def cross_entropy_by_hand(logits: Sequence[float], target: int) -> CrossEntropySteps:
@@ -315,7 +318,6 @@ def cross_entropy_by_hand(logits: Sequence[float], target: int) -> CrossEntropyS
                              torch_value, abs(by_hand - torch_value))
 
 
-
 def cross_entropy_table(steps: CrossEntropySteps) -> pd.DataFrame:
     return pd.DataFrame({
         "class c": list(range(len(steps.logits))),
@@ -326,11 +328,9 @@ def cross_entropy_table(steps: CrossEntropySteps) -> pd.DataFrame:
     })
 
 
-
 def vocab_labels(vocab: Sequence[str]) -> list[str]:
     """Characters as axis labels: space, line break and tab made visible."""
     return [visible(ch) for ch in vocab]
-
 
 
 def corpus_stats(text: str, block_size: int) -> dict[str, int]:

@@ -26,10 +26,8 @@ PANGRAM = "the quick brown fox jumps over the lazy dog. "  # the slides' idea: o
 PANGRAM_REPEATS = 60  # ...repeated, so a model with context can learn it almost by heart
 
 
-
 class TextProblem(ValueError):
     """A text that cannot be used; the message says why and what to do, fit to show a student."""
-
 
 
 def builtin_text(name: str) -> str:
@@ -45,7 +43,6 @@ def builtin_text(name: str) -> str:
     raise ValueError(f"unknown built-in text {name!r}")
 
 
-
 def _control_share(text: str) -> float:
     """Share of characters that are control codes other than tab, newline, carriage return, form feed."""
     sample = text[:20_000]
@@ -53,7 +50,6 @@ def _control_share(text: str) -> float:
         return 0.0
     bad = sum(1 for ch in sample if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f")
     return bad / len(sample)
-
 
 
 def validate_text(text: str, *, what: str = "Your text", min_chars: int = 2) -> str:
@@ -84,7 +80,6 @@ def validate_text(text: str, *, what: str = "Your text", min_chars: int = 2) -> 
     return text
 
 
-
 def decode_upload(data: bytes, filename: str = "the file", *, min_chars: int = 2) -> str:
     """Decode an uploaded file as UTF-8 text, or raise TextProblem saying why it cannot be used."""
     if len(data) > MAX_UPLOAD_BYTES:
@@ -107,7 +102,6 @@ def decode_upload(data: bytes, filename: str = "the file", *, min_chars: int = 2
             f"{filename} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start:,} "
             "cannot be read). Save it as UTF-8 in your editor and upload it again.") from None
     return validate_text(text, what=filename, min_chars=min_chars)
-
 
 
 def visible(piece: str) -> str:

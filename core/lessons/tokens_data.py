@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
 
-from core.data import IGNORE_INDEX, count_windows, name_windows, sliding_windows
+from core.data import IGNORE_INDEX, count_windows, create_dataloader_v1, name_windows, sliding_windows
 from core.lessons.text import TextProblem, visible
 from core.settings import spec
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, encode_bpe, gpt2_encoding
@@ -28,7 +28,6 @@ from core.viz import unique_labels
 MAX_WINDOW_IDS = 1_000_000  # windows x max_length kept in memory for one session (8 MB per tensor)
 
 GPT2_CONTEXT = 1024  # rows of GPT-2's position embedding table (the book's max_len)
-
 
 
 @dataclass(frozen=True)
@@ -45,11 +44,9 @@ class TokenChip:
         return visible(self.piece)
 
 
-
 def gpt2_piece(token_id: int) -> str:
     """The text of one GPT-2 token (bytes of a split character are shown as �)."""
     return gpt2_encoding().decode_single_token_bytes(int(token_id)).decode("utf-8", errors="replace")
-
 
 
 def bpe_chips(text: str, allow_special: bool = True) -> list[TokenChip]:
@@ -58,11 +55,9 @@ def bpe_chips(text: str, allow_special: bool = True) -> list[TokenChip]:
             for i, (token_id, piece) in enumerate(bpe_tokens(text, allow_special))]
 
 
-
 def char_chips(text: str, tokenizer: CharTokenizer) -> list[TokenChip]:
     """One chip per character of `text`, with the character tokenizer's ids."""
     return [TokenChip(i, token_id, ch) for i, (ch, token_id) in enumerate(zip(text, tokenizer.encode(text)))]
-
 
 
 @dataclass(frozen=True)
@@ -82,7 +77,6 @@ class TokenSummary:
         return self.n_chars / max(self.n_bpe, 1)
 
 
-
 def token_summary(text: str, allow_special: bool = True) -> TokenSummary:
     """Count tokens both ways and check that decoding gives the text back."""
     encoding = gpt2_encoding()
@@ -96,7 +90,6 @@ def token_summary(text: str, allow_special: bool = True) -> TokenSummary:
         n_end_of_text=text.count(END_OF_TEXT), n_bpe_plain=len(plain_ids))
 
 
-
 def end_of_text_pieces() -> tuple[list[int], list[int]]:
     """Ids of "<|endoftext|>" as the special token ([50256]) and as plain text (several ids)."""
     encoding = gpt2_encoding()
@@ -104,9 +97,7 @@ def end_of_text_pieces() -> tuple[list[int], list[int]]:
             encoding.encode(END_OF_TEXT, disallowed_special=()))
 
 
-
 TOKEN_TEXTS = {"paragraph": "Built-in paragraph", "book": "The book's sentence", "own": "Your own text"}
-
 
 
 @dataclass
@@ -125,7 +116,6 @@ class TokensDataSettings:
     show_dims: int = spec(8, min=2, max=16)  # embedding columns drawn in the heatmaps
     name: str = spec("emma", max_len=40)  # the name turned into padded windows
     name_context: int = spec(12, min=1, max=32)  # the names GPT's context size (lecture 7: 12)
-
 
 
 def loader_problems(n_tokens: int, max_length: int, stride: int, batch_size: int) -> list[str]:
@@ -164,13 +154,11 @@ def loader_problems(n_tokens: int, max_length: int, stride: int, batch_size: int
     return problems
 
 
-
 def window_count_formula(n_tokens: int, max_length: int, stride: int) -> str:
     """The count of windows written out: ⌊(n − max_length − 1) / stride⌋ + 1 = N."""
     n = count_windows(n_tokens, max_length, stride)
     return (f"⌊({n_tokens} − {max_length} − 1) / {stride}⌋ + 1 = "
             f"⌊{n_tokens - max_length - 1} / {stride}⌋ + 1 = {n}")
-
 
 
 @dataclass
@@ -183,6 +171,7 @@ class LoaderView:
     inputs: torch.Tensor  # (N, max_length) every window's input ids
     targets: torch.Tensor  # (N, max_length) the same windows shifted by one token
     batch_indices: list[list[int]]  # windows of each batch, in the order the loader gives them
+    book_first_batch: bool | None = None  # the book's create_dataloader_v1 gives the same batch 0
 
     @property
     def n_tokens(self) -> int:
@@ -216,7 +205,6 @@ class LoaderView:
         return np.cumsum(uses)[: self.n_tokens]  # (n_tokens,)
 
 
-
 def build_loader_view(text: str, settings: TokensDataSettings) -> LoaderView:
     """Tokenize `text`, cut it into windows and batches; ValueError with a message if it cannot.
 
@@ -236,10 +224,25 @@ def build_loader_view(text: str, settings: TokensDataSettings) -> LoaderView:
                               shuffle=settings.shuffle, drop_last=True,
                               generator=torch.Generator().manual_seed(settings.seed))
     batch_indices = [rows.tolist() for rows in index_loader]
-    return LoaderView(settings=dataclasses.replace(settings), token_ids=token_ids,
+    view = LoaderView(settings=dataclasses.replace(settings), token_ids=token_ids,
                       pieces=[piece for _, piece in tokens], inputs=inputs, targets=targets,
                       batch_indices=batch_indices)
+    view.book_first_batch = matches_book_loader(text, view)
+    return view
 
+
+def matches_book_loader(text: str, view: LoaderView) -> bool | None:
+    """Whether the book's `create_dataloader_v1` (same text, settings and seed) yields the same
+    first batch as `view`; None when "<|endoftext|>" is read as plain text (the book's loader
+    always reads it as the special token, so the two tokenizations differ on purpose)."""
+    s = view.settings
+    if not s.allow_special:
+        return None
+    loader = create_dataloader_v1(text, batch_size=s.batch_size, max_length=s.max_length,
+                                  stride=s.stride, shuffle=s.shuffle, drop_last=True, seed=s.seed)
+    book_x, book_y = next(iter(loader))  # (B, T), (B, T)
+    x, y = view.batch(0)  # (B, T), (B, T)
+    return bool(torch.equal(book_x, x) and torch.equal(book_y, y))
 
 
 def window_table(view: LoaderView, limit: int = 60) -> pd.DataFrame:
@@ -258,9 +261,7 @@ def window_table(view: LoaderView, limit: int = 60) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-
 WINDOW_KINDS = ["input", "target", "never an input", "input of 1 window", "input of 2+ windows"]
-
 
 
 def window_frame(view: LoaderView, max_tokens: int = 24, max_windows: int = 8) -> pd.DataFrame:
@@ -288,7 +289,6 @@ def window_frame(view: LoaderView, max_tokens: int = 24, max_windows: int = 8) -
     return pd.DataFrame(rows)
 
 
-
 def seeded_embedding(num_embeddings: int, embedding_dim: int, seed: int) -> nn.Embedding:
     """`nn.Embedding(num, dim)` with N(0, 1) weights (PyTorch's own init) drawn from `seed`.
 
@@ -301,7 +301,6 @@ def seeded_embedding(num_embeddings: int, embedding_dim: int, seed: int) -> nn.E
     with torch.no_grad():
         layer.weight.normal_(generator=torch.Generator().manual_seed(seed))
     return layer
-
 
 
 @dataclass
@@ -335,7 +334,6 @@ class EmbeddingSteps:
         ])
 
 
-
 @torch.no_grad()
 def embed_batch(x: torch.Tensor, token_embedding_layer: nn.Embedding,
                 pos_embedding_layer: nn.Embedding) -> EmbeddingSteps:
@@ -351,9 +349,7 @@ def embed_batch(x: torch.Tensor, token_embedding_layer: nn.Embedding,
         pos_table_shape=tuple(pos_embedding_layer.weight.shape))
 
 
-
 NAMES_TOKENIZER = CharTokenizer(["."] + [chr(c) for c in range(ord("a"), ord("z") + 1)])
-
 
 
 def validate_name(name: str) -> str:
@@ -369,7 +365,6 @@ def validate_name(name: str) -> str:
         raise TextProblem(f"The names data uses only the letters a–z; {shown} "
                           f"{'is' if len(bad) == 1 else 'are'} not one of them.")
     return cleaned
-
 
 
 def name_window_frames(name: str, context_size: int) -> list[pd.DataFrame]:

@@ -46,11 +46,9 @@ SELF_STEP_LABELS = {"weights": "1 · W_q W_k W_v", "qkv": "2 · Q K V", "scores"
 CAUSAL_STEPS = ("scores", "mask", "masked", "weights", "order", "dropout", "context")
 
 
-
 CAUSAL_STEP_LABELS = {"scores": "1 · scaled scores", "mask": "2 · mask", "masked": "3 · masked scores",
                       "weights": "4 · weights", "order": "5 · mask order",
                       "dropout": "6 · dropout", "context": "7 · context"}
-
 
 
 MULTI_STEPS = ("heads", "concat", "classes", "why")
@@ -61,11 +59,9 @@ MULTI_STEP_LABELS = {"heads": "1 · one map per head", "concat": "2 · concat + 
 SCALE_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
-
 # numbers printed in the course material, for the "matches the book" checks
 BOOK_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                    [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
-
 
 
 BOOK_V1_SEED, BOOK_V1_FIRST_ROW = 123, [0.2996, 0.8053]
@@ -78,15 +74,12 @@ BOOK_CAUSAL_ROWS = [[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
 BOOK_WRAPPER_FIRST_ROW = [-0.4519, 0.2216, 0.4772, 0.1063]
 
 
-
 def _book_tokens() -> list[str]:
     return list(BOOK_TOKENS)
 
 
-
 def _book_rows() -> list[list[float]]:
     return [list(row) for row in BOOK_EMBEDDINGS]
-
 
 
 @dataclass
@@ -128,7 +121,6 @@ class WalkthroughSettings:
         return []
 
 
-
 def _weights_well_formed(weights) -> bool:
     if len(weights) != 3:
         return False
@@ -143,11 +135,9 @@ def _weights_well_formed(weights) -> bool:
     return len(shapes) == 1
 
 
-
 def settings_equal_book(settings: WalkthroughSettings) -> bool:
     """True when the page computes on the book's six tokens and embeddings."""
     return settings.tokens == list(BOOK_TOKENS) and settings.embeddings == BOOK_EMBEDDINGS
-
 
 
 def inputs_tensor(settings: WalkthroughSettings) -> torch.Tensor:
@@ -155,23 +145,19 @@ def inputs_tensor(settings: WalkthroughSettings) -> torch.Tensor:
     return torch.tensor(settings.embeddings, dtype=torch.float64)  # (T, d_in)
 
 
-
 def labels_of(settings: WalkthroughSettings) -> list[str]:
     """Unique display names of the tokens (repeats get their position)."""
     return unique_labels(settings.tokens)
-
 
 
 def _max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.to(torch.float64) - b.to(torch.float64)).abs().max()) if a.numel() else 0.0
 
 
-
 def argmax_tokens(weights: torch.Tensor) -> list[int]:
     """Every position holding the largest weight (ties all count as a right guess)."""
     top = float(weights.max())
     return [i for i, w in enumerate(weights.tolist()) if w >= top - 1e-12 * max(1.0, abs(top))]
-
 
 
 @dataclass
@@ -183,12 +169,10 @@ class SdpaCheck:
     note: str  # what exactly was compared
 
 
-
 def _agreement(ours: torch.Tensor, reference: torch.Tensor) -> tuple[float, bool]:
     diff = _max_abs_diff(ours, reference)
     size = float(ours.abs().max()) if ours.numel() else 0.0
     return diff, diff <= 1e-9 * max(1.0, size)
-
 
 
 def sdpa_check(steps: AttentionSteps) -> SdpaCheck:
@@ -202,7 +186,6 @@ def sdpa_check(steps: AttentionSteps) -> SdpaCheck:
     if dropout_active:
         note += "; compared before dropout (PyTorch's kernel draws its own random zeros)"
     return SdpaCheck(diff, agrees, note)
-
 
 
 def book_reference(settings: WalkthroughSettings, page: str) -> tuple[str, list[list[float]]] | None:
@@ -228,12 +211,10 @@ def book_reference(settings: WalkthroughSettings, page: str) -> tuple[str, list[
     return None
 
 
-
 def book_rows_match(ours: torch.Tensor, expected: list[list[float]]) -> bool:
     """Agree with the printed rows to the 4 decimals the book shows."""
     got = ours[:len(expected)].to(torch.float64)
     return bool((got - torch.tensor(expected, dtype=torch.float64)).abs().max() < 5e-5)
-
 
 
 def cache_key(settings: WalkthroughSettings, *fields: str, extra=()) -> str:
@@ -250,19 +231,16 @@ def cache_key(settings: WalkthroughSettings, *fields: str, extra=()) -> str:
     return h.hexdigest()
 
 
-
 def question_id(kind: str, *parts) -> str:
     """A short id that changes whenever the inputs of a question change (so it is asked anew)."""
     digest = hashlib.sha1(repr((kind, parts)).encode("utf-8")).hexdigest()[:12]
     return f"{kind}.{digest}"
 
 
-
 def shape_text(t) -> str:
     """`(6, 2)`: the shape as the book prints it (a 1-d shape keeps its comma)."""
     shape = tuple(t.shape) if hasattr(t, "shape") else tuple(t)
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-
 
 
 def number_format(values, decimals: int = 4) -> str:
@@ -274,12 +252,10 @@ def number_format(values, decimals: int = 4) -> str:
     return f".{decimals}f"
 
 
-
 def fmt_number(value: float, decimals: int = 4) -> str:
     if math.isinf(value):
         return NEG_INF_LABEL if value < 0 else "+∞"
     return format(value, number_format([value], decimals))
-
 
 
 def describe_inputs(settings: WalkthroughSettings) -> str:
@@ -290,7 +266,6 @@ def describe_inputs(settings: WalkthroughSettings) -> str:
     return f"embeddings: edited, ({num_tokens}, {d_in})"
 
 
-
 def describe_weights(settings: WalkthroughSettings, projection=None) -> str:
     """A caption fragment naming how W_q, W_k, W_v were made."""
     if projection is not None and projection.edited:
@@ -298,7 +273,6 @@ def describe_weights(settings: WalkthroughSettings, projection=None) -> str:
     kind = "SelfAttention_v1 (nn.Parameter, torch.rand)" if settings.variant == "v1" else \
         f"SelfAttention_v2 (nn.Linear{', bias' if settings.qkv_bias else ''})"
     return f"W_q, W_k, W_v: {kind}, d_out {settings.d_out}, torch.manual_seed({settings.weight_seed})"
-
 
 
 BOOK_SETUPS = {

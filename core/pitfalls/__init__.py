@@ -87,19 +87,36 @@ PITFALLS: dict[str, Pitfall] = {p.key: p for p in PITFALL_LIST}
 PITFALL_CHOICES = ("overview",) + tuple(PITFALLS)
 
 
+def _menu_label(key: str) -> str:
+    return "Overview: all pitfalls" if key == "overview" else f"{PITFALL_CHOICES.index(key)} · {PITFALLS[key].title}"
+
+
 @dataclass
 class PitfallsSettings:
-    """Controls of the Pitfalls page (one pitfall open at a time)."""
+    """Controls of the Pitfalls page (one pitfall open at a time); each field's spec holds its
+    bounds or choices (checked on links and lesson files) and its widget's label and help."""
 
-    pitfall: str = spec("overview", choices=PITFALL_CHOICES)  # which pitfall is open ("overview": all)
-    seed: int = spec(123, min=0, max=1_000_000)  # seeds every random input, model and batch order
-    context_size: int = spec(12, min=1, max=32)  # window length for the names pitfalls (lecture: 12)
-    optim_steps: int = spec(300, min=10, max=1000)  # steps of EACH optimizer in the SGD/AdamW race
-    adamw_lr: float = spec(0.003, choices=sgd.ADAMW_LRS)  # AdamW's learning rate (SGD keeps the lecture's 0.01)
-    hash_seed_a: int = spec(1, min=0, max=10_000)  # stands in for PYTHONHASHSEED of the run that saved
-    hash_seed_b: int = spec(2, min=0, max=10_000)  # ... and of the run that loads
-    fit_iters: int = spec(200, min=10, max=1000)  # train_iters of the slides' fit
-    eval_iters: int = spec(10, min=1, max=500)  # eval_iters of the slides' fit
+    # which pitfall is open ("overview": all of them)
+    pitfall: str = spec("overview", choices=PITFALL_CHOICES, label="Pitfall",
+                        choice_labels={key: _menu_label(key) for key in PITFALL_CHOICES})
+    # seeds every random input, model and batch order
+    seed: int = spec(123, min=0, max=1_000_000, step=1, label="Seed",
+                     help="Seeds the random inputs, weights and batches.")
+    # window length for the names pitfalls (lecture: 12)
+    context_size: int = spec(12, min=1, max=32, widget="slider", label="Context size (window length)",
+                             help="The lecture uses 12.")
+    # steps of EACH optimizer in the SGD/AdamW race
+    optim_steps: int = spec(300, min=10, max=1000, step=50, label="Steps per optimizer",
+                            help="The lecture trains 1000 steps; 300 take roughly 5-10 s per optimizer on "
+                                 "2 CPU cores.")
+    # AdamW's learning rate (SGD keeps the lecture's 0.01)
+    adamw_lr: float = spec(0.003, choices=sgd.ADAMW_LRS, label="AdamW learning rate",
+                           choice_labels={lr: f"{lr:g}" for lr in sgd.ADAMW_LRS})
+    # stands in for PYTHONHASHSEED of the run that saved, and of the run that loads
+    hash_seed_a: int = spec(1, min=0, max=10_000, step=1, label="Hash seed of the run that saved")
+    hash_seed_b: int = spec(2, min=0, max=10_000, step=1, label="Hash seed of the run that loads")
+    fit_iters: int = spec(200, min=10, max=1000, step=10, label="train_iters")  # train_iters of the slides' fit
+    eval_iters: int = spec(10, min=1, max=500, step=1, label="eval_iters")  # eval_iters of the slides' fit
     prep_corpus: str = spec("hello world, hello class", max_len=prep_global.MAX_CORPUS_CHARS)  # corpus passed to prep
 
     def problems(self) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from core.lessons.self_attention import scaling_run
 from core.pitfalls import Pitfall
 
 PITFALL = Pitfall(
@@ -56,21 +57,20 @@ def _weight_stats(attn_weights: torch.Tensor) -> dict:
 
 def demo(seed: int = 123, d_ks: Sequence[int] = SCALING_DKS, num_tokens: int = 8,
          n_sequences: int = 64) -> pd.DataFrame:
-    """The √d_k experiment: queries and keys ~ N(0, 1) (seeded), unscaled vs scaled, averaged over
-    every query row. (This pitfall's one computation: a shared √d_k experiment can replace it here.)
+    """The √d_k experiment: the shared draw of `core.lessons.self_attention.scaling_run` (queries
+    and keys ~ N(0, 1), seeded; the same experiment as page 2's scaling panel) fed to the buggy
+    and the fixed function, averaged over every query row.
 
     One row per (d_k, version): score std, mean max weight, mean entropy (ln T = uniform) and the
     mean norm of the softmax Jacobian (how much gradient reaches the scores)."""
     rows = []
     for d_k in d_ks:
-        generator = torch.Generator().manual_seed(seed * 1000 + int(d_k))
-        queries = torch.randn(n_sequences, num_tokens, d_k, generator=generator, dtype=torch.float64)  # (n, T, d_k)
-        keys = torch.randn(n_sequences, num_tokens, d_k, generator=generator, dtype=torch.float64)  # (n, T, d_k)
-        raw_scores = queries @ keys.transpose(-2, -1)  # (n, T, T)
-        for version, fn, std in (("no scaling (buggy)", buggy_unscaled_weights, raw_scores.std()),
-                                 ("÷ √d_k (fixed)", fixed_scaled_weights, raw_scores.std() / math.sqrt(d_k))):
+        run = scaling_run(int(d_k), seed, n_sequences, num_tokens)
+        raw_std = run.attn_scores.std()  # the raw scores' spread, about √d_k
+        for version, fn, std in (("no scaling (buggy)", buggy_unscaled_weights, raw_std),
+                                 ("÷ √d_k (fixed)", fixed_scaled_weights, raw_std / math.sqrt(d_k))):
             rows.append({"d_k": int(d_k), "version": version, "score std": float(std),
-                         **_weight_stats(fn(queries, keys))})
+                         **_weight_stats(fn(run.queries, run.keys))})
     return pd.DataFrame(rows)
 
 

@@ -14,6 +14,7 @@ import threading
 from dataclasses import replace
 from typing import ContextManager
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -22,6 +23,7 @@ from core.engine import TrainConfig, Trainer, _make_optimizer, lecture_config
 from core.live_training import Outcome, TrainerGroup
 from core.models import GPT, GPTConfig
 from core.pitfalls import Pitfall
+from core.runs import KIND_RAW, KIND_SMOOTH, KIND_VAL, smooth
 
 PITFALL = Pitfall(
     "sgd", "SGD at lr 0.01 against AdamW",
@@ -98,8 +100,8 @@ def demo(steps: int, seed: int, adamw_lr: float, data: NamesData) -> OptimizerRa
 
 
 def race_result(trainers: dict[str, Trainer]) -> dict:
-    """What a finished race keeps: loss histories, the final validation loss of each run on the whole
-    validation split, and the AdamW model's weights (for sampling on another pitfall)."""
+    """What a finished race keeps: loss histories, the final validation loss of each run (one full
+    pass over the held-out windows), and the AdamW model's weights (for sampling on another pitfall)."""
     adamw_label = next(label for label in trainers if label.startswith("AdamW"))
     adamw = trainers[adamw_label]
     return {
@@ -120,23 +122,24 @@ def model_from_result(result: dict) -> GPT:
 
 
 def race_frame(histories: dict[str, dict]) -> pd.DataFrame:
-    """Long-form loss curves (step, loss, optimizer, split) from Trainer.history dicts.
+    """Long-form loss curves (run, step, loss, kind) of the race from Trainer.history dicts: the rows
+    the Train page's loss chart draws (core.viz.training.loss_chart), one run per optimizer.
 
-    The training loss is a running mean over 10 steps, so the noise of single batches of 32 does
-    not hide the trend; the validation loss is measured on the whole validation split."""
+    Kinds (core.runs): every step's training loss, its smoothed curve (single batches of 32 are
+    noisy), and the validation points, measured on the first RACE_VAL_WINDOWS held-out windows
+    during training (the final numbers, on all of them, come from race_result)."""
     frames = []
     for label, history in histories.items():
-        if history["steps"]:
-            smooth = pd.Series(history["train_loss"]).rolling(10, min_periods=1).mean()
-            frames.append(pd.DataFrame({"step": history["steps"], "loss": smooth,
-                                        "optimizer": label, "split": "train (mean of 10 steps)"}))
-        if history["val_steps"]:
-            frames.append(pd.DataFrame({"step": history["val_steps"], "loss": history["val_loss"],
-                                        "optimizer": label, "split": "validation"}))
+        losses = np.asarray(history["train_loss"], dtype=np.float64)  # (n_steps,)
+        frames += [pd.DataFrame({"run": label, "step": history["steps"], "loss": losses, "kind": KIND_RAW}),
+                   pd.DataFrame({"run": label, "step": history["steps"], "loss": smooth(losses),
+                                 "kind": KIND_SMOOTH}),
+                   pd.DataFrame({"run": label, "step": history["val_steps"], "loss": history["val_loss"],
+                                 "kind": KIND_VAL})]
+    frames = [frame for frame in frames if len(frame)]
     if not frames:
-        return pd.DataFrame(columns=["step", "loss", "optimizer", "split"])
+        return pd.DataFrame(columns=["run", "step", "loss", "kind"])
     return pd.concat(frames, ignore_index=True)
-
 
 
 class FinishedRaces:

@@ -2,7 +2,8 @@
 √d_k curves, names by length, the fit and race loss curves.
 
 Pure functions from a demo's numbers to Altair charts, built on the core.viz primitives (its one
-heatmap builder, grouped bars, the line chart); the page shows them with ui.charts.show_chart.
+heatmap builder, grouped bars, the line chart, the Train page's loss chart); the page shows them
+with ui.charts.show_chart.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pandas as pd
 from core import viz
 from core.pitfalls.no_scaling import SCALING_DKS
 from core.viz.theme import fast_build
+from core.viz.training import loss_chart
 
 SCALING_METRICS = ("max weight", "entropy (nats)", "softmax gradient")  # the columns scaling_figure plots
 NAMES_KEPT, NAMES_DROPPED = "gives examples", "gives no example (dropped)"  # names_length_chart's colours
@@ -98,10 +100,8 @@ def order_change_chart(max_logit_diff: dict[str, float], *, lecture: bool = Fals
                          y_title="max |Δ logit| at the last position", fmt=".2e", lecture=lecture)
 
 
-def race_chart(frame: pd.DataFrame, *, lecture: bool = False) -> alt.Chart:
-    """The SGD/AdamW race's loss curves (core.pitfalls.sgd.race_frame): colour per optimizer,
-    dash per split."""
-    return viz.line_chart(frame, x="step", y="loss", series="optimizer", dash="split",
-                          title="SGD (lecture) vs AdamW: same model, data, batches and steps",
-                          x_title="optimisation step", y_title="loss (nats per character)",
-                          lecture=lecture)
+def race_chart(frame: pd.DataFrame, *, lecture: bool = False) -> alt.LayerChart:
+    """The SGD/AdamW race's loss curves (core.pitfalls.sgd.race_frame) on the Train page's loss
+    chart: one colour per optimizer; per step, smoothed and validation; the uniform guess ln 27."""
+    return loss_chart(frame, vocab_size=27, lecture=lecture,
+                      title="SGD (lecture) vs AdamW: same model, data, batches and steps")

@@ -73,6 +73,11 @@ def test_dropout_p_seed_and_train_mode():
     at.toggle(key=key(at, "train_mode")).set_value(True).run()
     assert_no_exception(at)
     assert settings_of(at).dropout_p == 0.5 and settings_of(at).train_mode
+    # the book's class in training mode, after torch.manual_seed(dropout seed), drops the same weights
+    assert any("CausalAttention (training) = these steps" in b and ":green-badge" in b
+               for b in badges(at))
+    codes = " ".join(c.value for c in at.code)
+    assert "def attention_intermediates" in codes and "def book_dropout_keep" in codes
     text = markdown(at)
     assert "of 21** visible weights" in text and "1/(1 − p) = **2.0000**" in text
     dropped = chart(at, "weights after dropout")

@@ -27,8 +27,13 @@ def _key(at, field: str) -> str:
 
 
 def attention_rows(at):
+    """The attention grid's rows (the only chart with layer facets), named for the lesson."""
     rows = chart_rows(at)
-    return rows[rows["layer"].notna()] if "layer" in rows else rows.iloc[0:0]
+    if "facet_row" not in rows:
+        return rows.iloc[0:0]
+    rows = rows[rows["facet_row"].notna()]
+    return rows.rename(columns={"facet_row": "layer", "facet": "head", "row": "query", "col": "key",
+                                "value": "weight"}).assign(masked=~rows["finite"].astype(bool))
 
 
 def test_without_a_model_the_page_explains():

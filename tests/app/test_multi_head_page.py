@@ -5,6 +5,7 @@ wrapper row, predict-then-reveal, locks and a URL round trip."""
 from __future__ import annotations
 
 from core import settings as core_settings
+from core.lessons.walkthrough import WalkthroughSettings
 from tests.app.conftest import assert_no_exception
 from tests.app.test_simple_attention_page import (
     PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, set_step,
@@ -98,6 +99,19 @@ def test_mask_bias_and_dropout_settings_reach_the_maps():
     assert_no_exception(at)
     assert settings_of(at).qkv_bias
     assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
+
+
+def test_training_mode_dropout_matches_the_books_class():
+    eval_at = page()
+    set_step(eval_at, "mh_step", "concat")
+    at = page(core_settings.to_params(WalkthroughSettings(train_mode=True, dropout_p=0.5, dropout_seed=3)))
+    set_step(at, "mh_step", "concat")
+    assert any("MultiHeadAttention.forward (training) = these steps" in b and ":green-badge" in b
+               for b in badges(at))
+    assert not any("(training)" in b for b in badges(eval_at))
+    train_out, eval_out = (chart(a, "after out_proj")["value"].to_numpy() for a in (at, eval_at))
+    assert abs(train_out - eval_out).max() > 1e-3  # the dropped weights change the output
+    assert "def with_book_dropout" in " ".join(c.value for c in at.code)
 
 
 def test_predict_whether_heads_differ():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -155,8 +157,8 @@ def test_sgd_vs_adamw_trains_on_demand_and_sgd_is_behind():
     sgd, adamw = float(values["SGD lr 0.01 (lecture)"]), float(values["AdamW lr 0.003"])
     assert sgd > adamw
     assert float(values["SGD − AdamW"]) == pytest.approx(sgd - adamw, abs=2e-3)
-    curves = next(t for t in chart_tables(at) if "optimizer" in t.columns)
-    assert curves["step"].max() == 20 and curves["optimizer"].nunique() == 2
+    curves = next(t for t in chart_tables(at) if "run" in t.columns)  # the loss curves, one run per optimizer
+    assert curves["step"].max() == 20 and curves["run"].nunique() == 2
     # the finished race is kept: reopening the page shows it without training again
     again = open_pitfall("sgd", optim_steps="20", seed="4242")
     assert finished(again) and metrics(again) == values
@@ -238,6 +240,17 @@ def test_spelling():
     at = open_pitfall("spelling")
     assert "module 'core.models' has no attribute 'CasualSelfAttention'" in codes(at)
     assert "<class 'CausalSelfAttention'>" in codes(at)
+
+
+def test_widgets_take_their_label_and_bounds_from_the_settings_spec():
+    rules = {f.name: f.metadata for f in dataclasses.fields(pf.PitfallsSettings)}
+    at = open_pitfall("fit_indent")
+    for field in ("fit_iters", "eval_iters", "seed"):
+        widget = number_input(at, rules[field]["label"])
+        assert (widget.min, widget.max) == (rules[field]["min"], rules[field]["max"]), field
+    slider = open_pitfall("short_names").slider[0]
+    assert slider.label == rules["context_size"]["label"]
+    assert (slider.min, slider.max) == (rules["context_size"]["min"], rules["context_size"]["max"])
 
 
 # ------------------------------------------------------------------ URL, bad links, lessons

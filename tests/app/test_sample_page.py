@@ -52,7 +52,9 @@ def test_names_are_sampled_labelled_and_shared():
     new_share = sum(s.label == "new" for s in expected) / len(expected)
     assert at.metric[1].label == "New" and at.metric[1].value == f"{new_share:.0%}"
     rows = chart_rows(at)
-    assert {"new", "in the training split", "in the validation split"} <= set(rows["where"].dropna())
+    shares = rows[rows["text"].astype(str).str.contains("%", na=False)]  # the shares' bars: "45% (9)"
+    assert {"new", "in the training split", "in the validation split"} == set(shares["label"])
+    assert abs(shares["value"].sum() - 1.0) < 1e-9
 
 
 def test_every_control_changes_the_names():
@@ -97,8 +99,8 @@ def test_a_chosen_name_shows_its_step_by_step_probabilities():
     at.slider(key=_key(at, "step")).set_value(2).run()
     assert any(t.startswith(f"After “.{name[:2]}”") for t in chart_titles(at))
     rows = chart_rows(at)
-    bars = rows[rows["char"].notna()] if "char" in rows else rows
-    assert abs(bars["p"].sum() - 1.0) < 1e-4
+    bars = rows[rows["kind"] == "p(next)"]  # the step's bars: one per character of the vocabulary
+    assert len(bars) == 27 and abs(bars["value"].sum() - 1.0) < 1e-4
     assert_no_exception(at)
 
 
@@ -117,3 +119,14 @@ def _key(at, field: str) -> str:
     """The bound widget key of a field of the Sample page's settings."""
     generation = at.session_state["sample.__gen"]
     return f"sample.{generation}.{field}"
+
+
+def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
+    at = open_page(PAGE, query={"top_k": "100", "temperature": "0.5"})  # used to crash the slider (max 27)
+    assert_no_exception(at)
+    assert "top_k must be at most 27" in texts(at.warning)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    assert_no_exception(at)
+    assert at.session_state["sample"].top_k == 0 and at.session_state["sample"].temperature == 0.5
+    assert at.slider(key=_key(at, "top_k")).value == 0

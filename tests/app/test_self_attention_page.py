@@ -33,6 +33,9 @@ def test_defaults_match_the_book_and_every_reference():
     assert any("SelfAttentionV1.forward = these steps" in b and ":green-badge" in b for b in badges(at))
     assert {"W_q  (3, 2)", "W_k  (3, 2)", "W_v  (3, 2)"} <= set(charts(at))
     assert "class SelfAttentionV1" in " ".join(c.value for c in at.code)
+    set_step(at, "sa_step", "qkv")  # the steps come from attention_intermediates: it is shown
+    codes = " ".join(c.value for c in at.code)
+    assert "def attention_intermediates" in codes and "def forward" in codes
 
 
 def test_every_step_shows_its_tensor_with_its_shape():

@@ -68,6 +68,7 @@ def test_start_pause_reset():
     at = fresh()
     at.button(key="small_lm.start").click().run()
     assert_no_exception(at)
+    at.run()  # the live fragment draws, then trains: the picture lags one slice (ui.live)
     first = step_of(at)
     assert first >= 1
     at.run()  # the fragment advances once per run
@@ -102,7 +103,7 @@ def trained_race():
     torch.set_num_threads(1)
     try:
         race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.SmallLMSettings().race_config())
-        race.advance(400)
+        race.advance(None, n_steps=400)
     finally:
         torch.set_num_threads(before)
     return race

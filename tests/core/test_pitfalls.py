@@ -17,6 +17,7 @@ from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_s
 from core.data import build_names_data, load_names, name_windows
 from core.engine import Trainer
 from core.live_training import LiveTraining
+from core.runs import KIND_RAW, KIND_SMOOTH, KIND_VAL
 from core.models import GPT, GPTConfig, SingleHeadLM
 from core.settings import from_params, to_params
 from core.tokenizers import CharTokenizer
@@ -226,8 +227,11 @@ def test_sgd_is_behind_adamw_after_the_same_steps():
     assert sgd_val > adamw_val + 0.2
     assert result["steps"] == {label: 30 for label in trainers}
     frame = sgd.race_frame(result["histories"])
-    assert set(frame["split"]) == {"train (mean of 10 steps)", "validation"}
-    assert frame[frame["split"] == "validation"]["step"].max() == 30
+    assert set(frame["kind"]) == {KIND_RAW, KIND_SMOOTH, KIND_VAL} and set(frame["run"]) == set(trainers)
+    assert frame[frame["kind"] == KIND_VAL]["step"].max() == 30
+    for label, trainer in trainers.items():  # every step's loss, as the trainer recorded it
+        raw = frame[(frame["run"] == label) & (frame["kind"] == KIND_RAW)]
+        assert raw["loss"].tolist() == trainer.history["train_loss"] and raw["step"].tolist() == list(range(1, 31))
     model = sgd.model_from_result(result)
     assert isinstance(model, GPT)
     adamw_label = next(label for label in trainers if label.startswith("AdamW"))

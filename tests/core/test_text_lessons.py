@@ -1,8 +1,10 @@
-"""Tests of the lessons of pages 5-6 (core/lessons/text.py, tokens_data.py, small_lm.py): text validation, tokens, windows, embeddings, names windows,
-the small-LM race and cross-entropy by hand."""
+"""Tests of the lessons of pages 5-6 (core/lessons/text.py, tokens_data.py, small_lm.py): text
+validation, tokens, windows, embeddings, names windows, the small-LM race and cross-entropy by hand."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import socket
 
@@ -12,13 +14,14 @@ import torch
 import torch.nn.functional as F
 
 from core import settings as core_settings
+from core.data import IGNORE_INDEX, create_dataloader_v1
 from core.lessons import small_lm
 from core.lessons import text as texts
 from core.lessons import tokens_data
+from core.live_training import LiveTraining
+from core.tokenizers import CharTokenizer, clear_gpt2_cache, gpt2_encoding
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
-from core.data import IGNORE_INDEX, create_dataloader_v1
-from core.tokenizers import CharTokenizer, clear_gpt2_cache, gpt2_encoding
 
 # rasbt, LLMs from Scratch, ch. 2: the ids tiktoken's "gpt2" gives this sentence (published).
 BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554,
@@ -179,6 +182,11 @@ def test_batches_equal_the_dataloader_with_the_same_seed():
     unshuffled = tokens_data.build_loader_view(text, tokens_data.TokensDataSettings(max_length=4, stride=2, shuffle=False))
     assert unshuffled.batch_indices[0] == list(range(8))
     assert view.batch_indices[0] != list(range(8))
+    assert view.book_first_batch is True  # the page's own check against the book's loader
+    plain = tokens_data.build_loader_view(text, tokens_data.TokensDataSettings(allow_special=False))
+    assert plain.book_first_batch is None  # the book's loader always reads the marker as special
+    other = dataclasses.replace(view, batch_indices=view.batch_indices[1:])  # batch 1 as batch 0
+    assert tokens_data.matches_book_loader(text, other) is False
 
 
 @pytest.mark.parametrize("max_length, stride, batch_size, message", [
@@ -279,7 +287,7 @@ def test_check_corpus_needs_a_validation_block():
 
 def test_race_uses_one_generator_and_the_same_batches(one_thread):
     race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5))
-    race.advance(7)
+    race.advance(None, n_steps=7)
     assert race.step == 7
     # the batch generator advanced exactly once per step: all three models saw the same batches
     shadow = torch.Generator().manual_seed(race.config.seed)
@@ -290,7 +298,7 @@ def test_race_uses_one_generator_and_the_same_batches(one_thread):
     assert steps == [0, 5]
     assert {row["model"] for row in race.history} == set(small_lm.MODEL_LABELS)
     twin = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5))
-    twin.advance(7)
+    twin.advance(None, n_steps=7)
     assert twin.history == race.history
 
 
@@ -299,15 +307,32 @@ def test_race_starts_near_uniform_and_time_budget_still_steps(one_thread):
     v = race.tokenizer.vocab_size
     for losses in race.latest().values():
         assert abs(losses["val"] - math.log(v)) < 0.1
-    race.advance(50, time_budget_s=0.0)
-    assert race.step == 1
+    outcome = race.advance(0.0, n_steps=50)
+    assert race.step == 1 and outcome.steps == 1  # at least one step per call
+
+
+def test_race_is_a_live_training_run(one_thread):
+    """The live-training protocol: advance(budget_s, slot) inside a slot, done at max_steps."""
+    race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5),
+                                max_steps=12, steps_per_advance=5)
+    assert isinstance(race, LiveTraining) and not race.done
+    busy = race.advance(10.0, contextlib.nullcontext(False))  # every training slot taken
+    assert busy.busy and busy.steps == 0 and race.step == 0
+    first = race.advance(10.0, contextlib.nullcontext(True))
+    assert first.steps == 5 and race.step == 5 and not first.finished  # steps_per_advance caps it
+    while not race.done:
+        race.advance(10.0)
+    assert race.step == 12 and race.advance(10.0).steps == 0  # done: nothing more to train
+    assert sorted({row["step"] for row in race.history}) == [0, 5, 10]
+    race.max_steps = 14  # the page raised Steps: the same run goes on
+    assert not race.done and race.advance(None).steps == 2 and race.done
 
 
 @pytest.mark.slow
 def test_attention_reaches_far_lower_loss_than_bigram(one_thread):
     """The lesson's finding: on a repeated sentence one head beats the bigram table by far."""
     race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=100))
-    race.advance(400)
+    race.advance(None, n_steps=400)
     latest = race.latest()
     bigram, nopos, attention = (latest[k]["val"] for k in ("bigram", "attention_nopos", "attention"))
     floor = race.bigram_floor()
@@ -331,9 +356,10 @@ def test_check_prompt():
 
 def test_race_loss_chart_has_every_series(one_thread):
     race = small_lm.SmallLMRace(texts.builtin_text("essay"), small_lm.RaceConfig(eval_every=2))
-    race.advance(2)
+    race.advance(None, n_steps=2)
     chart = lesson_charts.race_loss_chart(race.history_frame(), floor=race.bigram_floor()).to_dict()
-    values = chart["datasets"][chart["layer"][0]["data"]["name"]]
+    data = chart["layer"][0].get("data") or chart["data"]  # on the lines' layer, or shared by all
+    values = chart["datasets"][data["name"]]
     assert {v["model"] for v in values} == set(small_lm.MODEL_LABELS.values())
     assert {v["split"] for v in values} == {"train", "val"}
 

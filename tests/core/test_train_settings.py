@@ -84,3 +84,14 @@ def test_run_labels_read_the_fields_wording():
     assert core_settings.describe(rules("grad_clip"), 0.0) == "no clip"
     assert core_settings.describe(rules("grad_clip"), 1.5) == "clip 1.5"
     assert core_settings.describe(rules("max_steps"), 4400) == "4,400 steps"
+
+
+def test_lesson_files_carry_every_derived_field_and_its_rules():
+    settings = dataclasses.replace(train_settings.preset_settings("best"), bias=False, val_batches=4)
+    text = core_settings.to_lesson(settings, name="deeper", page="train", locked={"n_layer", "bias"})
+    lesson, errors = core_settings.from_lesson(train_settings.TrainSettings, text, page="train")
+    assert lesson.settings == settings and lesson.locked == {"n_layer", "bias"} and not errors
+    bad = text.replace('"n_layer": 4', '"n_layer": 99')
+    lesson, errors = core_settings.from_lesson(train_settings.TrainSettings, bad, page="train")
+    assert lesson.settings.n_layer == train_settings.TrainSettings().n_layer
+    assert any("n_layer must be at most 8" in e for e in errors)

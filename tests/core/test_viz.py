@@ -15,10 +15,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Modules that still import altair because their chart code belongs to a part of issue 11 in
 # progress elsewhere (lessons, training, pitfalls). Each helper removes its entries once its
 # charts live in core/viz; the test below then holds for that file strictly.
-PENDING_ALTAIR_MIGRATION = {
-    "core/live.py",
-    "ui/training.py",
-}
+PENDING_ALTAIR_MIGRATION: set[str] = set()
 
 
 def layers(spec: dict) -> list[dict]:

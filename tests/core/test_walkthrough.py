@@ -2,6 +2,7 @@
 self_attention, causal_attention, multi_head): validation of every input, the book's numbers, the references
 (PyTorch SDPA, the book's classes), masking orders, dropout, multi-head, scaling, charts, settings."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,16 +11,18 @@ import pytest
 import torch
 
 from core import settings as core_settings
+from core import viz
+from core.attention import seeded
 from core.lessons import causal_attention
 from core.lessons import embeddings as emb
 from core.lessons import multi_head
 from core.lessons import self_attention
 from core.lessons import simple_attention
 from core.lessons import walkthrough as wt
-from core.viz import lessons as lesson_charts
-from ui import formatting as fmt
 from core.lessons.embeddings import EmbeddingError
 from core.lessons.walkthrough import WalkthroughSettings
+from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 
 BOOK = wt.BOOK_EMBEDDINGS
 
@@ -370,6 +373,16 @@ class TestScaling:
         assert peak["scaled_std"] == pytest.approx(1, rel=0.2)
         assert sum(peak["row_scaled"]) == pytest.approx(1.0)
 
+    def test_one_draw_serves_both_softmaxes(self):
+        run = self_attention.scaling_run(64, seed=2, num_sequences=8, num_tokens=5)
+        assert run.queries.shape == run.keys.shape == (8, 5, 64) and run.attn_scores.shape == (8, 5, 5)
+        assert torch.allclose(run.attn_scores, run.queries @ run.keys.transpose(-2, -1))
+        assert torch.allclose(run.scaled, torch.softmax(run.attn_scores / 8, dim=-1))
+        assert torch.equal(self_attention.scaling_run(64, seed=2, num_sequences=8, num_tokens=5).queries,
+                           run.queries)  # seeded
+        assert not torch.equal(self_attention.scaling_run(64, seed=3, num_sequences=8,
+                                                          num_tokens=5).queries, run.queries)
+
     def test_slides_numbers(self):
         logits, soft, soft100 = self_attention.slide_logits()
         assert [round(v, 2) for v in soft] == [0.18, 0.25, 0.07, 0.17, 0.24, 0.09]
@@ -429,6 +442,34 @@ class TestCausal:
         _, _, _, steps = self.steps(causal=False)
         assert not steps.mask.any() and (steps.attn_weights[0] > 0).all()
 
+    def test_dropout_is_the_books_nn_dropout_draw(self):
+        """The page drops exactly the weights nn.Dropout drops after torch.manual_seed(seed)."""
+        for p, seed in ((0.5, 3), (0.1, 0), (0.9, 123)):
+            keep = causal_attention.book_dropout_keep((1, 6, 6), p, seed)
+            weights = torch.rand(1, 6, 6, dtype=torch.float64) + 0.5  # (1, T, T), none zero
+            with seeded(seed):
+                draw = torch.nn.Dropout(p).train()(weights)
+            assert torch.equal(keep, draw != 0)
+
+    def test_the_books_class_in_training_mode_gives_the_same_numbers(self):
+        s, x, p, steps = self.steps(dropout_p=0.5, dropout_seed=3, train_mode=True)
+        bundle = causal_attention.causal_page(x, p, s, False)
+        assert bundle.train_module_diff is not None and bundle.train_module_diff < 1e-12
+        assert bundle.module_diff < 1e-12
+        assert causal_attention.dropout_view(bundle.steps).n_dropped > 0
+        # a different seed drops other weights, so the comparison could fail
+        other = causal_attention.causal_attention(x, p, dataclasses.replace(s, dropout_seed=4))
+        module = causal_attention.causal_module(p, 6, 0.5, False)
+        assert causal_attention.module_check_train(module, x, other.context_vec, 3) > 1e-3
+        assert causal_attention.module_check_train(module, x, other.context_vec, 4) < 1e-12
+
+    def test_no_training_check_without_dropout_or_mask(self):
+        s, x, p, _ = self.steps(dropout_p=0.5, train_mode=False)
+        assert causal_attention.causal_page(x, p, s, False).train_module_diff is None
+        s, x, p, _ = self.steps(dropout_p=0.5, train_mode=True, causal=False)
+        bundle = causal_attention.causal_page(x, p, s, False)
+        assert bundle.module_diff is None and bundle.train_module_diff is None
+
 
 # ----------------------------------------------------------------------------- page 4
 class TestMultiHead:
@@ -444,6 +485,7 @@ class TestMultiHead:
         assert wt.book_rows_match(result.steps.context_vec, [wt.BOOK_WRAPPER_FIRST_ROW])
         assert wt.book_reference(s, "multi") is not None
         assert result.impl_diff < 1e-12 and wt.sdpa_check(result.steps).agrees
+        assert result.module_diff < 1e-12  # the page's steps = MultiHeadAttention.forward
         assert result.steps.output.shape == (6, 4) and result.head_dim == 2
         assert result.head_diffs[0] == 0 and result.head_diffs[1] > 1e-3
 
@@ -452,6 +494,18 @@ class TestMultiHead:
         result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 3)
         assert result.head_diffs == [0.0, 0.0, 0.0]
         assert torch.equal(result.head_W_query[0], result.head_W_query[2])
+
+    def test_training_mode_drops_as_the_books_class_does(self):
+        for causal in (True, False):
+            s = WalkthroughSettings(d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
+                                    dropout_seed=3, causal=causal)
+            result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
+            assert result.steps.training and not result.steps.dropout_keep.all()
+            assert result.train_module_diff is not None and result.train_module_diff < 1e-12
+            eval_result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64),
+                                                dataclasses.replace(s, train_mode=False), 2)
+            assert eval_result.train_module_diff is None
+            assert (result.steps.output - eval_result.steps.output).abs().max() > 1e-3  # dropout acts
 
     def test_mask_off_follows_the_setting(self):
         s = WalkthroughSettings(d_out=4, num_heads=2, causal=False)
@@ -492,40 +546,44 @@ class TestFormatting:
 
 # ----------------------------------------------------------------------------- charts
 class TestCharts:
+    """The walkthrough draws with viz.heatmap and viz.grouped_bars (tested in test_viz); here: the
+    options the pages use, and the lesson-specific charts of core/viz/lessons.py."""
+
     def test_heatmap_is_valid_vega_lite_with_values_and_special_cells(self):
         special = np.array([["", "−∞"], ["", ""]], dtype=object)
-        chart = lesson_charts.matrix_chart([[1.0, -np.inf], [0.5, 0.25]], ["a", "b"], ["a", "b"],
-                                title="t", special=special, highlight_row=1)
-        spec = chart.to_dict(validate=True)  # the page skips validation; the test does not
+        chart = viz.heatmap([[1.0, -np.inf], [0.5, 0.25]], ["a", "b"], ["a", "b"], title="t",
+                            fmt=wt.number_format([1.0], 2), special=special, highlight_row=1,
+                            x_on_top=True)
+        spec = chart.to_dict(validate=True)
         frame = chart.data
         assert list(frame["label"]) == ["1.00", "−∞", "0.50", "0.25"]
         assert list(frame["finite"]) == [True, False, True, True]
-        assert spec["autosize"] == {"type": "pad"} and len(spec["layer"]) == 3
+        assert len(spec["layer"]) == 3 and lesson_charts.values_written(chart)
+        assert viz.themed(chart).to_dict()["autosize"] == {"type": "pad"}
 
     def test_dense_heatmap_hides_values(self):
         big = np.random.default_rng(0).random((32, 32))
         names = [f"t{i}" for i in range(32)]
-        assert not lesson_charts.values_shown(big)
-        chart = lesson_charts.matrix_chart(big, names, names)
+        chart = viz.heatmap(big, names, names)
         assert len(chart.to_dict(validate=True)["layer"]) == 1  # no text layer
-        assert lesson_charts.values_shown(np.eye(6), decimals=4)
+        assert not lesson_charts.values_written(chart)
+        assert lesson_charts.values_written(viz.heatmap(np.eye(6), names[:6], names[:6], fmt=".4f"))
 
     def test_bars(self):
-        chart = lesson_charts.grouped_bars({"softmax": [0.2, 0.8], "plain": [0.5, 0.5]}, ["a", "a"])
+        chart = viz.grouped_bars({"softmax": [0.2, 0.8], "plain": [0.5, 0.5]}, ["a", "a"])
         spec = chart.to_dict(validate=True)
         assert list(chart.data["label"]) == ["a #0", "a #1", "a #0", "a #1"]
         assert spec["layer"][0]["encoding"]["xOffset"]["field"] == "kind"
-        many = lesson_charts.vector_bars(np.arange(40.0), [str(i) for i in range(40)])
+        many = viz.bar_chart(np.arange(40.0), [str(i) for i in range(40)])
         assert len(many.to_dict(validate=True)["layer"]) == 1
 
     def test_scaling_chart(self):
         spec = lesson_charts.scaling_chart(self_attention.scaling_table(), chosen=64).to_dict(validate=True)
         assert len(spec["layer"]) == 2
+        assert spec["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
 
-    def test_lesson_chart_copies_leave_the_original_alone(self):
-        from core import viz as charts
-        chart = lesson_charts.matrix_chart(np.eye(2), ["a", "b"], ["a", "b"])
-        themed = charts.themed(chart, lecture=True)
-        assert isinstance(themed, lesson_charts.LessonChart)
-        assert themed.to_dict()["config"]["axis"]["labelFontSize"] == 16
+    def test_themed_copies_leave_the_original_alone(self):
+        chart = viz.heatmap(np.eye(2), ["a", "b"], ["a", "b"])
+        themed = viz.themed(chart, lecture=True)
+        assert themed.to_dict()["config"]["axis"]["labelFontSize"] >= viz.LECTURE_MIN_AXIS_PX
         assert "axis" not in chart.to_dict().get("config", {})

@@ -1,5 +1,6 @@
-"""core/live.py: settings <-> configs, runs trained in slices, labels, charts, checkpoints,
-the Sample and Inside-the-model computations."""
+"""core/runs.py, core/train_settings.py, core/lessons/{sample_names,inside_model}.py and their charts:
+settings <-> configs, runs trained in slices, labels, loss curves, checkpoints, the Sample and
+Inside-the-model computations."""
 
 import io
 import math
@@ -8,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from core import budget, live as gpt_charts, runs, settings as core_settings, train_settings
+from core import budget, runs, settings as core_settings, train_settings
 from core.lessons import inside_model, sample_names
+from core.viz import names_model as names_charts, training as training_charts
 from core.checkpoints import CheckpointError
 from core.engine import PRESETS, TrainingError
 from core.tokenizers import CharTokenizer
@@ -244,15 +246,15 @@ def test_loss_chart_overlays_runs_and_its_spec_is_data_free():
     assert set(frame["run"]) == {"#1 lr 0.01", "#2 lr 0.003"}
     assert set(frame["kind"]) == set(runs.KINDS)
     assert set(runs.loss_frame(runs.chart_runs(book, overlay=False))["run"]) == {"#2 lr 0.003"}
-    spec = gpt_charts.loss_chart_spec(("#1 lr 0.01", "#2 lr 0.003"))
+    spec = training_charts.loss_chart_spec(("#1 lr 0.01", "#2 lr 0.003"))
     # the rows come with each tick; only the uniform-guess rule has data of its own
     assert "data" not in spec and [("data" in layer) for layer in spec["layer"]] == [False, False, True, True]
     assert [sorted(rows[0]) for rows in spec["datasets"].values()] == [["text", "uniform"]]
     assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["#1 lr 0.01", "#2 lr 0.003"]
-    chart = gpt_charts.loss_chart(frame).to_dict()
+    chart = training_charts.loss_chart(frame).to_dict()
     assert chart["datasets"] and "uniform guess: ln 27 = 3.30" in str(chart)
-    view = gpt_charts.chart_view(book, overlay=True)
-    assert len(view.frame) == len(frame) and view.spec == spec
+    # the page asks for the spec of the runs on its chart: built once, the same object each tick
+    assert training_charts.loss_chart_spec(tuple(dict.fromkeys(frame["run"]))) == spec
 
 
 # ------------------------------------------------------------------------------ checkpoints
@@ -310,7 +312,7 @@ def test_sample_page_names_are_labelled_against_the_split():
         assert s.label == expected
     table = sample_names.samples_table(samples)
     assert list(table.columns) == ["name", "length", "where"]
-    shares = gpt_charts.shares_chart(samples).to_dict()
+    shares = names_charts.shares_chart(samples).to_dict()
     assert "in the validation split" in str(shares)
     with pytest.raises(ValueError, match="never saw"):
         sample_names.sample_for_page(run, sample_names.SampleSettings(prefix="x9"))
@@ -327,7 +329,7 @@ def test_name_steps_show_what_the_model_weighed():
     assert np.allclose(steps.probs.sum(1), 1.0, atol=1e-5)
     table = sample_names.steps_table(steps)
     assert table["p(next)"].iloc[0] == pytest.approx(steps.probs[0, steps.vocab.index("e")])
-    bars = gpt_charts.step_bars_chart(steps, 2).to_dict()
+    bars = names_charts.step_bars_chart(steps, 2).to_dict()
     assert "After “.em”" in str(bars)
 
 
@@ -343,9 +345,11 @@ def test_inspection_shapes_causality_and_truncation():
     assert np.all(np.triu(ins.attn, k=1) == 0)  # nothing from the future
     long = inside_model.inspect_name(run.model, run.tokenizer, "alexandrina")
     assert long.truncated and len(long.tokens) == 8
-    frame = gpt_charts.attention_grid_frame(ins)
-    assert len(frame) == 2 * 2 * 5 * 5 and frame["masked"].sum() == 2 * 2 * 10
-    grid = gpt_charts.attention_grid_chart(ins).to_dict()
+    chart = names_charts.attention_grid_chart(ins)
+    frame = chart.data  # one row per (layer, head, query, key); masked cells are not "finite"
+    assert len(frame) == 2 * 2 * 5 * 5 and (~frame["finite"]).sum() == 2 * 2 * 10
+    assert set(frame["facet_row"]) == {"layer 1", "layer 2"} and set(frame["facet"]) == {"head 1", "head 2"}
+    grid = chart.to_dict()
     assert "facet" in grid
     for bad, message in [("", "type a name"), ("a.b", '"."'), ("zoë", "never saw")]:
         with pytest.raises(ValueError, match=message):
@@ -356,7 +360,7 @@ def test_mask_off_model_reads_the_future():
     run = trained(5, causal=False)
     ins = inside_model.inspect_name(run.model, run.tokenizer, "emma")
     assert not ins.causal and np.triu(ins.attn, k=1).sum() > 0.1
-    assert not gpt_charts.attention_grid_frame(ins)["masked"].any()
+    assert names_charts.attention_grid_chart(ins).data["finite"].all()
 
 
 def test_embedding_heatmap_and_pca():
@@ -365,8 +369,8 @@ def test_embedding_heatmap_and_pca():
     assert list(df["char"]) == run.tokenizer.vocab and len(ratios) == 2
     assert set(df["group"]) == {"vowel", "consonant", "start/end ."}
     assert (df["group"] == "vowel").sum() == 5
-    assert "PC1 (" in str(gpt_charts.pca_chart(df, ratios).to_dict())
-    assert gpt_charts.embedding_heatmap(run.model, run.tokenizer).to_dict()["height"] == 16 * 27
+    assert "PC1 (" in str(names_charts.pca_chart(df, ratios).to_dict())
+    assert names_charts.embedding_heatmap(run.model, run.tokenizer).to_dict()["height"] == 16 * 27
 
 
 @pytest.mark.slow
@@ -387,3 +391,9 @@ def test_training_separates_vowels_and_breaking_the_mask_collapses_the_loss():
     train_set, val_set = runs.split_sets(broken)
     real = sum(s.name in train_set or s.name in val_set for s in broken.samples)
     assert real <= 2  # almost nothing it writes is a real name
+
+
+def test_a_figure_caption_names_each_runs_settings_in_the_labels_words():
+    run = runs.RunBook(owner="t").create(tiny(optimizer="sgd", lr=0.01, causal=False))
+    assert runs.run_summary(run) == ("1 layers, 2 heads, d_embed 16, d_ff 32, context 8, dropout 0, "
+                                     "SGD, lr 0.01, batch 16, mask off, seed 101, step 0")

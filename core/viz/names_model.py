@@ -1,0 +1,108 @@
+"""Charts of a trained names GPT (the Sample and Inside-the-model pages), on the viz primitives.
+
+Sample page: where the sampled names stand (`shares_chart`), the next-character probabilities at
+one step of a name (`step_bars_chart`) and at every step (`steps_heatmap`).
+Inside page: every layer's and head's attention map as one grid of small multiples
+(`attention_grid_chart`, the 4-D form of `heatmap`), one head enlarged, the next-character
+probabilities at each position, the token embedding matrix and its 2-D PCA.
+The numbers come from core.lessons.sample_names and core.lessons.inside_model.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.lessons.inside_model import Inspection, embedding_matrix
+from core.lessons.sample_names import LABEL_TITLES, NameSteps
+from core.models import GPT
+from core.sampling import SampledName, label_shares
+from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
+from core.viz.bars import grouped_bars, hbar_chart, scatter
+from core.viz.heatmap import heatmap
+
+# --------------------------------------------------------------------------------- Sample page
+
+
+def shares_chart(samples: list[SampledName], *, lecture: bool = False) -> alt.LayerChart:
+    """Bars: share of names that are new / in the training split / in the validation split."""
+    shares = label_shares(samples)
+    counts = [sum(s.label == k for s in samples) for k in shares]
+    return hbar_chart(list(shares.values()), [LABEL_TITLES[k] for k in shares],
+                      texts=[f"{s:.0%} ({c})" for s, c in zip(shares.values(), counts)],
+                      x_title="share of the sampled names", lecture=lecture, domain=(0.0, 1.0),
+                      x_format="%")
+
+
+def step_bars_chart(steps: NameSteps, step: int, *, lecture: bool = False) -> alt.LayerChart:
+    """Probability of every next character at one step; the character that came is highlighted."""
+    p = steps.probs[step]  # (V,)
+    chosen = steps.vocab.index(steps.chosen[step])
+    labels = ["end (.)" if c == BOUNDARY_TOKEN else c for c in steps.vocab]
+    title = (f"After “{steps.contexts[step]}”: the model gave "
+             f"“{steps.chosen[step]}” p = {p[chosen]:.2f}")
+    return grouped_bars({"p(next)": p}, labels, title=title, x_title="next character",
+                        y_title="probability", fmt=".2f", lecture=lecture, highlight=chosen,
+                        domain=(0.0, 1.0), max_labels=len(labels),
+                        width=(34 if lecture else 24) * len(labels), height=240)
+
+
+def steps_heatmap(steps: NameSteps, *, lecture: bool = False) -> alt.TopLevelMixin:
+    """Every step at once: rows = what was read, columns = next character, colour = probability."""
+    cols = ["." if c == BOUNDARY_TOKEN else c for c in steps.vocab]
+    rows = [f"{ctx} → {nxt}" for ctx, nxt in zip(steps.contexts, steps.chosen)]
+    return heatmap(steps.probs, rows, cols, x_title="next character",
+                   y_title="read so far → what came", fmt=".1f", lecture=lecture,
+                   cell=26 if not lecture else 32, show_values=False, domain=(0.0, 1.0))
+
+
+# --------------------------------------------------------------------------------- Inside page
+
+
+def attention_grid_chart(inspection: Inspection, *, lecture: bool = False,
+                         cell: int | None = None) -> alt.FacetChart:
+    """Small multiples: one row per layer, one map per head (queries down, keys across). A causal
+    model gives exactly 0 to the future: those cells are grey (masked, not "ignored")."""
+    n_layer, n_head, T, _ = inspection.attn.shape  # (n_layer, n_head, T, T)
+    cell = cell or max(12, min(28 if not lecture else 32, int(220 / max(T, 1))))
+    future = np.triu(np.ones((T, T), dtype=bool), k=1) if inspection.causal else None  # (T, T)
+    return heatmap(inspection.attn, inspection.tokens, inspection.tokens,
+                   x_title="key (attended to)", y_title="query", fmt=".3f", lecture=lecture,
+                   cell=cell, show_values=False, legend=True, domain=(0.0, 1.0), masked=future,
+                   facets=([f"layer {i + 1}" for i in range(n_layer)],
+                           [f"head {j + 1}" for j in range(n_head)]))
+
+
+def attention_head_chart(inspection: Inspection, layer: int, head: int, *,
+                         lecture: bool = False) -> alt.TopLevelMixin:
+    """One head, large, with the weight written in every cell."""
+    return heatmap(inspection.attn[layer, head], inspection.tokens, inspection.tokens,
+                   title=f"Layer {layer + 1}, head {head + 1}: attention weights",
+                   x_title="key (the character attended to)", y_title="query (the position reading)",
+                   fmt=".2f", lecture=lecture, domain=(0.0, 1.0))
+
+
+def next_char_chart(inspection: Inspection, *, lecture: bool = False) -> alt.TopLevelMixin:
+    """Rows = positions (what was read so far), columns = characters, colour = p(next)."""
+    text = "".join(inspection.tokens)
+    rows = [f"{text[: t + 1]}" for t in range(len(inspection.tokens))]
+    return heatmap(inspection.probs, rows, list(inspection.vocab), x_title="next character",
+                   y_title="read so far", lecture=lecture, show_values=False,
+                   cell=26 if not lecture else 30, domain=(0.0, 1.0))
+
+
+def embedding_heatmap(model: GPT, tokenizer: CharTokenizer, *, lecture: bool = False) -> alt.TopLevelMixin:
+    """The token embedding matrix: one row per character, one column per dimension."""
+    weights = embedding_matrix(model)  # (V, d_embed)
+    return heatmap(weights, tokenizer.vocab, [str(i) for i in range(weights.shape[1])],
+                   x_title="embedding dimension", y_title="character", lecture=lecture,
+                   diverging=True, show_values=False, cell_w=max(6, min(20, int(900 / weights.shape[1]))),
+                   cell_h=20 if lecture else 16)
+
+
+def pca_chart(df: pd.DataFrame, ratios: np.ndarray, *, lecture: bool = False) -> alt.LayerChart:
+    """Labelled scatter of the 2-D PCA, coloured vowel / consonant / boundary."""
+    return scatter(df, x="PC1", y="PC2", label="char", group="group", lecture=lecture,
+                   x_title=f"PC1 ({ratios[0]:.0%} of the variance)",
+                   y_title=f"PC2 ({ratios[1]:.0%} of the variance)")

@@ -1,0 +1,248 @@
+"""The engine's GPU code paths: loss reads every N steps, mask caching, autocast, CUDA graph replay.
+
+The first part runs on the CPU (the same code paths, with the CPU's settings forced where needed); the
+second part needs a CUDA GPU and skips cleanly without one.
+"""
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+from core.data import IGNORE_INDEX, build_names_data, load_names
+from core.engine import (
+    PackedRows,
+    PRESETS,
+    Trainer,
+    TrainConfig,
+    TrainingError,
+    autocast_dtype,
+    best_config,
+    loss_read_every,
+    preset_config,
+)
+from core.models import GPTConfig
+
+TINY = GPTConfig(context_size=12, n_layer=1, n_head=2, d_embed=16, d_ff=32, dropout=0.0)
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    return build_names_data(names=load_names()[:2000])
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_config(**changes) -> TrainConfig:
+    values = dict(model=TINY, batch_size=16, max_steps=40, val_interval=10, seed=7, device="cpu", pack_length=32)
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+# ---------------------------------------------------------------------------------------------
+# On the CPU
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [({"autocast": "fp8"}, "autocast"), ({"loss_read_every": 0}, "loss_read_every"), ({"cuda_graph": "yes"}, "cuda_graph")],
+)
+def test_new_fields_are_validated(changes, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_config(**changes)
+
+
+@pytest.mark.parametrize("pack_length", [32, None])
+def test_reading_losses_every_n_steps_changes_nothing_but_the_syncs(small_data, pack_length):
+    runs = {}
+    for every in (1, 7):
+        trainer = Trainer(tiny_config(loss_read_every=every, pack_length=pack_length), small_data)
+        assert trainer.loss_read_every == every
+        sliced = [trainer.train(n_steps=5).steps for _ in range(3)]  # slices end between reads: flushed
+        assert sliced == [5, 5, 5] and len(trainer.history["train_loss"]) == 15
+        trainer.train()
+        runs[every] = trainer.history
+    assert runs[7]["train_loss"] == runs[1]["train_loss"]
+    assert runs[7]["tokens"] == runs[1]["tokens"] and runs[7]["val_loss"] == runs[1]["val_loss"]
+    assert runs[7]["steps"] == list(range(1, 41))
+    elapsed = runs[7]["elapsed"]
+    assert all(b >= a for a, b in zip(elapsed, elapsed[1:])) and elapsed[-1] > 0
+
+
+def test_a_deferred_read_stops_at_the_first_non_finite_loss(small_data):
+    trainer = Trainer(tiny_config(loss_read_every=4), small_data)
+    calls = {"n": 0}
+
+    def poison(module, args):
+        calls["n"] += 1
+        if calls["n"] == 6:  # the forward pass of step 6 (no validation before step 10)
+            with torch.no_grad():
+                module.lm_head.weight.fill_(float("nan"))
+
+    trainer.model.register_forward_pre_hook(poison)
+    with pytest.raises(TrainingError, match="step 6.*smaller learning rate"):
+        trainer.train()
+    # steps 1-5 were read and kept; the run stopped at the last good step
+    assert trainer.step == 5 and trainer.history["steps"] == [1, 2, 3, 4, 5]
+    assert all(math.isfinite(v) for v in trainer.history["train_loss"])
+    assert trainer.done and "step 6" in trainer.error
+
+
+def test_defaults_read_every_step_on_the_cpu_and_in_batches_on_a_gpu():
+    config = tiny_config()
+    assert loss_read_every(config, torch.device("cpu")) == 1
+    assert loss_read_every(config, torch.device("cuda")) == 32
+    assert loss_read_every(replace(config, loss_read_every=5), torch.device("cuda")) == 5
+
+
+def test_autocast_is_never_used_on_the_cpu(small_data):
+    for mode in ("auto", "bf16", "off"):
+        assert autocast_dtype(mode, torch.device("cpu")) is None
+    assert autocast_dtype("off", torch.device("cuda")) is None
+    assert autocast_dtype("auto", torch.device("cuda"), graphed=False) is None  # eager GPU steps: float32
+    plain = Trainer(tiny_config(max_steps=6), small_data)
+    asked = Trainer(tiny_config(max_steps=6, autocast="bf16"), small_data)
+    assert asked.autocast_dtype is None
+    plain.train()
+    asked.train()
+    assert asked.history["train_loss"] == plain.history["train_loss"]
+
+
+def test_no_cuda_graph_on_the_cpu(small_data):
+    trainer = Trainer(tiny_config(cuda_graph=True, max_steps=8), small_data)
+    assert not trainer.use_cuda_graph
+    trainer.train()
+    assert trainer._graph is None and trainer.graph_error is None
+
+
+def test_packed_rows_build_the_causal_mask_once_and_count_tokens_on_the_cpu(small_data):
+    packed = PackedRows(small_data.train_x, small_data.train_y, 32, torch.Generator().manual_seed(0))
+    causal = packed.causal
+    assert torch.equal(causal, torch.ones(32, 32, dtype=torch.bool).tril())
+    for _ in range(3):
+        inputs, targets, positions, attn_mask, n_tokens = packed.sample_counted(20)
+        assert n_tokens == int((targets != IGNORE_INDEX).sum())
+        assert attn_mask.shape == (20, 1, 32, 32)
+        # a position sees only itself and earlier positions of its own window
+        assert not (attn_mask.squeeze(1) & ~causal).any()
+    assert packed.causal is causal and packed.masks is None  # the CPU builds each batch's mask
+    assert int(packed.row_tokens.sum()) == int((small_data.train_y != IGNORE_INDEX).sum())
+
+
+def test_gpu_presets_and_preset_config():
+    assert preset_config("best", "cpu") == best_config()
+    assert preset_config("gpu", "cpu") == PRESETS["gpu"]()
+    with pytest.raises(ValueError, match="unknown preset"):
+        preset_config("fastest", "cpu")
+    gpu = PRESETS["gpu"]()
+    assert gpu.device == "cuda" and gpu.pack_length is not None
+    # within the Train page's limits, so the page can show it
+    assert gpu.batch_size <= 1024 and gpu.model.d_embed <= 512 and gpu.model.n_layer <= 8
+
+
+def test_saved_optimizer_state_has_plain_float_learning_rates(small_data):
+    trainer = Trainer(tiny_config(max_steps=4), small_data)
+    trainer.train()
+    for group in trainer.optimizer.param_groups:  # as a CUDA graph leaves them
+        group["lr"] = torch.tensor(float(group["lr"]))
+    state = trainer.state_dict()
+    assert all(isinstance(g["lr"], float) and not g["capturable"] for g in state["optimizer"]["param_groups"])
+
+
+# ---------------------------------------------------------------------------------------------
+# On a CUDA GPU
+# ---------------------------------------------------------------------------------------------
+
+
+def cuda_config(**changes) -> TrainConfig:
+    values = dict(model=TINY, batch_size=24, max_steps=60, val_interval=20, seed=7, device="cuda", pack_length=32)
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+@needs_cuda
+def test_cuda_eager_run_matches_the_cpu(small_data):
+    cpu = Trainer(replace(cuda_config(max_steps=20), device="cpu"), small_data)
+    gpu = Trainer(cuda_config(max_steps=20, cuda_graph=False), small_data)
+    cpu.train()
+    gpu.train()
+    assert gpu.history["tokens"] == cpu.history["tokens"]
+    torch.testing.assert_close(
+        torch.tensor(gpu.history["train_loss"]), torch.tensor(cpu.history["train_loss"]), rtol=1e-3, atol=1e-3
+    )
+
+
+@needs_cuda
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_cuda_graph_replay_trains_like_eager_steps(small_data, dropout):
+    model = replace(TINY, dropout=dropout)
+    eager = Trainer(cuda_config(model=model, cuda_graph=False), small_data)
+    graphed = Trainer(cuda_config(model=model, autocast="off"), small_data)  # float32 both, to compare
+    eager.train()
+    graphed.train()
+    assert graphed.use_cuda_graph and graphed._graph is not None, graphed.graph_error
+    assert graphed.history["steps"] == list(range(1, 61))
+    torch.testing.assert_close(
+        torch.tensor(graphed.history["train_loss"]), torch.tensor(eager.history["train_loss"]), rtol=1e-4, atol=1e-4
+    )
+    assert graphed.history["val_loss"] == pytest.approx(eager.history["val_loss"], abs=1e-4)
+
+
+@needs_cuda
+def test_cuda_graph_run_resumes_from_its_state_dict(small_data):
+    trainer = Trainer(cuda_config(), small_data)
+    assert trainer.autocast_dtype == (torch.bfloat16 if torch.cuda.is_bf16_supported() else None)
+    trainer.train(n_steps=25)
+    resumed = Trainer.from_state_dict(trainer.state_dict(), small_data)
+    trainer.train(n_steps=20)
+    resumed.train(n_steps=20)
+    assert resumed._graph is not None
+    torch.testing.assert_close(
+        torch.tensor(resumed.history["train_loss"]), torch.tensor(trainer.history["train_loss"]), rtol=1e-4, atol=1e-4
+    )
+
+
+@needs_cuda
+def test_cuda_packed_rows_precompute_the_same_masks(small_data):
+    on_cpu = PackedRows(small_data.train_x, small_data.train_y, 32, torch.Generator().manual_seed(3))
+    on_gpu = PackedRows(small_data.train_x, small_data.train_y, 32, torch.Generator().manual_seed(3), "cuda")
+    for _ in range(3):
+        cpu_batch = on_cpu.sample_counted(50)
+        gpu_batch = on_gpu.sample_counted(50)
+        assert on_gpu.masks is not None and on_gpu.masks.is_cuda
+        assert cpu_batch[4] == gpu_batch[4]
+        for a, b in zip(cpu_batch[:4], gpu_batch[:4]):
+            assert torch.equal(a, b.cpu())
+
+
+@needs_cuda
+def test_bf16_autocast_runs_on_a_gpu_that_supports_it(small_data):
+    if not torch.cuda.is_bf16_supported():
+        pytest.skip("this GPU has no bfloat16")
+    trainer = Trainer(cuda_config(autocast="bf16", max_steps=30), small_data)
+    assert trainer.autocast_dtype == torch.bfloat16
+    trainer.train()
+    assert all(math.isfinite(v) for v in trainer.history["train_loss"])
+    assert trainer.history["train_loss"][-1] < trainer.history["train_loss"][0]
+
+
+@needs_cuda
+def test_a_nan_stops_a_graphed_run(small_data):
+    trainer = Trainer(cuda_config(max_steps=200, val_interval=1000, loss_read_every=8), small_data)
+    trainer.train(n_steps=10)
+    assert trainer._graph is not None
+    with torch.no_grad():
+        trainer.model.lm_head.weight.fill_(float("nan"))  # in place: the graph reads the same memory
+    with pytest.raises(TrainingError, match="smaller learning rate"):
+        trainer.train()
+    assert trainer.step == 10 and trainer.done
