@@ -29,8 +29,7 @@ import threading
 import time
 
 REAP_S = 30.0  # how often expired sessions are looked for
-M_ARENA_MAX = -8  # glibc's mallopt parameter numbers
-M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8  # glibc's mallopt parameter number for the arena limit
 
 _lock = threading.Lock()
 _started = False
@@ -98,11 +97,6 @@ def start() -> None:
     libc = _libc()
     if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
         libc.mallopt(M_ARENA_MAX, int(os.environ.get("ATTENTION_LAB_ARENA_MAX", "2")))
-    mmap_threshold = int(os.environ.get("ATTENTION_LAB_MMAP_THRESHOLD", "0") or 0)
-    if libc is not None and mmap_threshold > 0 and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        # blocks at least this large are mmapped and unmapped on free (a fixed threshold also
-        # stops glibc from raising it to 32 MB, which moves big arrays into the fragmented heap)
-        libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
     if _session_storage() is None:
         _log.info("no Streamlit session storage found: expired sessions are left to Streamlit")
         return
