@@ -206,14 +206,19 @@ class Client:
         self.backend: dict[str, asyncio.Future] = {}
         self.file_urls: dict[str, asyncio.Future] = {}
         self.recv_bytes = 0
+        self.cookie = ""  # the cookies a browser would hold for this site (Streamlit's XSRF one)
 
     # ------------------------------------------------------------------ connection
     async def connect(self, url_path: str = "", reuse_session: bool = False) -> float:
         """Open the websocket and run the page at `url_path`; returns seconds to the first finish."""
         uri = self.base.replace("http://", "ws://") + "/_stcore/stream"
-        protocols = ["streamlit", "xsrf-unused"] + ([self.session_id] if reuse_session and self.session_id else [])
-        self.ws = await websockets.connect(uri, subprotocols=protocols, max_size=None,
-                                           open_timeout=20, ping_interval=None, compression=None)
+        if not self.cookie:  # the frontend asks /_stcore/health first, which sets the XSRF cookie
+            self.cookie = await asyncio.to_thread(_site_cookies, self.base)
+        xsrf = _cookie_value(self.cookie, "_streamlit_xsrf") or "xsrf-unused"
+        protocols = ["streamlit", xsrf] + ([self.session_id] if reuse_session and self.session_id else [])
+        self.ws = await websockets.connect(uri, subprotocols=protocols, max_size=None, proxy=None,
+                                           open_timeout=20, ping_interval=None, compression=None,
+                                           additional_headers={"Cookie": self.cookie} if self.cookie else None)
         self.closed.clear()
         self.alive = True
         self.reader = asyncio.create_task(self._read())
@@ -450,6 +455,15 @@ class Client:
             raise
         return done - t0
 
+    async def pause(self, seconds: float) -> None:
+        """Think for `seconds`; a dropped connection ends the pause at once (the frontend
+        notices a closed websocket immediately and reconnects in the background)."""
+        try:
+            await asyncio.wait_for(self.closed.wait(), seconds)
+        except asyncio.TimeoutError:
+            return
+        raise Disconnected(self.name)
+
     # ------------------------------------------------------------------ what the student sees
     def page_title(self) -> str:
         for title, (h, _) in self.pages.items():
@@ -504,7 +518,7 @@ class Client:
             raise RuntimeError(f"download refused: {resp.error_msg}")
         url = resp.deferred_file.url
         url = url if url.startswith("http") else self.base + "/" + url.lstrip("/")
-        return await asyncio.to_thread(_http_get, url)
+        return await asyncio.to_thread(_http_get, url, self.cookie)
 
     async def upload(self, node: Node, name: str, data: bytes, timeout: float = 60.0) -> float:
         """The file uploader's protocol: ask for upload URLs, PUT the file, set the widget's state."""
@@ -522,7 +536,7 @@ class Client:
         urls = resp.file_urls[0]
         upload_url = urls.upload_url if urls.upload_url.startswith("http") else \
             self.base + "/" + urls.upload_url.lstrip("/")
-        await asyncio.to_thread(_http_put_file, upload_url, name, data)
+        await asyncio.to_thread(_http_put_file, upload_url, name, data, self.cookie)
         state = WidgetState(id=node.widget.id)
         info = state.file_uploader_state_value.uploaded_file_info.add()
         info.name, info.size, info.file_id = name, len(data), urls.file_id
@@ -530,17 +544,40 @@ class Client:
         return await self.set_value(node, state)
 
 
-def _http_get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=60) as r:
+def _http_get(url: str, cookie: str = "") -> bytes:
+    req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    with urllib.request.urlopen(req, timeout=60) as r:
         return r.read()
 
 
-def _http_put_file(url: str, name: str, data: bytes) -> None:
+def _site_cookies(base: str) -> str:
+    """The cookies a browser keeps from /_stcore/health (Streamlit's XSRF cookie; behind a load
+    balancer, its sticky-session cookie too), as one Cookie header."""
+    with urllib.request.urlopen(f"{base}/_stcore/health", timeout=30) as r:
+        pairs = [h.split(";", 1)[0].strip() for h in r.headers.get_all("Set-Cookie") or []]
+    return "; ".join(p for p in pairs if "=" in p)
+
+
+def _cookie_value(cookie: str, name: str) -> str:
+    for pair in cookie.split(";"):
+        key, _, value = pair.strip().partition("=")
+        if key == name:
+            return value
+    return ""
+
+
+def _http_put_file(url: str, name: str, data: bytes, cookie: str) -> None:
+    """PUT a file the way the frontend's uploader does (XSRF cookie echoed in a header)."""
+    xsrf = _cookie_value(cookie, "_streamlit_xsrf")
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
             f"Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    req = urllib.request.Request(url, data=body, method="PUT",
-                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    if cookie:
+        headers["Cookie"] = cookie
+    if xsrf:
+        headers["X-Xsrftoken"] = xsrf
+    req = urllib.request.Request(url, data=body, method="PUT", headers=headers)
     with urllib.request.urlopen(req, timeout=60) as r:
         r.read()
 
@@ -686,9 +723,20 @@ async def with_reconnect(client: Client, stats: Stats, plan: Plan, body) -> None
             while time.monotonic() < plan.deadline:
                 await asyncio.sleep(delay)
                 try:
-                    page = client.url_path
+                    page, query, old_id = client.url_path, client.query_string, client.session_id
                     await client.connect(page, reuse_session=True)
                     stats.reconnects.append(time.monotonic() - (plan.soak_kill_at or t_drop))
+                    # what came back: the same session (a blip), or a new one whose page settings
+                    # come from the link (the query string), everything else lost
+                    kept = stats.soak.setdefault("_reconnected", {
+                        "same_session": 0, "new_session": 0, "page_had_settings_in_link": 0,
+                        "page_settings_from_link": 0})
+                    if client.session_id == old_id:
+                        kept["same_session"] += 1
+                    else:
+                        kept["new_session"] += 1
+                        kept["page_had_settings_in_link"] += int(bool(query))
+                        kept["page_settings_from_link"] += int(bool(query) and client.query_string == query)
                     break
                 except (OSError, websockets.InvalidHandshake, websockets.ConnectionClosed,
                         asyncio.TimeoutError, Disconnected):
@@ -707,7 +755,7 @@ async def student(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
         async def walk(c: Client) -> None:
             while time.monotonic() < plan.deadline:
                 titles = [t for t in c.pages if not TRAIN_PAGE.search(t)] or list(c.pages)
-                await asyncio.sleep(rng.uniform(*plan.think))
+                await c.pause(rng.uniform(*plan.think))
                 if time.monotonic() >= plan.deadline:
                     return
                 title = rng.choice(titles)
@@ -717,7 +765,7 @@ async def student(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 except asyncio.TimeoutError:
                     stats.errors.append(f"{c.name}: page {title} did not finish in time")
                 for _ in range(rng.randint(2, 5)):
-                    await asyncio.sleep(rng.uniform(*plan.think))
+                    await c.pause(rng.uniform(*plan.think))
                     if time.monotonic() >= plan.deadline:
                         return
                     await act(c, stats, rng, plan)
@@ -767,9 +815,15 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
             if train_progress(c) is None or not c.auto:
                 if soak.get("checkpoint") and not soak.get("restored"):
                     await restore(c)
-                await start_run(c)
+                resume = [b for b in c.widgets("button", re.compile(r"^Resume$")) if not b.widget.disabled]
+                if resume:  # the uploaded run goes on from its step
+                    stats.interactions.append(("resume", await c.click(resume[0])))
+                    if soak.get("restored") and "step_after_resume" not in soak:
+                        soak["step_after_resume"] = (train_progress(c) or (None, None))[0]
+                else:
+                    await start_run(c)
             while time.monotonic() < plan.deadline:
-                await asyncio.sleep(1.0)
+                await c.pause(1.0)
                 progress = train_progress(c)
                 if progress is None:
                     continue
@@ -779,10 +833,10 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 last_step = step
                 record.append((time.monotonic(), done_before + step))
                 if plan.soak_kill_at and not soak.get("checkpoint") and \
-                        time.monotonic() > plan.soak_kill_at - 25 and step > 0:
+                        plan.soak_kill_at - 25 < time.monotonic() < plan.soak_kill_at - 2 and step > 0:
                     await save_checkpoint(c, step)
                 if step >= total and not c.auto:  # finished: another run with a new seed
-                    await asyncio.sleep(rng.uniform(*plan.think))
+                    await c.pause(rng.uniform(*plan.think))
                     seed = c.widgets("number_input", "Seed")
                     if seed:
                         change = change_for(seed[0], c.values.get(seed[0].widget.id), rng)
@@ -792,15 +846,23 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
 
         async def save_checkpoint(c: Client, step: int) -> None:
             button = c.widgets("download_button", "checkpoint")
+            if button and button[0].widget.disabled:
+                # the button is drawn by the whole page, not by the ticking fragment: it still
+                # shows the state of the page's last full run (step 0). A student reruns the page
+                # (R, or any widget) and it is enabled.
+                stats.interactions.append(("rerun", await c.rerun()))
+                button = c.widgets("download_button", "checkpoint")
             if not button or button[0].widget.disabled:
+                soak["no_download_because"] = "no enabled download button"
                 return
             try:
                 data = await c.download(button[0])
             except Exception as exc:  # noqa: BLE001
                 stats.errors.append(f"{c.name}: checkpoint download failed: {exc}")
                 return
-            soak["checkpoint"], soak["step_at_download"] = data, step
+            soak["checkpoint"], soak["step_shown_before_download"] = data, step
             soak["bytes"] = len(data)
+            soak.pop("no_download_because", None)
 
         async def restore(c: Client) -> None:
             """After the restart: the run is gone; upload the checkpoint and check the step."""
@@ -815,7 +877,7 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 stats.errors.append(f"{c.name}: checkpoint upload failed: {type(exc).__name__}: {exc}")
                 return
             soak["restored"] = True
-            soak["step_after_upload"] = (train_progress(c) or (None, None))[0]
+            soak["upload_s"] = round(time.monotonic() - plan.soak_kill_at, 1)
             soak["upload_message"] = next((t for t in c.texts("alert") if "Loaded" in t), "")[:200]
 
         await with_reconnect(client, stats, plan, watch)
@@ -996,7 +1058,7 @@ async def classroom(args: argparse.Namespace, server: Server, stats: Stats, resu
     base = server.base
     warm, _ = await warm_up(base, stats)
     await asyncio.sleep(3.0)
-    result["rss_one_student_mb"] = round(server.rss() / 2**20, 1)
+    result.setdefault("rss_one_student_mb", round(server.rss() / 2**20, 1))
     n, k = args.students, args.trainers
     start = time.monotonic()
     plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration)
@@ -1036,6 +1098,11 @@ async def soak_restart(server: Server, plan: Plan, result: dict) -> None:
     t0 = time.monotonic()
     result["soak_restart_s"] = round(await asyncio.to_thread(server.start), 2)
     result["soak_restart_at_s"] = round(t0 - (plan.deadline - 2 * (plan.deadline - plan.soak_kill_at)), 1)
+    before = [v for t, v in server.samples if t < plan.soak_kill_at]
+    result["soak_peak_rss_before_kill_mb"] = round(max(before, default=0) / 2**20, 1)
+    await asyncio.sleep(60)  # every client has reconnected by then
+    after = [v for t, v in server.samples if t > t0]
+    result["soak_peak_rss_first_minute_after_restart_mb"] = round(max(after, default=0) / 2**20, 1)
 
 
 def run_once(args: argparse.Namespace) -> dict:
@@ -1060,11 +1127,13 @@ def run_once(args: argparse.Namespace) -> dict:
     try:
         result["cold_start_s"] = round(server.start(), 2)
         result["rss_idle_cold_mb"] = round(server.rss() / 2**20, 1)
-        asyncio.run(classroom(args, server, stats, result))
-        result["rss_end_of_class_mb"] = round(server.rss() / 2**20, 1)
-        if args.leave_wait > 0:  # every student has left; their sessions expire after the TTL
-            time.sleep(args.leave_wait)
-            result["rss_after_leave_mb"] = round(server.rss() / 2**20, 1)
+        for lesson in range(args.classes):  # a second class on the same server: a leak grows
+            asyncio.run(classroom(args, server, stats, result))
+            result["rss_end_of_class_mb"] = round(server.rss() / 2**20, 1)
+            if args.leave_wait > 0:  # every student has left; their sessions expire after the TTL
+                time.sleep(args.leave_wait)
+                result["rss_after_leave_mb"] = round(server.rss() / 2**20, 1)
+                result.setdefault("rss_after_each_class_mb", []).append(result["rss_after_leave_mb"])
         result["server_alive"] = server.proc.poll() is None
     finally:
         server.stop()
@@ -1148,6 +1217,9 @@ def soak_report(stats: Stats) -> list[dict]:
 
     out = []
     for name, soak in sorted(stats.soak.items()):
+        if name.startswith("_"):
+            out.append({name.strip("_"): soak})
+            continue
         entry = {k: v for k, v in soak.items() if k != "checkpoint"}
         data = soak.get("checkpoint")
         if data:
@@ -1207,6 +1279,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="server.disconnectedSessionTTL (Streamlit's default 120 s)")
     parser.add_argument("--leave-wait", type=float, default=None,
                         help="seconds to wait after everyone left before reading RSS (default TTL + 40)")
+    parser.add_argument("--classes", type=int, default=1,
+                        help="classes one after the other on the same server (RSS after each)")
     parser.add_argument("--not-hosted", action="store_true", help="without the hosted caps")
     parser.add_argument("--curve", action="store_true", help="N = 10, 30, 60, 90 and a table")
     parser.add_argument("--curve-n", type=int, nargs="+", default=[10, 30, 60, 90])

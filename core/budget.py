@@ -12,6 +12,15 @@ Settings (environment variables, read once at import):
 - ATTENTION_LAB_HOSTED            "1" applies the hosted caps below (default off)
 - ATTENTION_LAB_MAX_STEPS         cap on steps of one run (default 20000, hosted 3000)
 - ATTENTION_LAB_MAX_PARAMS        cap on model parameters (default 5_000_000, hosted 400_000)
+- ATTENTION_LAB_TRAIN_SHARE       most of the wall time training slices may take together, per slot
+                                  (default 1.0 = no limit; hosted 0.3)
+
+Why a share: benchmarks/student_sim.py with the server on ONE core (Community Cloud's size) showed
+that K trainers keep the single slot busy back to back (each tick trains a 0.9 s slice), so every
+page rerun of the other students shared the core (and the GIL) with training all the time. After
+a slice of d seconds the slot now stays closed for d * (1 / share - 1) seconds: with share 0.3,
+training takes at most 30% of the core and page reruns get the rest; the trainers still all
+advance, in turn, more slowly.
 
 Training is not given a lower thread priority (a Linux nice value per thread), though it was tried:
 the training thread holds Python's GIL for much of a small model's step, so a deprioritised holder
@@ -48,6 +57,7 @@ class Limits:
     max_steps: int        # longest run, in optimisation steps
     max_params: int       # largest model, in parameters
     tick_s: float = 0.5   # the Train page redraws (and trains a slice) this often while a run trains
+    train_share: float = 1.0  # most of the wall time training may take per slot (1.0 = no limit)
 
 
 def load_limits() -> Limits:
@@ -61,7 +71,16 @@ def load_limits() -> Limits:
         max_params=_env_int("ATTENTION_LAB_MAX_PARAMS", 400_000 if hosted else 5_000_000),
         # hosted: a redraw a second, not two: each redraw costs the student's browser a chart render
         tick_s=1.0 if hosted else 0.5,
+        train_share=_env_share("ATTENTION_LAB_TRAIN_SHARE", 0.3 if hosted else 1.0),
     )
+
+
+def _env_share(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return min(1.0, max(0.05, value)) if value == value else default  # NaN -> default
 
 
 
@@ -96,8 +115,10 @@ class TrainingSlots:
     one short training slice, so nobody waits for a whole run.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, share: float = 1.0) -> None:
         self.capacity = capacity
+        self.share = share  # most of the wall time slices may take, per slot
+        self._next_free = 0.0  # monotonic time before which no new slice starts (the share's rest)
         self._lock = threading.Condition()
         self._running: set[str] = set()
         self._queue: list[str] = []
@@ -128,24 +149,36 @@ class TrainingSlots:
                 self._drop_stale()
                 if owner not in self._queue:
                     self._queue.append(owner)
-                free = len(self._running) < self.capacity
+                now = time.monotonic()
+                free = len(self._running) < self.capacity and now >= self._next_free
                 ahead = self._queue.index(owner)
                 if free and ahead < self.capacity - len(self._running):
                     self._queue.remove(owner)
                     self._running.add(owner)
                     got = True
                     break
-                remaining = deadline - time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:
                     break
-                self._lock.wait(remaining)
+                # wake at the end of the rest period too (nobody notifies then)
+                rest = self._next_free - now
+                self._lock.wait(min(remaining, rest) if rest > 0 else remaining)
+        started = time.monotonic()
         try:
             yield got
         finally:
             if got:
                 with self._lock:
                     self._running.discard(owner)
+                    self._rest_after(time.monotonic() - started)
                     self._lock.notify_all()
+
+    def _rest_after(self, busy_s: float) -> None:
+        """Keep training within its share: a slice of busy_s seconds is followed by a rest."""
+        if self.share >= 1.0:
+            return
+        rest = busy_s * (1.0 / self.share - 1.0) / self.capacity
+        self._next_free = max(self._next_free, time.monotonic() + rest)
 
     def leave(self, owner: str) -> None:
         """Remove `owner` from the queue (paused or stopped runs do not hold a place)."""
@@ -160,4 +193,4 @@ class TrainingSlots:
             return len(self._running)
 
 
-SLOTS = TrainingSlots(LIMITS.max_concurrent)
+SLOTS = TrainingSlots(LIMITS.max_concurrent, LIMITS.train_share)

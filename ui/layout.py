@@ -69,8 +69,10 @@ def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> Any:
         fields = [f for f in core_settings.dataclasses.fields(cls)]
         lock = st.multiselect("Lock these controls for students",
                               [f.name for f in fields], key=f"{prefix}.lesson_lock")
+        # the file is made when clicked: an eager `data=` would store a new copy in the server's
+        # media store on every rerun of every page, for every student
         st.download_button("Save lesson (JSON)",
-                           data=core_settings.to_lesson(obj, name=name, page=page, locked=lock),
+                           data=lambda: core_settings.to_lesson(obj, name=name, page=page, locked=lock),
                            file_name=f"{name.strip().replace(' ', '_') or 'lesson'}.json",
                            mime="application/json", key=f"{prefix}.lesson_save",
                            on_click="ignore")

@@ -53,3 +53,40 @@ def test_slot_busy_reports_position():
     slots.leave("b")
     assert slots.position("c") == 0
 
+
+
+def test_train_share_rests_the_slot_after_each_slice():
+    slots = budget.TrainingSlots(1, share=0.5)  # a slice of d seconds is followed by d of rest
+    with slots.slot("a") as got:
+        assert got
+        time.sleep(0.2)
+    with slots.slot("b", timeout=0.05) as got:
+        assert not got  # still resting: the core is left to page reruns
+    t0 = time.monotonic()
+    with slots.slot("b", timeout=1.0) as got:
+        waited = time.monotonic() - t0
+        assert got and 0.05 < waited < 0.5  # granted when the rest is over, not at the timeout
+
+
+def test_full_share_never_rests():
+    slots = budget.TrainingSlots(1, share=1.0)
+    with slots.slot("a") as got:
+        assert got
+        time.sleep(0.05)
+    with slots.slot("b", timeout=0.0) as got:
+        assert got
+
+
+def test_train_share_is_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    assert budget.load_limits().train_share == 0.3
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_SHARE", "0.5")
+    assert budget.load_limits().train_share == 0.5
+    for bad in ("nan", "x"):
+        monkeypatch.setenv("ATTENTION_LAB_TRAIN_SHARE", bad)
+        assert budget.load_limits().train_share == 0.3
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_SHARE", "7")
+    assert budget.load_limits().train_share == 1.0
+    monkeypatch.delenv("ATTENTION_LAB_HOSTED")
+    monkeypatch.delenv("ATTENTION_LAB_TRAIN_SHARE")
+    assert budget.load_limits().train_share == 1.0
