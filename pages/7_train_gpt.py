@@ -4,6 +4,7 @@ sampled names at each validation point, runs overlaid, "break it", checkpoints."
 import streamlit as st
 
 from core import budget, runs, train_settings
+from core.device import available_devices
 from core.engine import Trainer
 from ui import training
 from ui.code import show_code
@@ -19,6 +20,9 @@ PRESET_BUTTONS = [
     ("best", "Best (a few minutes)", "Wider, deeper, longer context: about 1.9 nats/char in a few "
                                      "minutes on 2 CPU cores."),
 ]
+if available_devices()["cuda"][0]:  # offered only where it can run: on a CPU it would crawl
+    PRESET_BUTTONS.append(("gpu", "GPU (~10 s)", "A larger model with big packed batches, bf16 and "
+                                                 "CUDA graphs: about 1.89 nats/char in ~8 s on an H100."))
 
 st.title("Train the names GPT")
 st.markdown(

@@ -341,3 +341,18 @@ def test_a_value_outside_the_declared_bounds_is_refused_in_links():
     defaults = train_settings.TrainSettings()
     assert (at.session_state["train"].n_layer, at.session_state["train"].lr,
             at.session_state["train"].optimizer) == (defaults.n_layer, defaults.lr, defaults.optimizer)
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_the_gpu_preset_is_offered_only_with_a_gpu_and_a_link_to_it_is_named(monkeypatch, cuda):
+    import core.device as device_module
+
+    monkeypatch.setattr(device_module, "_cuda_status", lambda: (cuda, "CUDA GPU: X" if cuda else "no CUDA GPU"))
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    assert any(b.key == "train.preset.gpu" for b in at.button) == cuda
+    gpu = train_settings.preset_settings("gpu")
+    query = {f: str(core_settings.to_params(gpu)[f]) for f in core_settings.to_params(gpu)}
+    at = open_page(PAGE, query=query)
+    assert_no_exception(at)
+    assert "Preset: **GPU**" in texts(at.markdown)
