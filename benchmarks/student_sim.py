@@ -85,6 +85,7 @@ WIDGET_KINDS = {"button", "download_button", "number_input", "checkbox", "slider
 AVOID = re.compile(r"^(Start|Break it|Reset|Stop|Pause|Resume|Clear|Train|Lecture mode|Download|PNG|"
                    r"SVG|Upload|Load|Apply|Save)", re.I)
 TRAIN_PAGE = re.compile(r"train.*gpt|train_gpt", re.I)
+BUG_BOX = re.compile(r"Something went wrong")  # ui.layout.friendly_errors' words for a bug
 STEP_TEXT = re.compile(r"step ([\d,]+) of ([\d,]+)")
 
 
@@ -331,8 +332,14 @@ class Client:
                 if key not in self.seen_exceptions:
                     self.seen_exceptions.add(key)
                     self.stats.errors.append(f"{self.name}: exception on {key}")
-            elif kind == "alert" and sub.format == 1:  # ERROR box: a clear message, counted apart
-                self.stats.app_errors.append(f"{self.page_title()}: {node.text[:160]}")
+            elif kind == "alert" and sub.format == 1:  # ERROR box
+                message = f"{self.page_title()}: {node.text[:160]}"
+                if BUG_BOX.search(node.text):  # the app's last line of defence caught a bug
+                    if message not in self.seen_exceptions:
+                        self.seen_exceptions.add(message)
+                        self.stats.errors.append(f"{self.name}: bug box on {message}")
+                else:  # a clear message about the student's input: counted apart, not an error
+                    self.stats.app_errors.append(message)
             self.nodes[path] = node
         elif which == "add_block":
             self.nodes[path] = Node("block", run_id, msg.metadata.active_script_hash, delta.fragment_id)
@@ -681,6 +688,7 @@ class Plan:
     think: tuple            # pause between actions (uniform in [min, max] s)
     deadline: float         # monotonic time every student leaves by
     soak_kill_at: float | None = None
+    skip_pages: str = ""    # regex of page titles the students never open (to find a page's cost)
 
 
 async def act(client: Client, stats: Stats, rng: random.Random, plan: Plan) -> None:
@@ -754,7 +762,8 @@ async def student(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
 
         async def walk(c: Client) -> None:
             while time.monotonic() < plan.deadline:
-                titles = [t for t in c.pages if not TRAIN_PAGE.search(t)] or list(c.pages)
+                titles = [t for t in c.pages if not TRAIN_PAGE.search(t)
+                          and not (plan.skip_pages and re.search(plan.skip_pages, t, re.I))] or list(c.pages)
                 await c.pause(rng.uniform(*plan.think))
                 if time.monotonic() >= plan.deadline:
                     return
@@ -876,6 +885,9 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
             except Exception as exc:  # noqa: BLE001
                 stats.errors.append(f"{c.name}: checkpoint upload failed: {type(exc).__name__}: {exc}")
                 return
+            # the page drew its run controls before the upload panel added the run: one more
+            # rerun and Resume knows about it
+            stats.interactions.append(("rerun", await c.rerun()))
             soak["restored"] = True
             soak["upload_s"] = round(time.monotonic() - plan.soak_kill_at, 1)
             soak["upload_message"] = next((t for t in c.texts("alert") if "Loaded" in t), "")[:200]
@@ -1061,7 +1073,8 @@ async def classroom(args: argparse.Namespace, server: Server, stats: Stats, resu
     result.setdefault("rss_one_student_mb", round(server.rss() / 2**20, 1))
     n, k = args.students, args.trainers
     start = time.monotonic()
-    plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration)
+    plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration,
+                skip_pages=args.skip_pages)
     if args.soak:
         plan.soak_kill_at = start + args.duration / 2
     rng = random.Random(0)
@@ -1281,6 +1294,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait after everyone left before reading RSS (default TTL + 40)")
     parser.add_argument("--classes", type=int, default=1,
                         help="classes one after the other on the same server (RSS after each)")
+    parser.add_argument("--skip-pages", default="", help="regex of page titles students never open")
     parser.add_argument("--not-hosted", action="store_true", help="without the hosted caps")
     parser.add_argument("--curve", action="store_true", help="N = 10, 30, 60, 90 and a table")
     parser.add_argument("--curve-n", type=int, nargs="+", default=[10, 30, 60, 90])
