@@ -1,7 +1,28 @@
-"""Shared test setup: the repo root on sys.path, a fixed thread count, no network for core tests."""
+"""Shared test setup: thread settings before torch is imported, and the `one_thread` fixture.
+
+Readers of AppTest output live in `tests/helpers.py`; page-family helpers in `tests/app/*_helpers.py`.
+"""
 
 import os
 
 os.environ.setdefault("ATTENTION_LAB_TORCH_THREADS", "2")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (see streamlit_app.py)
 os.environ.setdefault("GOMP_SPINCOUNT", "30000")
+
+import pytest
+
+
+@pytest.fixture
+def one_thread(monkeypatch):
+    """One torch thread, also for whatever the app configures on each run: tiny models gain nothing
+    from a second thread, and on a shared 2-core machine two OpenMP threads wait on each other
+    (~10x slower). Modules use it with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    import torch
+
+    from core import budget
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setattr(budget, "configure_torch_threads", lambda *a, **k: torch.set_num_threads(1))
+    yield
+    torch.set_num_threads(before)

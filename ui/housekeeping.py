@@ -51,7 +51,9 @@ def _session_storage():
 
     if not Runtime.exists():
         return None
-    manager = Runtime.instance()._session_mgr
+    manager = getattr(Runtime.instance(), "_session_mgr", None)  # absent under AppTest's mock runtime
+    if manager is None:
+        return None
     storage = getattr(manager, "_session_storage", None)
     cache = getattr(storage, "_cache", None)
     lock = getattr(manager, "_storage_lock", None)

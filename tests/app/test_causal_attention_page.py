@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core import settings as core_settings
 from tests.app.conftest import assert_no_exception
-from tests.app.test_simple_attention_page import (
+from tests.app.walkthrough_helpers import (
     PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, set_step,
     settings_of, warnings)
 

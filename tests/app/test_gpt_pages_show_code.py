@@ -10,22 +10,15 @@ import threading
 from contextlib import contextmanager
 
 import pytest
-import torch
 
-from core import budget, runs, train_settings
+from core import runs, train_settings
 from tests.app.conftest import assert_no_exception, open_page
 
 TINY = dict(context_size=8, n_layer=1, n_head=2, d_embed=16, d_ff=32, batch_size=16, max_steps=10,
             val_interval=5, warmup_steps=0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """One torch thread keeps AppTest training fast on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    monkeypatch.setattr(budget, "configure_torch_threads", lambda *a, **k: torch.set_num_threads(1))
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture

@@ -3,14 +3,16 @@ next-character distributions, embeddings and PCA, bad input, the URL."""
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 
 from core import settings as core_settings
 from core.lessons import inside_model
 from tests.app.conftest import assert_no_exception, open_page
-from tests.app.test_train_page import (  # noqa: F401 - one_thread is an autouse fixture
-    book_of, chart_rows, chart_titles, one_thread, texts, tiny_trained_book)
+from tests.app.gpt_helpers import book_of, chart_rows, chart_titles, texts, tiny_trained_book
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 PAGE = "pages/9_inside_model.py"
 
 

@@ -13,6 +13,7 @@ from core.pitfalls import no_scaling, prep_global
 from core.data import load_names
 from core.settings import to_params
 from tests.app.conftest import assert_no_exception, open_page
+from tests.helpers import codes, metrics
 
 PAGE = "pages/10_pitfalls.py"
 
@@ -21,14 +22,6 @@ def open_pitfall(key: str, **query: str):
     at = open_page(PAGE, query={"pitfall": key, **query})
     assert_no_exception(at)
     return at
-
-
-def metrics(at) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def codes(at) -> str:
-    return "\n".join(c.value for c in at.code)
 
 
 def chart_tables(at) -> list[pd.DataFrame]:

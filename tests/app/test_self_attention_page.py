@@ -9,7 +9,7 @@ import pytest
 from core import settings as core_settings
 from core.lessons import walkthrough as wt
 from tests.app.conftest import assert_no_exception
-from tests.app.test_simple_attention_page import (
+from tests.app.walkthrough_helpers import (
     PREFIX, apply_csv, badges, chart, charts, errors, key, markdown, numbers, open_expander,
     open_walk, set_step, settings_of, warnings)
 

@@ -74,9 +74,8 @@ def _cases() -> list:
                                   id=f"10-{key}"))
     cases.append(pytest.param("pages/10_pitfalls.py", {"pitfall": "sgd", "optim_steps": "10"},
                               "pitfalls.race_start", id="10-sgd-training"))
-    # the names GPT: page 7 shows the training loop's code before anything trained
-    cases.append(pytest.param("pages/7_train_gpt.py", {}, None, id="7", marks=pytest.mark.xfail(
-        strict=False, reason="owned by training, pending")))
+    # the names GPT before anything trained (tests/app/test_gpt_pages_show_code.py: after training)
+    cases.append(pytest.param("pages/7_train_gpt.py", {}, None, id="7"))
     for page in ("pages/8_sample_names.py", "pages/9_inside_model.py"):
         cases.append(pytest.param(page, {}, None, id=page.split("/")[1].split("_")[0]))
     return cases

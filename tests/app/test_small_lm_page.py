@@ -13,6 +13,7 @@ from core import settings as core_settings
 from core.lessons import small_lm
 from core.lessons import text as texts
 from tests.app.conftest import assert_no_exception, open_page
+from tests.helpers import errors, metrics
 
 PAGE = "pages/6_small_lm.py"
 PREFIX = "small_lm"
@@ -21,14 +22,6 @@ LATIN1 = "na\u00efve caf\u00e9 cr\u00e8me br\u00fbl\u00e9e ".encode("latin-1") *
 
 def key(field: str, gen: int = 0) -> str:
     return f"{PREFIX}.{gen}.{field}"
-
-
-def metrics(at) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def errors(at) -> str:
-    return " ".join(e.value for e in at.error)
 
 
 def step_of(at) -> int:

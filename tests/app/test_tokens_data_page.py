@@ -6,6 +6,7 @@ import pytest
 
 from core import settings as core_settings
 from tests.app.conftest import assert_no_exception, open_page
+from tests.helpers import errors, metrics
 
 PAGE = "pages/5_tokens_data.py"
 PREFIX = "tokens"
@@ -15,14 +16,6 @@ LATIN1 = "Un caf\u00e9 tr\u00e8s chaud, s'il vous pla\u00eet.".encode("latin-1")
 
 def key(field: str, gen: int = 0) -> str:
     return f"{PREFIX}.{gen}.{field}"
-
-
-def metrics(at) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
-
-
-def errors(at) -> str:
-    return " ".join(e.value for e in at.error)
 
 
 def html(at) -> str:

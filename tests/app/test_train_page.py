@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 
-import pandas as pd
-import pyarrow as pa
 import pytest
 import torch
 
@@ -14,96 +12,32 @@ from core import budget, runs, settings as core_settings, train_settings
 from core.lessons import sample_names
 from core.device import resolve_device
 from tests.app.conftest import ROOT, assert_no_exception, open_page
+from tests.app.gpt_helpers import (
+    book_of, current, loss_rows, texts, tiny_page, tiny_trained_book)
 
 PAGE = "pages/7_train_gpt.py"
-# A tiny model keeps AppTest training fast; each whole-page run trains one short slice.
-TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
-        "batch_size": "16", "max_steps": "2000", "val_interval": "5", "warmup_steps": "0"}
 
 
 # ------------------------------------------------------------------------------ helpers
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """The app sets torch's threads on every run; one thread keeps these tests fast on a shared
-    2-core machine, where two threads wait on each other."""
-    before = torch.get_num_threads()
-    monkeypatch.setattr(budget, "configure_torch_threads", lambda *a, **k: torch.set_num_threads(1))
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def chart_rows(at) -> pd.DataFrame:
-    """Rows behind every Vega-Lite chart on the page (Arrow data and named datasets)."""
-    frames = []
-    for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
-        proto = el.proto
-        blobs = [proto.data.data] if proto.HasField("data") and proto.data.data else []
-        blobs += [ds.data.data for ds in proto.datasets]
-        for blob in blobs:
-            frames.append(pa.ipc.open_stream(blob).read_pandas())
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def chart_titles(at) -> list[str]:
-    """Every title in the specs of the page's charts (layers and facets included)."""
-    import json
-
-    found: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            title = node.get("title")
-            if isinstance(title, str):
-                found.append(title)
-            elif isinstance(title, dict) and isinstance(title.get("text"), str):
-                found.append(title["text"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
-        walk(json.loads(el.proto.spec))
-    return found
 
 
-def loss_rows(at) -> pd.DataFrame:
-    rows = chart_rows(at)
-    return rows[rows.columns.intersection(["run", "step", "loss", "kind"])].dropna() \
-        if "kind" in rows else pd.DataFrame(columns=["run", "step", "loss", "kind"])
 
 
-def book_of(at) -> runs.RunBook:
-    return at.session_state["gpt.runbook"]
 
 
-def current(at) -> runs.Run:
-    return book_of(at).current
 
 
-def tiny_page(**extra):
-    at = open_page(PAGE, query={**TINY, **extra})
-    assert_no_exception(at)
-    return at
 
 
-def texts(elements) -> str:
-    return " ".join(str(e.value) for e in elements)
 
 
-def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> runs.RunBook:
-    """A RunBook holding one finished tiny run, trained in the test process."""
-    book = runs.RunBook(owner=owner)
-    settings = train_settings.TrainSettings(**{**{k: int(v) for k, v in TINY.items()}, "max_steps": steps,
-                                     "val_interval": 10, **changes})
-    run = book.create(settings)
-    runs.start(run)
-    while run.active:
-        run.advance(5.0)
-    return book
 
 
 # ------------------------------------------------------------------------------ settings
@@ -407,3 +341,18 @@ def test_a_value_outside_the_declared_bounds_is_refused_in_links():
     defaults = train_settings.TrainSettings()
     assert (at.session_state["train"].n_layer, at.session_state["train"].lr,
             at.session_state["train"].optimizer) == (defaults.n_layer, defaults.lr, defaults.optimizer)
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_the_gpu_preset_is_offered_only_with_a_gpu_and_a_link_to_it_is_named(monkeypatch, cuda):
+    import core.device as device_module
+
+    monkeypatch.setattr(device_module, "_cuda_status", lambda: (cuda, "CUDA GPU: X" if cuda else "no CUDA GPU"))
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    assert any(b.key == "train.preset.gpu" for b in at.button) == cuda
+    gpu = train_settings.preset_settings("gpu")
+    query = {f: str(core_settings.to_params(gpu)[f]) for f in core_settings.to_params(gpu)}
+    at = open_page(PAGE, query=query)
+    assert_no_exception(at)
+    assert "Preset: **GPU**" in texts(at.markdown)

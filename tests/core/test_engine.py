@@ -34,14 +34,7 @@ def full_data():
     return build_names_data()
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matmuls gain nothing from a second thread, and lose a lot when the CPU is shared
-    (two OpenMP threads spin-waiting on a busy 2-core machine run ~10x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_config(**changes) -> TrainConfig:

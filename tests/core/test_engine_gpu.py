@@ -34,12 +34,7 @@ def small_data():
     return build_names_data(names=load_names()[:2000])
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_config(**changes) -> TrainConfig:

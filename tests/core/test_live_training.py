@@ -1,7 +1,6 @@
 """core/live_training.py: the live-training protocol, its step mixin and the trainer race."""
 
 import pytest
-import torch
 
 from core import budget
 from core.data import build_names_data, load_names
@@ -12,13 +11,7 @@ from core.models import GPTConfig
 TINY = GPTConfig(context_size=8, n_layer=1, n_head=2, d_embed=16, d_ff=32, dropout=0.1)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on a shared 2-core machine two threads wait on each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

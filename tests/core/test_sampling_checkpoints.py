@@ -17,12 +17,7 @@ from core.tokenizers import CharTokenizer
 NAMES = ["anna", "bella", "carla", "dora", "emma", "fiona", "gina", "hanna", "ida", "julia", "kira", "lena"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -28,13 +28,6 @@ BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554,
             262, 4252, 18250, 8812, 2114, 286, 617, 34680, 27271, 13]
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models train fastest on one thread (and do not fight other processes for cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------- text validation

@@ -362,3 +362,18 @@ def test_heatmap_slants_column_names_wider_than_a_cell():
     book = ["Your", "journey", "starts", "with", "one", "step"]
     assert angle(book, lecture=True) != 0  # "journey" at 16 px is wider than a 54 px cell
     assert angle(list("abcdef"), lecture=True) == 0
+
+
+def imports_module(path: Path, name: str) -> bool:
+    """Whether the module imports `name` anywhere (top level or inside a function)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == name for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == name and node.level == 0:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "core").rglob("*.py")))
+def test_core_never_imports_streamlit(path):
+    assert not imports_module(ROOT / path, "streamlit"), f"{path} imports streamlit: core must stay UI-free"

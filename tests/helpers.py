@@ -1,0 +1,72 @@
+"""Readers of what an AppTest run shows, shared by every page test: texts of elements, metrics,
+errors and warnings, code blocks, and the rows and titles behind the page's charts."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+
+
+def texts(elements) -> str:
+    """The values of a list of elements (markdown, info, warning ...) joined by spaces."""
+    return " ".join(str(e.value) for e in elements)
+
+
+def markdown(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def errors(at) -> str:
+    return "\n".join(e.value for e in at.error)
+
+
+def warnings(at) -> str:
+    return "\n".join(w.value for w in at.warning)
+
+
+def codes(at) -> str:
+    return "\n".join(c.value for c in at.code)
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _chart_elements(at) -> list:
+    return at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart")
+
+
+def chart_rows(at) -> pd.DataFrame:
+    """Rows behind every Vega-Lite chart on the page (Arrow data and named datasets)."""
+    frames = []
+    for el in _chart_elements(at):
+        proto = el.proto
+        blobs = [proto.data.data] if proto.HasField("data") and proto.data.data else []
+        blobs += [ds.data.data for ds in proto.datasets]
+        for blob in blobs:
+            frames.append(pa.ipc.open_stream(blob).read_pandas())
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def chart_titles(at) -> list[str]:
+    """Every title in the specs of the page's charts (layers and facets included)."""
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            title = node.get("title")
+            if isinstance(title, str):
+                found.append(title)
+            elif isinstance(title, dict) and isinstance(title.get("text"), str):
+                found.append(title["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for el in _chart_elements(at):
+        walk(json.loads(el.proto.spec))
+    return found
