@@ -1127,13 +1127,21 @@ def run_once(args: argparse.Namespace) -> dict:
            "ATTENTION_LAB_SERVER_LOG": str(tmp / "server.log")}
     if not args.not_hosted:
         env["ATTENTION_LAB_HOSTED"] = "1"
+    if args.memory_probe:  # ui/memory_probe.py: one JSON line every 30 s in the server's temp folder
+        env["ATTENTION_LAB_MEMORY_PROBE"] = str(tmp / "memory.jsonl")
+        if args.memory_probe == "tracemalloc":
+            env["PYTHONTRACEMALLOC"] = "1"
+    for pair in args.server_env:
+        name, _, value = pair.partition("=")
+        env[name] = value
     server = Server(free_port(), cores, env, args.session_ttl)
     result: dict[str, Any] = {"students": args.students, "trainers_asked": args.trainers,
                               "duration_s": args.duration, "server_cores": args.server_cores,
                               "client_cores": ",".join(map(str, sorted(client_cores))),
                               "hosted": not args.not_hosted, "think_s": list(args.think_s),
                               "arrival_s": args.arrival_s, "soak": args.soak,
-                              "loadavg_before": loadavg()}
+                              "loadavg_before": loadavg(), "server_env": args.server_env,
+                              "tmp": str(tmp)}
     stats = Stats()
     busy_before = other_processes_cpu({os.getpid()})
     result["other_busy_before"] = busy_before
@@ -1300,6 +1308,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--curve-n", type=int, nargs="+", default=[10, 30, 60, 90])
     parser.add_argument("--soak", action="store_true", help="kill -9 the server halfway, restart it")
     parser.add_argument("--inventory", action="store_true", help="print every page's widgets and exit")
+    parser.add_argument("--memory-probe", nargs="?", const="on", default="", choices=["", "on", "tracemalloc"],
+                        help="the server writes ui/memory_probe.py's report every 30 s (to tmp/memory.jsonl)")
+    parser.add_argument("--server-env", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="extra environment variables of the server (e.g. MALLOC_ARENA_MAX=2)")
     args = parser.parse_args(argv)
     if args.leave_wait is None:
         args.leave_wait = args.session_ttl + 40

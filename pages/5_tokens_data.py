@@ -51,9 +51,11 @@ def _loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_
     return tokens_data.build_loader_view(text, settings)
 
 
-@st.cache_resource(max_entries=2, show_spinner="Building the 50,257-row token embedding table…")
-def _token_table(output_dim: int, seed: int):
-    return tokens_data.seeded_embedding(GPT2_N_VOCAB, output_dim, seed)
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _token_rows(output_dim: int, seed: int, ids: tuple[int, ...]):
+    # only the rows this batch reads: the whole 50,257-row table is 51 MB at width 256, and a
+    # class trying widths and seeds kept one table each in the server's memory
+    return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, ids)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -140,9 +142,17 @@ with c2:
     state.bound(st.number_input, "stride", settings, "stride", prefix=PREFIX, step=1,
                 help="How far the next window starts (the lesson uses 5). "
                      "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
+batch_max, batch_was = None, None
 with c3:
+    if "batch_size" not in state.locked_fields(PREFIX):
+        batch_max = tokens_data.batch_size_limit(_summary(text, settings.allow_special).n_bpe,
+                                                 settings.max_length, settings.stride)
+    if batch_max is not None and settings.batch_size > batch_max:  # fewer windows than a batch
+        batch_was = settings.batch_size
+        state.set_field(PREFIX, "batch_size", batch_max)
     state.bound(st.number_input, "batch_size", settings, "batch_size", prefix=PREFIX, step=1,
-                help="Windows per batch (the lesson uses 8).")
+                **({"max_value": batch_max} if batch_max is not None else {}),
+                help="Windows per batch (the lesson uses 8); at most the number of windows.")
 with c4:
     state.bound(st.number_input, "Shuffle seed", settings, "seed", prefix=PREFIX, step=1,
                 min_value=0, max_value=2**31 - 1,
@@ -152,6 +162,10 @@ with c5:
     state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
                 help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
 
+if batch_was is not None:
+    st.warning(f"batch_size {batch_was} is larger than the number of windows ({batch_max}): with "
+               f"drop_last=True the loader would give no batch at all, so batch_size is now {batch_max}.",
+               icon=":material/vertical_align_bottom:")
 view, loader_ok = None, False
 with friendly_errors("the windows"):
     view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: _loader_view(text, settings),
@@ -243,14 +257,18 @@ if view is not None:
         right.dataframe(y.numpy(), width="stretch")
 
         output_dim = settings.output_dim
-        steps = tokens_data.embed_batch(x, _token_table(output_dim, vs.seed), _pos_table(output_dim, vs.seed))
+        batch_ids = tuple(sorted(set(x.flatten().tolist())))
+        steps = tokens_data.embed_batch(x, _token_rows(output_dim, vs.seed, batch_ids),
+                                        _pos_table(output_dim, vs.seed))
         st.subheader("Shapes, step by step")
         st.table(steps.shape_rows().set_index("step"))
         st.markdown(
             f"The batch `{tuple(x.shape)}` of ids becomes `{tuple(steps.input_embeddings.shape)}`: "
             f"every id picks one row of the `{steps.token_table_shape}` token table, every position "
             f"one row of the `{steps.pos_table_shape}` position table (GPT-2's context is "
-            f"{tokens_data.GPT2_CONTEXT} tokens; only rows 0–{x.shape[1] - 1} are used), and the two add up.")
+            f"{tokens_data.GPT2_CONTEXT} tokens; only rows 0–{x.shape[1] - 1} are used), and the two add up. "
+            f"The app draws the token table's rows in order from the seed but keeps only the "
+            f"{len(batch_ids)} rows this batch reads: the same numbers as the whole table.")
 
         dims = min(settings.show_dims, output_dim)
         rows = min(x.shape[1], 8)
@@ -286,7 +304,7 @@ if view is not None:
                 f"**{sum_slice[0, 0]:+.2f}**. The same position row is added to every window "
                 f"of the batch, so “{texts.visible(tokens_data.gpt2_piece(first[0]))}” gets a different vector "
                 "at position 0 than at position 3.")
-        show_code([tokens_data.embed_batch, tokens_data.seeded_embedding])
+        show_code([tokens_data.embed_batch, tokens_data.seeded_embedding_rows, tokens_data.seeded_embedding])
 
 # ---------------------------------------------------------------------------------------------
 st.header("5 · How the names GPT's data is made")

@@ -79,11 +79,14 @@ def release_memory(libc: ctypes.CDLL | None) -> None:
 
 
 def _loop(libc: ctypes.CDLL | None) -> None:
+    from ui import memory_probe
+
     while True:
         time.sleep(REAP_S)
         try:
             if reap_expired_sessions():
                 release_memory(libc)
+            memory_probe.write(libc)  # a diagnostic, only where ATTENTION_LAB_MEMORY_PROBE is set
         except Exception:  # noqa: BLE001 - housekeeping must never take the server down
             _log.warning("session housekeeping failed; it stops here", exc_info=True)
             return

@@ -154,6 +154,14 @@ def loader_problems(n_tokens: int, max_length: int, stride: int, batch_size: int
     return problems
 
 
+def batch_size_limit(n_tokens: int, max_length: int, stride: int) -> int | None:
+    """The largest batch_size these windows can fill (the number of windows, at most 64), or None
+    when the window settings themselves are wrong (loader_problems says why)."""
+    if loader_problems(n_tokens, max_length, stride, 1):
+        return None
+    return min(64, count_windows(n_tokens, max_length, stride))
+
+
 def window_count_formula(n_tokens: int, max_length: int, stride: int) -> str:
     """The count of windows written out: ⌊(n − max_length − 1) / stride⌋ + 1 = N."""
     n = count_windows(n_tokens, max_length, stride)
@@ -303,6 +311,57 @@ def seeded_embedding(num_embeddings: int, embedding_dim: int, seed: int) -> nn.E
     return layer
 
 
+EMBEDDING_CHUNK_ROWS = 1024  # rows of a table drawn at a time by seeded_embedding_rows
+
+
+class EmbeddingRows(nn.Module):
+    """Some rows of `seeded_embedding(num_embeddings, embedding_dim, seed)`, looked up like it.
+
+    GPT-2's token table is 50,257 x d floats (51 MB at d = 256) and a batch reads a few dozen of
+    its rows: a server with a class keeps only these rows, the same numbers as the whole table.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, ids: torch.Tensor, rows: torch.Tensor):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim  # the whole table's shape
+        self.register_buffer("ids", ids)  # (n,) sorted distinct ids
+        self.register_buffer("weight_rows", rows)  # (n, d) their rows of the table
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        at = torch.searchsorted(self.ids, x)  # (B, T) where each id's row is kept
+        if not torch.equal(self.ids[at.clamp(max=len(self.ids) - 1)], x):
+            raise KeyError("an id whose row was not drawn")
+        return self.weight_rows[at]  # (B, T, d)
+
+
+def seeded_embedding_rows(num_embeddings: int, embedding_dim: int, seed: int,
+                          ids: list[int] | tuple[int, ...]) -> EmbeddingRows:
+    """The rows `ids` of `seeded_embedding(num_embeddings, embedding_dim, seed).weight`, without
+    ever holding the whole table: it is drawn EMBEDDING_CHUNK_ROWS rows at a time, up to the
+    largest id, and only the wanted rows are kept.
+
+    Why the numbers are the same: PyTorch's CPU `normal_` draws one uniform number per element in
+    order and turns each block of 16 into normals (Box-Muller), redrawing the last 16 when the size
+    is not a multiple of 16. Chunks of 1024 rows are multiples of 16 elements, so they consume the
+    generator exactly as the whole table does (tests/core/test_text_lessons.py checks it).
+    """
+    wanted = torch.tensor(sorted(set(int(i) for i in ids)), dtype=torch.long)  # (n,)
+    if len(wanted) == 0 or wanted[0] < 0 or wanted[-1] >= num_embeddings:
+        raise ValueError(f"ids must lie in 0..{num_embeddings - 1}")
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.empty(len(wanted), embedding_dim)  # (n, d)
+    start = 0
+    while start <= wanted[-1]:
+        stop = min(start + EMBEDDING_CHUNK_ROWS, num_embeddings)
+        if (num_embeddings - stop) * embedding_dim < 16:  # a tiny last chunk: draw it with this one
+            stop = num_embeddings
+        chunk = torch.empty(stop - start, embedding_dim).normal_(generator=generator)  # (rows, d)
+        inside = (wanted >= start) & (wanted < stop)
+        rows[inside] = chunk[wanted[inside] - start]
+        start = stop
+    return EmbeddingRows(num_embeddings, embedding_dim, wanted, rows)
+
+
 @dataclass
 class EmbeddingSteps:
     """The book's embedding steps for one batch, each tensor with its shape."""
@@ -335,9 +394,10 @@ class EmbeddingSteps:
 
 
 @torch.no_grad()
-def embed_batch(x: torch.Tensor, token_embedding_layer: nn.Embedding,
+def embed_batch(x: torch.Tensor, token_embedding_layer: nn.Embedding | EmbeddingRows,
                 pos_embedding_layer: nn.Embedding) -> EmbeddingSteps:
-    """Token embeddings + position embeddings of a batch of ids, as in the book's chapter 2."""
+    """Token embeddings + position embeddings of a batch of ids, as in the book's chapter 2.
+    The token layer may hold only the rows of this batch's ids (`seeded_embedding_rows`)."""
     max_length = x.shape[1]
     token_embeddings = token_embedding_layer(x)  # (B, T, d)
     pos_embeddings = pos_embedding_layer(torch.arange(max_length))  # (T, d)
@@ -345,7 +405,7 @@ def embed_batch(x: torch.Tensor, token_embedding_layer: nn.Embedding,
     return EmbeddingSteps(
         x=x, token_embeddings=token_embeddings, pos_embeddings=pos_embeddings,
         input_embeddings=input_embeddings,
-        token_table_shape=tuple(token_embedding_layer.weight.shape),
+        token_table_shape=(token_embedding_layer.num_embeddings, token_embedding_layer.embedding_dim),
         pos_table_shape=tuple(pos_embedding_layer.weight.shape))
 
 

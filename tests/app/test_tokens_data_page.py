@@ -6,7 +6,7 @@ import pytest
 
 from core import settings as core_settings
 from tests.app.conftest import assert_no_exception, open_page
-from tests.helpers import errors, metrics
+from tests.helpers import errors, metrics, warnings
 
 PAGE = "pages/5_tokens_data.py"
 PREFIX = "tokens"
@@ -105,7 +105,6 @@ def test_batch_index_is_clamped_when_batches_shrink():
     ("stride", -3, "stride must be at least 1 token"),
     ("max_length", 0, "max_length must be at least 1"),
     ("max_length", 300, "at most 256 tokens"),
-    ("batch_size", 64, "batch_size 64 is larger than the number of windows (40)"),
 ])
 def test_bad_loader_settings_keep_the_last_windows(field, value, message):
     at = fresh()
@@ -116,12 +115,31 @@ def test_bad_loader_settings_keep_the_last_windows(field, value, message):
     assert any("Showing the last valid windows" in i.value for i in at.info)
 
 
+def test_batch_size_above_the_windows_is_lowered_with_a_notice():
+    # a link asks for 64 windows per batch; the paragraph makes only 40 windows
+    at = open_page(PAGE, query={"batch_size": "64"})
+    assert_no_exception(at)
+    assert not at.error
+    assert ("batch_size 64 is larger than the number of windows (40): with drop_last=True the loader "
+            "would give no batch at all, so batch_size is now 40.") in warnings(at)
+    widget = at.number_input(key=key("batch_size"))
+    assert widget.value == 40 and widget.max == 40  # the widget itself stops at the windows
+    assert metrics(at)["Windows"] == "40" and metrics(at)["Batches"] == "1"
+    assert at.dataframe[1].value.shape == (40, 4)  # x of the batch: (batch_size, max_length)
+    at.number_input(key=key("max_length")).set_value(8).run()  # fewer windows: lowered again
+    assert "batch_size 40 is larger than the number of windows (39)" in warnings(at)
+    assert metrics(at)["Windows"] == "39" and metrics(at)["Batches"] == "1"
+    at.number_input(key=key("seed")).set_value(5).run()  # the notice says what changed, once
+    assert "larger than the number of windows" not in warnings(at)
+    assert at.number_input(key=key("batch_size")).value == 39
+
+
 def test_max_length_longer_than_the_text():
     at = fresh()
     at.radio(key=key("text_choice")).set_value("book").run()
-    # 4 windows cannot fill a batch of 8: a message, and a button that fixes it
-    assert "batch_size 8 is larger than the number of windows (4)" in errors(at)
-    at.button(key="tokens.fit_batch").click().run()
+    # 4 windows cannot fill a batch of 8: lowered to 4, and the page says so
+    assert "batch_size 8 is larger than the number of windows (4)" in warnings(at)
+    assert at.number_input(key=key("batch_size")).value == 4
     assert not at.error
     assert metrics(at)["Windows"] == str((20 - 4 - 1) // 5 + 1) == "4"
     assert metrics(at)["Batches"] == "1"
@@ -207,7 +225,9 @@ def test_own_text_never_goes_into_the_link():
     at = _own(fresh())
     at.text_area(key="tokens.own_text").set_value("A secret draft that must stay private. " * 3).run()
     params = core_settings.to_params(at.session_state[PREFIX])
-    assert params == {"text_choice": "own"}
+    # the draft makes 5 windows: batch_size was lowered to them, with a notice
+    assert "batch_size 8 is larger than the number of windows (5)" in warnings(at)
+    assert params == {"text_choice": "own", "batch_size": "5"}
     assert all("secret" not in v for v in params.values())
 
 

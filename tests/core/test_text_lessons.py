@@ -247,6 +247,31 @@ def test_seeded_embedding_is_reproducible_standard_normal():
     assert abs(a.mean().item()) < 0.02 and abs(a.std().item() - 1) < 0.02
 
 
+@pytest.mark.parametrize("num, dim", [(50257, 256), (50257, 3), (50257, 1), (2049, 5), (1030, 7)])
+def test_embedding_rows_are_the_whole_tables_rows(num, dim):
+    """Only the rows of a batch are kept, and they are exactly the rows of the whole table."""
+    full = tokens_data.seeded_embedding(num, dim, 123).weight.detach()  # (num, dim)
+    ids = [0, 5, 1023, 1024, num - 1, 5, num // 2]
+    layer = tokens_data.seeded_embedding_rows(num, dim, 123, ids)
+    assert (layer.num_embeddings, layer.embedding_dim) == (num, dim)
+    assert layer.weight_rows.shape == (len(set(ids)), dim)  # nothing else is held
+    x = torch.tensor([[num - 1, 0, 5], [1024, num // 2, 1023]])  # (B, T)
+    assert torch.equal(layer(x), full[x])
+    with pytest.raises(KeyError):
+        layer(torch.tensor([[1]]))
+
+
+def test_embed_batch_with_only_the_batchs_rows_matches_the_whole_table():
+    view = tokens_data.build_loader_view(texts.builtin_text("paragraph"), tokens_data.TokensDataSettings())
+    x, _ = view.batch(2)
+    pos_layer = tokens_data.seeded_embedding(tokens_data.GPT2_CONTEXT, 32, 124)
+    whole = tokens_data.embed_batch(x, tokens_data.seeded_embedding(50257, 32, 123), pos_layer)
+    rows = tokens_data.embed_batch(x, tokens_data.seeded_embedding_rows(50257, 32, 123, x.flatten().tolist()),
+                                   pos_layer)
+    assert torch.equal(whole.input_embeddings, rows.input_embeddings)
+    assert rows.token_table_shape == (50257, 32)
+
+
 # ---------------------------------------------------------------- names windows
 def test_name_windows_are_padded():
     (table,) = tokens_data.name_window_frames("emma", 12)

@@ -1,0 +1,127 @@
+"""Where a server's memory is: a diagnostic that benchmarks/student_sim.py switches on.
+
+With ATTENTION_LAB_MEMORY_PROBE set to a file path, ui/housekeeping.py appends one JSON line to it
+every REAP_S seconds: the resident size, glibc's own account (bytes malloc hands out, free bytes it
+keeps in its arenas, mmapped blocks), how many sessions Streamlit holds, the objects the garbage
+collector tracks, the entries of the app's caches, and, when the server runs with
+PYTHONTRACEMALLOC, the Python allocations by file. It separates "Python objects still alive"
+(tracemalloc, gc) from "memory freed but kept by the allocator" (glibc's free bytes), which need
+different fixes. Off by default: gc.get_objects() over a full server takes a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import gc
+import json
+import os
+import sys
+import time
+import tracemalloc
+
+PROBE_ENV = "ATTENTION_LAB_MEMORY_PROBE"
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+        "keepcost")]
+
+
+def probe_path() -> str | None:
+    return os.environ.get(PROBE_ENV) or None
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def _malloc(libc: ctypes.CDLL | None) -> dict:
+    if libc is None or not hasattr(libc, "mallinfo2"):
+        return {}
+    libc.mallinfo2.restype = _Mallinfo2
+    info = libc.mallinfo2()
+    mb = lambda v: round(v / 2**20, 1)  # noqa: E731
+    return {"malloc_in_use_mb": mb(info.uordblks), "malloc_free_kept_mb": mb(info.fordblks),
+            "malloc_arena_mb": mb(info.arena), "malloc_mmap_mb": mb(info.hblkhd)}
+
+
+def _sessions() -> dict:
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return {}
+    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    if manager is None:
+        return {}
+    try:
+        return {"sessions_active": len(manager.list_active_sessions()),
+                "sessions_held": len(manager.list_sessions())}
+    except Exception:  # noqa: BLE001 - a diagnostic: Streamlit's internals may change
+        return {}
+
+
+def _objects() -> dict:
+    counts: collections.Counter = collections.Counter()
+    for obj in gc.get_objects():
+        counts[type(obj).__name__] += 1
+    wanted = ("AppSession", "SessionState", "Tensor", "Parameter", "DataFrame", "ndarray", "Module",
+              "Trainer", "LiveRun", "ForwardMsg")
+    return {"gc_objects": sum(counts.values()),
+            "gc_types": {name: counts[name] for name in wanted if counts[name]},
+            "gc_top": counts.most_common(8)}
+
+
+def _caches() -> dict:
+    """Entries held by each st.cache_data / st.cache_resource function of the app."""
+    out = {}
+    try:
+        from streamlit.runtime.caching import cache_data_api, cache_resource_api
+
+        for api, kind in ((cache_data_api._data_caches, "data"),
+                          (cache_resource_api._resource_caches, "resource")):
+            with api._caches_lock:
+                caches = [c for by in api._function_caches.values() for c in by.values()]
+            for cache in caches:
+                name = getattr(cache, "display_name", None) or getattr(cache, "key", "?")
+                store = getattr(cache, "_mem_cache", None)
+                if store is None:
+                    store = getattr(getattr(cache, "storage", None), "_mem_cache", None)
+                if store is None:
+                    continue
+                values = list(store.values())
+                size = sum(len(v) for v in values if isinstance(v, bytes | bytearray))
+                out[f"{kind}:{name}"] = [len(values), round(size / 2**20, 2)]
+    except Exception as exc:  # noqa: BLE001 - a diagnostic
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _traced() -> dict:
+    if not tracemalloc.is_tracing():
+        return {}
+    snapshot = tracemalloc.take_snapshot()
+    stats = snapshot.statistics("filename")
+    current, peak = tracemalloc.get_traced_memory()
+    top = [(str(s.traceback[0].filename).split("site-packages/")[-1].split("attention-lab/")[-1],
+            round(s.size / 2**20, 2)) for s in stats[:15]]
+    return {"traced_mb": round(current / 2**20, 1), "traced_peak_mb": round(peak / 2**20, 1),
+            "traced_top_mb": top}
+
+
+def report(libc: ctypes.CDLL | None, label: str = "") -> dict:
+    t0 = time.perf_counter()
+    out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc),
+           **_sessions(), **_objects(), "caches": _caches(), **_traced(),
+           "threads": len(sys._current_frames())}
+    out["probe_s"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+def write(libc: ctypes.CDLL | None, label: str = "") -> None:
+    path = probe_path()
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(report(libc, label), default=str) + "\n")
