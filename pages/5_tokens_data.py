@@ -181,7 +181,7 @@ if view is not None:
     vs = view.settings
     if not loader_ok:
         st.info(f"Showing the last valid windows: max_length {vs.max_length}, stride {vs.stride}, "
-                f"batch_size {vs.batch_size}, {view.n_tokens} tokens.", icon="↩️")
+                f"batch_size {vs.batch_size}, {view.n_tokens} tokens.", icon=":material/undo:")
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Tokens in the loader", f"{view.n_tokens:,}")
     m2.metric("Windows", f"{view.n_windows:,}")

@@ -52,7 +52,7 @@ try:
     small_lm.check_corpus(text, settings.block_size)
 except ValueError as exc:
     corpus_ok = False
-    st.error(f"{exc} The race below keeps its last valid corpus.", icon="🚫")
+    st.error(f"{exc} The race below keeps its last valid corpus.", icon=":material/block:")
 stats = small_lm.corpus_stats(text, settings.block_size)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Characters in the text", f"{stats['characters']:,}")
@@ -144,7 +144,7 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
     st.progress(min(race_.step / settings.max_steps, 1.0),
                 text=f"Step {race_.step:,} of {settings.max_steps:,}" + (" · training…" if training else ""))
     if race_.error:
-        st.error(f"Training stopped: {race_.error}", icon="🚫")
+        st.error(f"Training stopped: {race_.error}", icon=":material/block:")
     latest, floor = race_.latest(), race_.bigram_floor()
     show_chart(lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
                name="bigram vs self-attention loss",
@@ -191,7 +191,7 @@ else:
             with friendly_errors("the models"):
                 race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
         else:
-            st.error("Reset needs a valid corpus; the current models are kept.", icon="🚫")
+            st.error("Reset needs a valid corpus; the current models are kept.", icon=":material/block:")
     # Steps and steps per update may change at any time: they only decide where the run stops
     race.max_steps, race.steps_per_advance = settings.max_steps, settings.steps_per_tick
     stale = (race.text, race.config) != (text, wanted)
@@ -235,7 +235,7 @@ else:
     try:
         small_lm.check_prompt(prompt, race.tokenizer)
     except ValueError as exc:
-        st.error(f"{exc} Generating from the corpus' first character instead.", icon="🚫")
+        st.error(f"{exc} Generating from the corpus' first character instead.", icon=":material/block:")
         prompt = ""
     if running:
         st.caption("Samples and tables below show the models as they were when this page last "
@@ -310,7 +310,7 @@ try:
     if "ce_logits" not in locked:
         settings.ce_logits = logits
 except ValueError as exc:
-    st.error(f"{exc} The last valid logits {settings.ce_logits} stay in use.", icon="🚫")
+    st.error(f"{exc} The last valid logits {settings.ce_logits} stay in use.", icon=":material/block:")
 logits = settings.ce_logits
 if settings.ce_target > len(logits) - 1:  # clamp before the widget: fewer classes than before
     state.set_field(PREFIX, "ce_target", len(logits) - 1)

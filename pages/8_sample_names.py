@@ -1,6 +1,8 @@
 """Sample names from the session's trained GPT: temperature, top-k, prefix, seed; each name
 labelled new / training split / validation split; what the model weighed at every step of one."""
 
+import dataclasses
+
 import streamlit as st
 
 from core import runs
@@ -13,7 +15,7 @@ from ui.layout import friendly_errors
 from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
-LAST_KEY = "sample.last_valid"  # the last names that could be sampled, kept through bad input
+LAST_KEY = "sample.last_valid"  # the last SampleResult that could be drawn, kept through bad input
 
 st.title("Sample names")
 st.markdown(
@@ -29,28 +31,30 @@ for col, field in zip(st.columns(5), ("n", "temperature", "top_k", "prefix", "se
         spec_widget(settings, field, prefix=PREFIX)
 
 
-def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> list:
-    """Samples for (run, its step, the settings), cached in the session: other reruns are free."""
-    key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
-           settings.prefix, settings.seed)
-    cache = st.session_state.setdefault("sample.cache", {})
-    if key not in cache:
-        cache.clear()  # one entry is enough: the page shows one set of names
-        cache[key] = lesson.sample_for_page(run, settings)
-    return cache[key]
+def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> lesson.SampleResult:
+    """The names for (run, its step, the settings), kept in the session: other reruns are free.
+    One result is kept; it is also what the page falls back to when new settings are refused."""
+    last = st.session_state.get(LAST_KEY)
+    wanted = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
+              settings.prefix.strip().lower(), settings.seed)
+    if last is not None and last.key == wanted:
+        return last
+    result = lesson.sample_result(run, settings)
+    st.session_state[LAST_KEY] = result
+    return result
 
 
-samples = None
+result, refused = None, True
 with friendly_errors("the sampled names"):
-    samples = _sampled(run, settings)
-    st.session_state[LAST_KEY] = samples
-if samples is None:
-    samples = st.session_state.get(LAST_KEY)
-    if samples:
-        st.caption("Showing the last names that could be sampled.")
-    else:
+    result, refused = _sampled(run, settings), False
+if result is None:
+    result = st.session_state.get(LAST_KEY)
+    if result is None:
         sync_url(settings)
         st.stop()
+    # every figure, number and name below is this earlier draw; the caption says which
+    st.caption(f"Showing the last names that could be sampled: {result.describe()}.")
+samples = list(result.samples)
 
 shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
@@ -62,16 +66,16 @@ m4.metric("In the validation split", f"{shares['val']:.0%}",
 
 table_col, chart_col = st.columns([2, 3])
 with table_col:
-    st.dataframe(lesson.samples_table(samples), hide_index=True, height=min(420, 38 + 35 * len(samples)))
+    st.dataframe(lesson.samples_table(samples), hide_index=True, width="stretch",
+                 height=min(420, 38 + 35 * len(samples)),
+                 column_config={"name": st.column_config.TextColumn("name", width="small"),
+                                "length": st.column_config.NumberColumn("length", width=60),
+                                "where": st.column_config.TextColumn("where", width="large")})
 with chart_col:
-    sample_key = (run.run_id, run.step, settings.n, settings.temperature, settings.top_k,
-                  settings.prefix, settings.seed)
     training.show_cached_chart(
-        lambda: names_charts.shares_chart(samples, lecture=lecture_mode()), sample_key,
+        lambda: names_charts.shares_chart(samples, lecture=lecture_mode()), result.key,
         name="Sampled names: new or from the data", key="sample.shares",
-        caption=(f"Where {len(samples)} sampled names stand against the data: {run.label}, step "
-                 f"{run.step:,}; temperature {settings.temperature:g}, top-k "
-                 f"{settings.top_k or 'all'}, prefix “{settings.prefix}”, seed {settings.seed}."))
+        caption=f"Where {len(samples)} sampled names stand against the data: {result.describe()}.")
 
 # ------------------------------------------------------------------ one name, step by step
 st.subheader("What the model weighed, step by step")
@@ -106,5 +110,8 @@ with friendly_errors("the next-character probabilities"):
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")
 
-show_code([lesson.sample_for_page, sample_names, label_shares, lesson.name_steps, next_char_distributions])
-sync_url(settings)
+show_code([lesson.sample_result, lesson.sample_for_page, sample_names, label_shares, lesson.name_steps,
+           next_char_distributions])
+# a refused setting stays in its box to be corrected, but the link keeps the names shown
+sync_url(dataclasses.replace(result.settings, chosen=settings.chosen, step=settings.step)
+         if refused else settings)

@@ -51,11 +51,11 @@ def friendly_errors(what: str = "this step") -> Iterator[None]:
     try:
         yield
     except ValueError as exc:
-        st.error(f"Could not compute {what}: {exc}", icon="🚫")
+        st.error(f"Could not compute {what}: {exc}", icon=":material/block:")
     except Exception:  # noqa: BLE001 - the last line of defence for the page
         log.exception("unexpected error in %s", what)
         st.error(f"Something went wrong in {what}. Your settings are kept; "
-                 "try another value or reset this page.", icon="🐞")
+                 "try another value or reset this page.", icon=":material/bug_report:")
 
 
 def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> Any:
@@ -93,7 +93,7 @@ def load_lesson_bytes(prefix: str, cls: type, page: str, data: bytes) -> bool:
     try:
         lesson, errors = core_settings.from_lesson(cls, data, page=page)
     except core_settings.SettingsError as exc:
-        st.error(f"Lesson not loaded: {exc}. Your current settings are unchanged.", icon="🚫")
+        st.error(f"Lesson not loaded: {exc}. Your current settings are unchanged.", icon=":material/block:")
         return False
     state.replace_settings(prefix, lesson.settings, lesson.locked)
     if errors:

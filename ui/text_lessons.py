@@ -24,7 +24,7 @@ def keep_last_good(key: str, compute: Callable[[], Any], what: str) -> tuple[Any
     except ValueError as exc:
         previous = st.session_state.get(key)
         tail = " The last valid result is shown below." if previous is not None else ""
-        st.error(f"Could not update {what}: {exc}{tail}", icon="🚫")
+        st.error(f"Could not update {what}: {exc}{tail}", icon=":material/block:")
         return previous, False
     st.session_state[key] = value
     return value, True
@@ -51,7 +51,7 @@ def _read_upload(prefix: str, text_key: str, min_chars: int) -> None:
             st.toast(f"Loaded {upload.name}: {len(text):,} characters.", icon="✅")
     refused = st.session_state.get(error_key)
     if refused and refused[0] == upload.file_id:
-        st.error(f"{refused[1]} The last valid text stays in use.", icon="🚫")
+        st.error(f"{refused[1]} The last valid text stays in use.", icon=":material/block:")
 
 
 def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
@@ -79,7 +79,7 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
         text = texts.validate_text(raw, what="Your text", min_chars=min_chars)
     except ValueError as exc:
         st.error(f"{exc} The last valid text ({len(st.session_state[good_key]):,} characters) "
-                 "stays in use.", icon="🚫")
+                 "stays in use.", icon=":material/block:")
         return st.session_state[good_key], "your last valid text"
     st.session_state[good_key] = text
     return text, "your text"

@@ -10,6 +10,7 @@ The charts of this page are in core.viz.names_model.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,35 @@ class SampleSettings:
     chosen: int = spec(0, min=0, max=199)  # which sampled name to take apart
     step: int = spec(0, min=0, max=60)  # which step of that name the bar chart shows
 
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One draw of names and what it was drawn with: everything the page shows about the names
+    (table, shares, chart, caption) comes from one of these, so they always agree."""
+
+    run_id: int  # the run whose model drew them
+    run_label: str  # its label, as the page names it
+    run_step: int  # the model's step when they were drawn
+    settings: SampleSettings  # a copy of the settings that drew them
+    samples: tuple[SampledName, ...]  # the names, in the order drawn
+
+    @property
+    def key(self) -> tuple:
+        """Identifies the draw (run, step and every setting that changes the names)."""
+        s = self.settings
+        return (self.run_id, self.run_step, s.n, s.temperature, s.top_k, s.prefix, s.seed)
+
+    def describe(self) -> str:
+        s = self.settings
+        return (f"{self.run_label}, step {self.run_step:,}; temperature {s.temperature:g}, top-k "
+                f"{s.top_k or 'all'}, prefix “{s.prefix}”, seed {s.seed}")
+
+
+def sample_result(run: Run, settings: SampleSettings) -> SampleResult:
+    """The page's names with what drew them (ValueError for a prefix the model cannot read)."""
+    kept = dataclasses.replace(settings, prefix=clean_prefix(settings.prefix, run.tokenizer))
+    return SampleResult(run.run_id, run.label, run.step, kept, tuple(sample_for_page(run, kept)))
 
 
 def sample_for_page(run: Run, settings: SampleSettings) -> list[SampledName]:

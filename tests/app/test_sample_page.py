@@ -3,6 +3,8 @@ bars, bad input, the URL."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core import settings as core_settings, train_settings
@@ -132,3 +134,46 @@ def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
     assert_no_exception(at)
     assert at.session_state["sample"].top_k == 0 and at.session_state["sample"].temperature == 0.5
     assert at.slider(key=_key(at, "top_k")).value == 0
+
+
+def _shown(at) -> dict:
+    """What the page shows about the names: the table, the metrics, the shares chart's bars."""
+    rows = chart_rows(at)
+    bars = rows[rows["text"].astype(str).str.contains("%", na=False)]
+    return {"names": names(at), "metrics": {m.label: m.value for m in at.metric},
+            "bars": {r["label"]: round(float(r["value"]), 6) for _, r in bars.iterrows()}}
+
+
+def test_after_a_refused_prefix_every_figure_comes_from_the_last_valid_draw():
+    """Issue 12: after a refused prefix the metrics and the bar chart came from different draws."""
+    at = with_model()
+    at.text_input(key=_key(at, "prefix")).input("ma").run()
+    first = _shown(at)
+    at.text_input(key=_key(at, "prefix")).input("m4").run()  # refused: "ma"'s names stay
+    assert _shown(at) == first
+    at.text_input(key=_key(at, "prefix")).input("j").run()
+    second = _shown(at)
+    assert second["names"] != first["names"] and all(n.startswith("j") for n in second["names"])
+    at.text_input(key=_key(at, "prefix")).input("m4").run()  # refused again: now "j"'s names stay
+    assert_no_exception(at)
+    assert "never saw: '4'" in texts(at.error)
+    shown = _shown(at)
+    assert shown == second  # table, metrics and bars: all from the "j" draw
+    counts = {label: sum(w == label for w in at.dataframe[0].value["where"]) / len(shown["names"])
+              for label in ("new", "in the training split", "in the validation split")}
+    assert shown["bars"] == {k: round(v, 6) for k, v in counts.items()}  # the chart counts the table
+    assert shown["metrics"]["New"] == f"{counts['new']:.0%}"
+    captions = texts(at.caption)
+    assert "last names that could be sampled" in captions and "prefix “j”" in captions
+    assert "prefix “m4”" not in captions  # nothing claims the refused prefix drew these names
+    # the refused prefix stays in its box to be corrected; the link keeps the names shown
+    assert at.text_input(key=_key(at, "prefix")).value == "m4"
+    assert at.query_params.get("prefix") in (["j"], "j")
+
+
+def test_refusal_icon_and_where_column_render_in_a_plain_browser():
+    at = with_model()
+    at.text_input(key=_key(at, "prefix")).input("m4").run()
+    assert at.error and all(e.icon == ":material/block:" for e in at.error)  # not an emoji: no font needed
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert config["where"]["width"] == "large"  # the "where" column gets room for its words
