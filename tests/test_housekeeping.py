@@ -16,3 +16,20 @@ def test_start_is_idempotent(monkeypatch):
     housekeeping.start()
     housekeeping.start()
     assert threading.active_count() <= before + 1  # without a runtime no thread starts at all
+
+
+def test_memory_probe_writes_one_json_line_only_when_asked(tmp_path, monkeypatch):
+    import json
+
+    from ui import memory_probe
+
+    path = tmp_path / "memory.jsonl"
+    monkeypatch.delenv(memory_probe.PROBE_ENV, raising=False)
+    memory_probe.write(housekeeping._libc())
+    assert not path.exists()
+    monkeypatch.setenv(memory_probe.PROBE_ENV, str(path))
+    memory_probe.write(housekeeping._libc(), label="test")
+    report = json.loads(path.read_text())
+    assert report["label"] == "test" and report["rss_mb"] > 10 and report["gc_objects"] > 1000
+    if housekeeping._libc() is not None:  # glibc: its own account and what a trim gives back
+        assert report["malloc_in_use_mb"] > 0 and report["rss_after_trim_mb"] > 10

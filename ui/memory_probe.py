@@ -116,6 +116,11 @@ def report(libc: ctypes.CDLL | None, label: str = "") -> dict:
     out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc),
            **_sessions(), **_objects(), "caches": _caches(), **_traced(),
            "threads": len(sys._current_frames())}
+    if libc is not None:  # how much of the resident size glibc can give back right now
+        gc.collect()
+        libc.malloc_trim(0)
+        out["rss_after_trim_mb"] = _rss_mb()
+        out.update({f"{k}_after_trim": v for k, v in _malloc(libc).items()})
     out["probe_s"] = round(time.perf_counter() - t0, 2)
     return out
 
