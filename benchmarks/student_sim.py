@@ -1069,7 +1069,7 @@ def browser_cpu(exclude: set[int]) -> float:
 async def classroom(args: argparse.Namespace, server: Server, stats: Stats, result: dict) -> None:
     base = server.base
     warm, _ = await warm_up(base, stats)
-    await asyncio.sleep(3.0)
+    await asyncio.sleep(35.0 if args.memory_probe else 3.0)  # the probe reports every 30 s
     result.setdefault("rss_one_student_mb", round(server.rss() / 2**20, 1))
     n, k = args.students, args.trainers
     start = time.monotonic()

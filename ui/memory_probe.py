@@ -63,6 +63,59 @@ def _sessions() -> dict:
         return {}
 
 
+_SKIP = (type, type(os), type(len), type(_rss_mb))  # classes, modules, functions: shared, not state
+
+
+def deep_size(obj, seen: set[int]) -> int:
+    """Bytes reachable from `obj` (tensor and array data included), counting each object once."""
+    import numpy as np
+    import torch
+
+    total, stack = 0, [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, _SKIP):
+            continue
+        seen.add(id(o))
+        if isinstance(o, torch.Tensor):
+            storage = o.untyped_storage()
+            if storage.data_ptr() not in seen:
+                seen.add(storage.data_ptr())
+                total += storage.nbytes()
+            continue
+        if isinstance(o, np.ndarray):
+            total += o.nbytes if o.base is None else 0
+            stack.append(o.base)
+            continue
+        total += sys.getsizeof(o, 0)
+        stack.extend(gc.get_referents(o))
+    return total
+
+
+def _session_state_sizes() -> dict:
+    """Per session_state key (summed over the sessions held): the memory a session keeps."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return {}
+    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    if manager is None:
+        return {}
+    by_key: collections.Counter = collections.Counter()
+    try:
+        for info in manager.list_sessions():
+            state = info.session.session_state
+            seen: set[int] = set()
+            for store in (state._old_state, state._new_session_state):
+                for key, value in list(store.items()):
+                    name = key.split("-", 2)[-1] if key.startswith("$$") else key
+                    by_key[name[:40]] += deep_size(value, seen)
+    except Exception as exc:  # noqa: BLE001 - a diagnostic
+        return {"session_state_error": f"{type(exc).__name__}: {exc}"}
+    return {"session_state_mb": round(sum(by_key.values()) / 2**20, 1),
+            "session_state_top_mb": [(k, round(v / 2**20, 2)) for k, v in by_key.most_common(12)]}
+
+
 def _objects() -> dict:
     counts: collections.Counter = collections.Counter()
     for obj in gc.get_objects():
@@ -92,7 +145,8 @@ def _caches() -> dict:
                 if store is None:
                     continue
                 values = list(store.values())
-                size = sum(len(v) for v in values if isinstance(v, bytes | bytearray))
+                seen: set[int] = set()
+                size = sum(deep_size(v, seen) for v in values)
                 out[f"{kind}:{name}"] = [len(values), round(size / 2**20, 2)]
     except Exception as exc:  # noqa: BLE001 - a diagnostic
         out["error"] = f"{type(exc).__name__}: {exc}"
@@ -114,7 +168,7 @@ def _traced() -> dict:
 def report(libc: ctypes.CDLL | None, label: str = "") -> dict:
     t0 = time.perf_counter()
     out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc),
-           **_sessions(), **_objects(), "caches": _caches(), **_traced(),
+           **_sessions(), **_objects(), "caches": _caches(), **_session_state_sizes(), **_traced(),
            "threads": len(sys._current_frames())}
     if libc is not None:  # how much of the resident size glibc can give back right now
         gc.collect()
