@@ -19,6 +19,7 @@ import os
 import sys
 import time
 import tracemalloc
+import warnings
 
 PROBE_ENV = "ATTENTION_LAB_MEMORY_PROBE"
 
@@ -127,6 +128,31 @@ def _objects() -> dict:
             "gc_top": counts.most_common(8)}
 
 
+def _tensor_holders() -> dict:
+    """Who holds the live tensors: the class owning the dict or list a tensor sits in (bytes)."""
+    import torch
+
+    objects = gc.get_objects()
+    owner: dict[int, str] = {}
+    for o in objects:
+        d = getattr(type(o), "__dictoffset__", 0) and getattr(o, "__dict__", None)
+        if isinstance(d, dict):
+            owner[id(d)] = type(o).__qualname__
+            for name in ("_parameters", "_buffers"):  # nn.Module keeps its tensors in these dicts
+                inner = d.get(name)
+                if isinstance(inner, dict):
+                    owner[id(inner)] = type(o).__qualname__
+    held: collections.Counter = collections.Counter()
+    seen: set[int] = set()
+    for o in objects:
+        for r in gc.get_referents(o):
+            if isinstance(r, torch.Tensor) and id(r) not in seen:
+                seen.add(id(r))
+                where = owner.get(id(o), type(o).__qualname__)
+                held[where] += r.untyped_storage().nbytes()
+    return {"tensor_holders_mb": [(k, round(v / 2**20, 2)) for k, v in held.most_common(10)]}
+
+
 def _caches() -> dict:
     """Entries held by each st.cache_data / st.cache_resource function of the app."""
     out = {}
@@ -166,9 +192,16 @@ def _traced() -> dict:
 
 
 def report(libc: ctypes.CDLL | None, label: str = "") -> dict:
+    with warnings.catch_warnings():  # touching every object wakes some deprecated module attributes
+        warnings.simplefilter("ignore")
+        return _report(libc, label)
+
+
+def _report(libc: ctypes.CDLL | None, label: str) -> dict:
     t0 = time.perf_counter()
     out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc),
-           **_sessions(), **_objects(), "caches": _caches(), **_session_state_sizes(), **_traced(),
+           **_sessions(), **_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders(),
+           **_traced(),
            "threads": len(sys._current_frames())}
     if libc is not None:  # how much of the resident size glibc can give back right now
         gc.collect()
