@@ -205,7 +205,9 @@ def _report(libc: ctypes.CDLL | None, label: str) -> dict:
            "threads": len(sys._current_frames())}
     if libc is not None:  # how much of the resident size glibc can give back right now
         gc.collect()
+        t_trim = time.perf_counter()
         libc.malloc_trim(0)
+        out["trim_s"] = round(time.perf_counter() - t_trim, 4)
         out["rss_after_trim_mb"] = _rss_mb()
         out.update({f"{k}_after_trim": v for k, v in _malloc(libc).items()})
     out["probe_s"] = round(time.perf_counter() - t0, 2)
