@@ -1,0 +1,62 @@
+"""Browser test of the Sample page after a refused prefix (issue 12): the refusal's icon is drawn
+(a Material symbol, not an emoji a plain Chromium has no font for), the last valid names stay with
+a caption naming what drew them, and the page is screenshotted for a look."""
+
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+from ui.nav import LESSONS
+
+pytestmark = pytest.mark.browser
+
+TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
+TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
+        "batch_size": "32", "max_steps": "60", "val_interval": "20", "warmup_steps": "0"}
+
+
+def test_sample_page_after_a_refused_prefix(page, server_url):
+    page.set_viewport_size({"width": 1400, "height": 1600})
+    open_app(page, server_url)
+    for _ in range(4):  # a fresh server may answer a page's own URL with "Page not found" once
+        open_app(page, f"{server_url}/{TRAIN_URL}?{urlencode(TINY)}")
+        if page.get_by_role("button", name="Start", exact=True).count():
+            break
+        page.wait_for_timeout(1000)
+    page.get_by_role("button", name="Start", exact=True).click()
+    deadline = time.monotonic() + 180
+    bar = page.locator("[data-testid='stProgress']")
+    while time.monotonic() < deadline:  # the 60 steps end by themselves
+        text = bar.first.inner_text() if bar.count() else ""
+        if re.search(r"step 60 of 60|finished|done", text):
+            break
+        page.wait_for_timeout(500)
+    page.wait_for_timeout(1500)
+
+    page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
+    wait_idle(page)
+    prefix = page.get_by_label("Prefix")
+    prefix.fill("j")
+    prefix.press("Enter")
+    wait_idle(page)
+    prefix.fill("m4")
+    prefix.press("Enter")
+    wait_idle(page)
+    assert_no_error(page)
+    alert = page.locator("[data-testid='stAlertContainer']").filter(has_text="never saw")
+    assert alert.count() == 1
+    icon = alert.locator("[data-testid='stIconMaterial']")
+    assert icon.count() == 1 and icon.inner_text().strip() == "block"  # a symbol of the icon font
+    captions = " ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts())
+    assert "last names that could be sampled" in captions and "prefix “j”" in captions
+    table = page.locator("[data-testid='stDataFrame']").first
+    box = table.bounding_box()
+    assert box is not None and box["width"] > 400  # the table has room for "in the validation split"
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(400)
+    assert screenshot(page, "sample_names_refused_prefix").exists()
