@@ -33,3 +33,19 @@ def test_memory_probe_writes_one_json_line_only_when_asked(tmp_path, monkeypatch
     assert report["label"] == "test" and report["rss_mb"] > 10 and report["gc_objects"] > 1000
     if housekeeping._libc() is not None:  # glibc: its own account and what a trim gives back
         assert report["malloc_in_use_mb"] > 0 and report["rss_after_trim_mb"] > 10
+
+
+def test_shared_caches_are_emptied_when_asked():
+    import streamlit as st
+
+    calls = []
+
+    @st.cache_data
+    def square(x: int) -> int:
+        calls.append(x)
+        return x * x
+
+    assert square(3) == 9 and square(3) == 9 and calls == [3]  # the second call came from the cache
+    assert not housekeeping.nobody_left()  # no Streamlit runtime here: nothing to say, nothing cleared
+    housekeeping.clear_shared_caches()
+    assert square(3) == 9 and calls == [3, 3]  # computed again

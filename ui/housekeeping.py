@@ -1,8 +1,8 @@
 """Server housekeeping for a class: give back the memory of students who have left.
 
 Measured with benchmarks/student_sim.py: after a class of 60 left, the server kept its peak RSS
-(+48% over the one-student level) for as long as nobody connected again. Two causes, both fixed
-here, once per process (`start()` is called by streamlit_app.py on every run and is idempotent):
+(+48% over the one-student level) for as long as nobody connected again. What this module does,
+once per process (`start()` is called by streamlit_app.py on every run and is idempotent):
 
 * Every REAP_S seconds, glibc is asked to give back the free pages of its arenas (`malloc_trim`):
   a class frees and allocates all the time, and without it the resident size only grows.
@@ -12,10 +12,13 @@ here, once per process (`start()` is called by streamlit_app.py on every run and
   memory. A daemon thread reaps expired sessions every REAP_S seconds and, when it freed some,
   runs a full garbage collection (sessions hold reference cycles) and `malloc_trim(0)`, so glibc
   hands the freed pages back to the system.
+* When the last session has gone, the shared caches (st.cache_data / st.cache_resource) are
+  emptied too: after a class they held every setting the students tried, for nobody.
 * glibc gives each thread that allocates its own malloc arena (up to 8 per core), and Streamlit runs
   each session's script in its own thread: memory freed in one arena cannot serve another, so
-  RSS creeps up with the number of sessions. MALLOC_ARENA_MAX=2 (set here with mallopt before the
-  sessions' threads exist, unless the environment already sets it) keeps two arenas.
+  RSS creeps up with the number of sessions. MALLOC_ARENA_MAX=2 keeps two arenas: best set in the
+  server's environment (the Dockerfile does; docs/HOSTING.md), else set here with mallopt on the
+  first run, which caps the arenas created after it.
 
 Nothing here is needed for correctness: on a platform without glibc, or if Streamlit's internals
 change, it does nothing (and says so once in the server log).
@@ -74,7 +77,27 @@ def reap_expired_sessions() -> int:
         return len(cache.expire())
 
 
+def nobody_left() -> bool:
+    """True when Streamlit holds no session at all (connected or waiting for a reconnect)."""
+    from streamlit.runtime import Runtime
+
+    manager = getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
+    return manager is not None and not manager.list_sessions()
+
+
+def clear_shared_caches() -> None:
+    """Empty the app's st.cache_data / st.cache_resource: entries the class filled (every seed,
+    width and text a student tried) that no one is shown any more. The next visitor's first
+    clicks compute them again, as on a fresh server."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
 def release_memory(libc: ctypes.CDLL | None) -> None:
+    if nobody_left():
+        clear_shared_caches()
     gc.collect()
     if libc is not None:
         libc.malloc_trim(0)  # ctypes releases the GIL: page reruns go on meanwhile
