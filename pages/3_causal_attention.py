@@ -27,36 +27,35 @@ settings = page.start_page(
     "Lesson 4 of *Coding attention mechanisms* (LLMs from Scratch, 3.5): a language model must not "
     "look at later tokens, so scores above the diagonal are set to −∞ before the softmax; dropout "
     "then zeroes random attention weights while training and rescales the rest by 1/(1 − p).")
-page.embeddings_editor(settings, expanded=False)
+area = page.areas()
+with area.inputs:  # the two editing panels, collapsed side by side: one row
+    embeddings_slot, weights_slot = st.columns(2)
+with embeddings_slot:
+    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
 labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-# a constant label: a changing one (e.g. with the seed in it) would close the expander on each edit
-qkv_box = st.expander("Queries, keys, values: W_q, W_k, W_v as on the previous page",
-                      icon=":material/tune:", on_change="rerun", key=f"{PREFIX}.qkv_open")
-with qkv_box:
-    if qkv_box.open:
-        projection = page.projection_controls(settings, d_in)
-    else:  # closed: the same projection, without building its controls
-        projection = self_attention.projection_for(settings, d_in)
-        if projection.note:
-            st.warning(projection.note, icon=":material/warning:")
-st.caption(wt.describe_weights(settings, projection))
-
-with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-    query = page.query_select(settings, labels, width=220)
+bar = page.stepper(settings, "causal_step", STEPS, LABELS, area.lesson)
+step = bar.step
+with bar.controls:
+    query = page.query_select(settings, labels, width=300)
     state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
                 help="Hide every later token (j > i) from query i.")
     state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
-                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=220,
+                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
                 help="Probability of zeroing each attention weight (only in training mode).")
-    state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
-                min_value=0, max_value=emb.MAX_SEED, step=1, width=150)
-    state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
-                help="model.train(): dropout active. model.eval(): dropout off.")
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
+                    min_value=0, max_value=emb.MAX_SEED, step=1, width=150)
+        state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
+                    help="model.train(): dropout active. model.eval(): dropout off.")
     page.book_setup_button("causal", "Book: CausalAttention, seed 123")
-step = page.stepper(settings, "causal_step", STEPS, LABELS)
+    st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")
+    projection = page.projection_controls(settings, d_in)
+projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
+with bar.controls:
+    st.caption(wt.describe_weights(settings, projection))
 
 q_name, qi = labels[query], query + 1
 outs = [f"o{j + 1}" for j in range(settings.d_out)]
@@ -226,7 +225,7 @@ def order_step(steps) -> None:
     show_code(causal_attention.masking_orders)
 
 
-with friendly_errors("causal attention"):
+with area.lesson, friendly_errors("causal attention"):
     qkv_bias = settings.qkv_bias and settings.variant == "v2"
     bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                                 "custom_weights", "causal", "dropout_p",
@@ -234,7 +233,7 @@ with friendly_errors("causal attention"):
                          causal_attention.causal_page, inputs, projection,
                          dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
-    with page.badge_row():
+    with page.badge_row(bar):
         page.sdpa_badge(bundle.sdpa)
         if bundle.module_diff is not None:
             page.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)

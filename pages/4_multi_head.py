@@ -28,13 +28,16 @@ settings = page.start_page(
     "Lesson 5 of *Coding attention mechanisms* (LLMs from Scratch, 3.6): several heads attend "
     "in parallel, each with its own W_q, W_k, W_v of width d_out / heads; their outputs are "
     "concatenated and mixed by an output projection.")
-page.embeddings_editor(settings, expanded=False)
+area = page.areas()
+with area.inputs:  # collapsed: the first screen belongs to the step (the presenter layout)
+    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
 labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-with controls:
+bar = page.stepper(settings, "mh_step", STEPS, LABELS, area.lesson)
+step = bar.step
+with bar.controls:
     state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
                 max_value=emb.MAX_DIMS, step=1, width=130, help="Width of all heads together.")
 choices = multi_head.head_choices(settings.d_out)
@@ -45,7 +48,7 @@ if settings.num_heads not in choices:
     st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
     heads_note = (f"{wanted} heads do not divide d_out = {settings.d_out} evenly (each head needs "
                   f"d_out / heads dimensions): using {settings.num_heads}.")
-with controls:
+with bar.controls:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
     state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
@@ -55,13 +58,14 @@ with controls:
     state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
     state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
                 help="Give every head head 1's initial weights: what if they all started equal?")
-if heads_note:
-    st.info(heads_note, icon=":material/info:")
-if len(choices) == 1:
-    st.info(f"d_out = {settings.d_out} can only be split into one head; raise d_out for more.",
-            icon=":material/info:")
-page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
-step = page.stepper(settings, "mh_step", STEPS, LABELS)
+    page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
+# notes about the choice stay on the page: they explain what the maps below show
+with area.lesson:
+    if heads_note:
+        st.info(heads_note, icon=":material/info:")
+    if len(choices) == 1:
+        st.info(f"d_out = {settings.d_out} can only be split into one head; raise d_out for more.",
+                icon=":material/info:")
 
 num_heads = settings.num_heads
 head_names = [f"head {h + 1}" for h in range(num_heads)]
@@ -173,13 +177,13 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
     show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 
-with friendly_errors("multi-head attention"):
+with area.lesson, friendly_errors("multi-head attention"):
     bundle = page.cached("multi", wt.cache_key(settings, "d_out", "weight_seed", "qkv_bias", "causal",
                                                "dropout_p", "dropout_seed", "train_mode",
                                                "same_init", extra=num_heads),
                          multi_head.multi_page, inputs, dataclasses.replace(settings), num_heads)
     result = bundle.result
-    with page.badge_row():
+    with page.badge_row(bar):
         page.sdpa_badge(bundle.sdpa)
         page.check_badge("wrapper = split-head class", result.impl_diff)
         page.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)
