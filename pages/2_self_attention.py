@@ -60,12 +60,7 @@ def steps_code() -> None:
 
 def weights_step(steps) -> None:
     page.step_header(STEPS, "weights", "the trainable weights W_q, W_k, W_v")
-    st.markdown("Each matrix maps a d_in-dimensional embedding to a d_out-dimensional vector. "
-                + ("**V1** creates them with `nn.Parameter(torch.rand(d_in, d_out))`: uniform "
-                   "in [0, 1)." if settings.variant == "v1" else
-                   "**V2** uses `nn.Linear(d_in, d_out)`: uniform in ±1/√d_in, stored transposed "
-                   "as `weight` (d_out, d_in); shown here as W = weight.T so that Q = X W.")
-                + " Training would change them; here they stay at their initial values.")
+    st.markdown(self_attention.weights_words(projection))
     st.latex(rf"W_q,\ W_k,\ W_v \in \mathbb{{R}}^{{d_{{in}} \times d_{{out}}}} = "
              rf"\mathbb{{R}}^{{{d_in} \times {d_out}}}")
     cols = page.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row

@@ -85,9 +85,10 @@ def masked_labels(steps) -> np.ndarray:
 def scores_step(steps) -> None:
     page.step_header(STEPS, "scores", "scaled scores, as on the previous page")
     st.latex(r"\frac{Q K^\top}{\sqrt{d_k}}")
+    words = causal_attention.scores_words(settings.causal)
     page.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
-                     title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
-                     caption=f"Scaled scores before masking; {where}.")
+                     title=words.title, x_title="key j", y_title="query i", highlight_row=query,
+                     caption=f"{words.caption}; {where}.")
     steps_code()
 
 
@@ -95,44 +96,54 @@ def mask_step(steps) -> None:
     page.step_header(STEPS, "mask", "the causal mask")
     st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
              r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
-    if not settings.causal:
-        st.info("The mask is off: nothing is hidden, every query sees every token.", icon=":material/info:")
+    words = causal_attention.mask_words(settings.causal)
+    if words.text:
+        st.info(words.text, icon=":material/info:")
     page.show_matrix(steps.mask.to(int), labels, labels, name="causal-mask", decimals=0,
-                     title="mask (1 = hidden)", x_title="key j", y_title="query i",
-                     highlight_row=query, caption=f"True above the diagonal: token i may only "
-                     f"look at tokens 1 … i; {where}.")
+                     title=words.title, x_title="key j", y_title="query i",
+                     highlight_row=query, caption=f"{words.caption}; {where}.")
     show_code(attention.causal_mask)
 
 
 def masked_step(steps) -> None:
     page.step_header(STEPS, "masked", "masked scores")
-    st.latex(r"\tilde{\omega}_{ij} = \begin{cases} -\infty & M_{ij} = 1 \\ "
-             r"\omega_{ij} / \sqrt{d_k} & \text{otherwise} \end{cases}")
+    if settings.causal:
+        st.latex(r"\tilde{\omega}_{ij} = \begin{cases} -\infty & M_{ij} = 1 \\ "
+                 r"\omega_{ij} / \sqrt{d_k} & \text{otherwise} \end{cases}")
+    else:
+        st.latex(r"\tilde{\omega}_{ij} = \omega_{ij} / \sqrt{d_k}\quad"
+                 r"\text{(the mask is off: no score is hidden)}")
+    words = causal_attention.masked_words(settings.causal)
     page.show_matrix(steps.masked_scores[0], labels, labels, name="causal-masked-scores",
-                     title="masked_fill(mask, −∞)", x_title="key j", y_title="query i",
+                     title=words.title, x_title="key j", y_title="query i",
                      highlight_row=query, special=masked_labels(steps),
-                     caption=f"Hidden scores are −∞ (grey), so exp(−∞) = 0 after softmax; {where}.")
+                     caption=f"{words.caption}; {where}.")
     page.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
     steps_code()
 
 
 def weights_step(steps) -> None:
     page.step_header(STEPS, "weights", "attention weights")
-    st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
-             r"diagonal, every row still sums to 1}")
+    if settings.causal:
+        st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
+                 r"diagonal, every row still sums to 1}")
+    else:
+        st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{no zeros (the "
+                 r"mask is off), every row sums to 1}")
+    words = causal_attention.weights_words(settings.causal)
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = page.predict_then_reveal(
         settings, wt.question_id("causal_top", settings.tokens, settings.embeddings, query,
                                  projection.W_query.tolist(), settings.causal),
-        f"after masking, which token does “{q_name}” attend to most?",
+        words.text.format(q=q_name),
         list(range(num_tokens)), lambda i: labels[i], lambda g: g in top,
         f"“{labels[top[0]]}” (α = {wt.fmt_number(float(weights[query, top[0]]))})"
         + (f". “{q_name}” can only see tokens 1 … {qi}." if settings.causal else "."))
     if revealed:
         page.show_matrix(weights, labels, labels, name="causal-weights", domain=(0, 1),
-                         title="A = softmax(masked scores)", x_title="key j", y_title="query i",
-                         highlight_row=query, caption=f"Masked softmax; {where}.")
+                         title=words.title, x_title="key j", y_title="query i",
+                         highlight_row=query, caption=f"{words.caption}; {where}.")
         page.numbers_line(f"α_{qi}j =", weights[query].tolist())
         page.numbers_line("row sums =", weights.sum(dim=-1).tolist())
     steps_code()
@@ -141,8 +152,13 @@ def weights_step(steps) -> None:
 def dropout_step(steps) -> None:
     page.step_header(STEPS, "dropout", "dropout on the attention weights")
     view = causal_attention.dropout_view(steps)
-    st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-             r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
+    if view.active:
+        st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
+                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
+    else:  # the definition, and what it does now
+        st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
+                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{in training mode; "
+                 r"here } \text{dropout}(A) = A")
     if not settings.train_mode:
         st.info("Eval mode (`model.eval()`): dropout is off, the weights pass through unchanged. "
                 "Switch on **Training mode** to see it.", icon=":material/info:")
@@ -159,10 +175,10 @@ def dropout_step(steps) -> None:
                        "at the top)." if settings.causal else "."))
     special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
     special = np.where(steps.mask.numpy(), "0", special)
+    words = causal_attention.dropout_words(settings)
     page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
-                     title="weights after dropout", x_title="key j", y_title="query i",
-                     highlight_row=query,
-                     caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
+                     title=words.title, x_title="key j", y_title="query i",
+                     highlight_row=query, caption=f"{words.caption}; {where}.")
     page.numbers_line("row sums =", view.row_sums())
     # the dropout draw runs only in training mode with p > 0
     steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
@@ -172,14 +188,14 @@ def dropout_step(steps) -> None:
 
 def context_step(steps) -> None:
     page.step_header(STEPS, "context", "context vectors")
-    st.latex(r"Z = \text{dropout}(A)\, V")
+    words = causal_attention.context_words(settings)
+    st.latex(r"Z = \text{dropout}(A)\, V" if causal_attention.dropout_active(settings) else
+             r"Z = A\, V\quad\text{(dropout is off)}")
     page.show_matrix(steps.context_vec, labels, outs, name="causal-context", decimals=4,
-                     title="Z", x_title="dimension", y_title="token", highlight_row=query,
-                     caption=f"Context vectors; {where}.")
+                     title=words.title, x_title="dimension", y_title="token", highlight_row=query,
+                     caption=f"{words.caption}; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    st.markdown("The first token can only attend to itself, so its context vector is its "
-                "own value vector" + (" (when the mask is on and nothing is dropped)." if
-                                       settings.causal else "; with the mask off it sees everything."))
+    st.markdown(words.text)
     steps_code()
 
 

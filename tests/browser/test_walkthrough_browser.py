@@ -140,7 +140,7 @@ def test_causal_attention_mask_off(page, warm_url):
 
 
 def test_multi_head_one_head(page, warm_url):
-    open_walk(page, f"{warm_url}/{MULTI}?d_out=4")
+    open_walk(page, f"{warm_url}/{MULTI}?heads_d_out=4")
     assert page.get_by_text(re.compile(r"^Attention weights of head 2")).count() == 1
     page.locator("[data-testid='stSelectbox']").filter(has_text="Heads").click()
     page.get_by_role("option", name="4").click()

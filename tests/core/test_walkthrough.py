@@ -220,6 +220,7 @@ class TestSettings:
                                 query=2, step="context", d_out=4, weight_seed=5, variant="v2",
                                 qkv_bias=True, causal=False, dropout_p=0.35, dropout_seed=9,
                                 train_mode=True, num_heads=4, same_init=True, predict=True,
+                                heads_d_out=8, heads_seed=7, qk_scale=2,
                                 custom_weights=[[[1.0] * 4] * 2] * 3)
         params = core_settings.to_params(s)
         back, errors = core_settings.from_params(WalkthroughSettings, params)
@@ -479,7 +480,7 @@ class TestMultiHead:
         assert multi_head.nearest_heads(12, 5) == 4 and multi_head.nearest_heads(7, 3) == 1
 
     def test_book_wrapper_and_two_classes_agree(self):
-        s = WalkthroughSettings(d_out=4, num_heads=2)
+        s = WalkthroughSettings(heads_d_out=4, num_heads=2, heads_seed=123, qk_scale=1)
         x = torch.tensor(BOOK, dtype=torch.float64)
         result = multi_head.multi_head(x, s, 2)
         assert wt.book_rows_match(result.steps.context_vec, [wt.BOOK_WRAPPER_FIRST_ROW])
@@ -490,14 +491,14 @@ class TestMultiHead:
         assert result.head_diffs[0] == 0 and result.head_diffs[1] > 1e-3
 
     def test_same_init_gives_identical_heads(self):
-        s = WalkthroughSettings(d_out=6, num_heads=3, same_init=True)
+        s = WalkthroughSettings(heads_d_out=6, num_heads=3, same_init=True)
         result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 3)
         assert result.head_diffs == [0.0, 0.0, 0.0]
         assert torch.equal(result.head_W_query[0], result.head_W_query[2])
 
     def test_training_mode_drops_as_the_books_class_does(self):
         for causal in (True, False):
-            s = WalkthroughSettings(d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
+            s = WalkthroughSettings(heads_d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
                                     dropout_seed=3, causal=causal)
             result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
             assert result.steps.training and not result.steps.dropout_keep.all()
@@ -508,10 +509,34 @@ class TestMultiHead:
             assert (result.steps.output - eval_result.steps.output).abs().max() > 1e-3  # dropout acts
 
     def test_mask_off_follows_the_setting(self):
-        s = WalkthroughSettings(d_out=4, num_heads=2, causal=False)
+        s = WalkthroughSettings(heads_d_out=4, num_heads=2, causal=False)
         result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
         assert not result.steps.causal and (result.steps.attn_weights > 0).all()
         assert result.impl_diff < 1e-12  # the class comparison stays causal, as both classes are
+
+    def test_default_heads_differ_visibly(self):
+        # the lesson is about heads that differ: by default, at 2 and at 4 heads, the two most
+        # alike heads still differ by at least 0.5 somewhere on the 0..1 colour scale
+        x = torch.tensor(BOOK, dtype=torch.float64)
+        s = WalkthroughSettings()
+        assert s.heads_d_out == 4 and multi_head.head_choices(s.heads_d_out) == [1, 2, 4]
+        for num_heads in (2, 4):
+            result = multi_head.multi_head(x, dataclasses.replace(s, num_heads=num_heads), num_heads)
+            assert multi_head.smallest_pair_difference(result.steps.attn_weights) > 0.5
+            assert result.impl_diff < 1e-12 and result.module_diff < 1e-12  # scaled, still the book's classes
+        # at the book's initial weights no seed gets there: the maps are nearly uniform
+        book_init = dataclasses.replace(s, qk_scale=1)
+        for seed in range(50):
+            result = multi_head.multi_head(x, dataclasses.replace(book_init, heads_seed=seed), 2)
+            assert multi_head.smallest_pair_difference(result.steps.attn_weights) < 0.15
+
+    def test_qk_scale_multiplies_the_scores(self):
+        x = torch.tensor(BOOK, dtype=torch.float64)
+        s = WalkthroughSettings(qk_scale=1, qkv_bias=True)
+        base = multi_head.multi_head(x, s, 2).steps
+        scaled = multi_head.multi_head(x, dataclasses.replace(s, qk_scale=4), 2).steps
+        assert torch.allclose(scaled.attn_scores, 16 * base.attn_scores, atol=1e-12)
+        assert torch.equal(scaled.values_h, base.values_h)  # W_v is left alone
 
     def test_heads_must_divide(self):
         with pytest.raises(ValueError, match="divisible"):
