@@ -188,9 +188,12 @@ def _keep_step_in_view(field: str, step: str) -> None:
     if previous is None or previous == step:
         return
     # the step name makes each script new, so the browser runs it once per change
+    # checked again while the new step replaces the old one: its height changes shift the page
     st.html(f"""<script data-step="{field}-{step}">
-      const bar = document.querySelector(".st-key-{STEP_ROW_KEY}");
-      if (bar && bar.getBoundingClientRect().top < 0) bar.scrollIntoView({{block: "start"}});
+      for (const ms of [0, 150, 400, 800, 1500]) setTimeout(() => {{
+        const bar = document.querySelector(".st-key-{STEP_ROW_KEY}");
+        if (bar && bar.getBoundingClientRect().top < 0) bar.scrollIntoView({{block: "start"}});
+      }}, ms);
     </script>""", unsafe_allow_javascript=True, width="content")
 
 
@@ -671,7 +674,7 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
     chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
                              x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
                              highlight=highlight, domain=domain,
-                             width=max(200, min(56 * n_bars, max_width)),
+                             width=max(200, min((70 if lecture else 56) * n_bars, max_width)),
                              height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."
