@@ -173,8 +173,8 @@ def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
                          on_click=state.set_field,
                          args=(PREFIX, field, steps[min(i + 1, len(steps) - 1)]),
                          shortcut="Right", help="The next step (key →).")
-        step = getattr(settings, field)
-        _keep_step_in_view(field, step)
+    step = getattr(settings, field)
+    _keep_step_in_view(field, step)
     return StepBar(step, controls, checks)
 
 
@@ -189,7 +189,8 @@ def _keep_step_in_view(field: str, step: str) -> None:
         return
     # the step name makes each script new, so the browser runs it once per change
     # checked again while the new step replaces the old one: its height changes shift the page
-    st.html(f"""<script data-step="{field}-{step}">
+    # in the sidebar: an element in the page would add an empty line under the step bar
+    st.sidebar.html(f"""<script data-step="{field}-{step}">
       for (const ms of [0, 150, 400, 800, 1500]) setTimeout(() => {{
         const bar = document.querySelector(".st-key-{STEP_ROW_KEY}");
         if (bar && bar.getBoundingClientRect().top < 0) bar.scrollIntoView({{block: "start"}});

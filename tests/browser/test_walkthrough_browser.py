@@ -90,6 +90,9 @@ def wait_for_scores(page, index: int, expected: str) -> list[str]:
 def test_simple_attention_real_cell_edit(page, warm_url):
     open_walk(page, f"{warm_url}/{SIMPLE}")
     assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
+    page.get_by_text("Embeddings X · shared by the four pages").click()  # collapsed (presenter layout)
+    wait_idle(page)
+    settle(page)
     grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
     marker = grid["width"] - 2 - TOKEN_PX - 3 * DIM_PX  # the row-marker column on the left
 
@@ -116,7 +119,9 @@ def test_simple_attention_real_cell_edit(page, warm_url):
 
 def test_self_attention_next_step(page, warm_url):
     open_walk(page, f"{warm_url}/{SELF}")
+    page.get_by_role("button", name=re.compile("Checks")).click()  # the badges' popover
     assert page.get_by_text("Matches the book: 0.2996 0.8053").first.is_visible()
+    page.keyboard.press("Escape")
     page.get_by_role("button", name=re.compile("Next")).click()
     wait_idle(page)
     settle(page)
@@ -129,8 +134,8 @@ def test_self_attention_next_step(page, warm_url):
 def test_causal_attention_mask_off(page, warm_url):
     open_walk(page, f"{warm_url}/{CAUSAL}")
     assert page.get_by_role("heading", name=re.compile("Step 2 of 7")).is_visible()
-    page.locator("[data-testid='stMain'] [data-testid='stCheckbox']").filter(
-        has_text="Causal mask").first.click()
+    page.get_by_role("button", name=re.compile("Settings")).click()  # the page's controls
+    page.locator("[data-testid='stCheckbox']").filter(has_text="Causal mask").first.click()
     wait_idle(page)
     settle(page)
     assert page.get_by_text("The mask is off").count() == 1
@@ -142,6 +147,7 @@ def test_causal_attention_mask_off(page, warm_url):
 def test_multi_head_one_head(page, warm_url):
     open_walk(page, f"{warm_url}/{MULTI}?heads_d_out=4")
     assert page.get_by_text(re.compile(r"^Attention weights of head 2")).count() == 1
+    page.get_by_role("button", name=re.compile("Settings")).click()  # the page's controls
     page.locator("[data-testid='stSelectbox']").filter(has_text="Heads").click()
     page.get_by_role("option", name="4").click()
     wait_idle(page)
