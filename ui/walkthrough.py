@@ -250,7 +250,9 @@ def _editor_columns(d_in: int) -> dict:
     columns = {"token": st.column_config.TextColumn("token", max_chars=emb.MAX_TOKEN_CHARS,
                                                     width=TOKEN_COLUMN_PX)}
     for name in emb.dim_names(d_in):
-        columns[name] = st.column_config.NumberColumn(name, width=DIM_COLUMN_PX)
+        # text cells: a number cell drops what it cannot parse ("1e30" became 130, silently);
+        # as text, every value reaches emb.validate_embedding_table as typed and is judged there
+        columns[name] = st.column_config.TextColumn(name, width=DIM_COLUMN_PX, alignment="right")
     return columns
 
 
@@ -263,7 +265,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.Embeddin
                "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
     current = _table_key(settings)
     edited = synced_editor(
-        "embeddings", current, lambda: emb.embedding_frame(settings.tokens, settings.embeddings),
+        "embeddings", current, lambda: emb.editor_frame(settings.tokens, settings.embeddings),
         num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
         column_config=_editor_columns(d_in))
     try:
