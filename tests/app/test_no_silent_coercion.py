@@ -16,8 +16,9 @@ import pytest
 from core.lessons import embeddings as emb
 from core.lessons import walkthrough as wt
 from tests.app.walkthrough_helpers import (
-    BOOK_SCORES, PREFIX, apply_csv, assert_book_table, errors, numbers, open_walk, settings_of,
+    BOOK_SCORES, PREFIX, apply_csv, assert_book_table, errors, key, numbers, open_walk, settings_of,
     warnings)
+from tests.helpers import texts
 
 
 def test_the_editor_cells_are_text_so_nothing_is_dropped_before_validation():
@@ -81,3 +82,38 @@ def test_beyond_the_limit_is_refused_and_the_last_valid_table_kept():
     assert "1e+200 is too large; use values between −1e100 and 1e100" in errors(at)
     assert_book_table(at)
     assert at.text_area(key=f"{PREFIX}.csv_text").value == "a,1e200,0\nb,0,1"
+
+
+# ----------------------------------------------------------------------------- whole-number boxes
+# An int st.number_input reads typed text with parseInt in the browser ("1e30" -> 1, "12.7" -> 12);
+# these boxes are float boxes, so the browser refuses 1e30 as out of range, and a fraction or an
+# emptied box comes back refused, with a message, the last valid value in place.
+WHOLE_BOXES = [("pages/2_self_attention.py", "d_out", 2), ("pages/2_self_attention.py", "weight_seed", 123),
+               ("pages/3_causal_attention.py", "dropout_seed", 0),
+               ("pages/4_multi_head.py", "heads_d_out", 4), ("pages/4_multi_head.py", "heads_seed", 590)]
+
+
+@pytest.mark.parametrize("page, field, default", WHOLE_BOXES)
+def test_a_fraction_or_an_empty_box_is_refused_with_a_message(page, field, default):
+    at = open_walk(page)
+    box = at.number_input(key=key(at, field))
+    assert (box.min, box.step) == (float(box.min), 1.0)  # a float box: no parseInt in the browser
+    box.set_value(12.5).run()
+    assert getattr(settings_of(at), field) == default
+    assert at.number_input(key=key(at, field)).value == default
+    assert "12.5 is not a whole number, so it was not applied; it stays" in texts(at.toast)
+    at.number_input(key=key(at, field)).set_value(None).run()
+    assert getattr(settings_of(at), field) == default
+    assert "the box was emptied" in texts(at.toast)
+    at.number_input(key=key(at, field)).set_value(3).run()
+    assert getattr(settings_of(at), field) == 3 and not at.toast
+
+
+def test_random_embedding_sizes_refuse_fractions():
+    at = open_walk()
+    at.number_input(key=f"{PREFIX}.random_tokens").set_value(3.5).run()
+    assert "Tokens: 3.5 is not a whole number" in texts(at.toast)
+    assert at.number_input(key=f"{PREFIX}.random_tokens").value == 6
+    at.number_input(key=f"{PREFIX}.random_tokens").set_value(3).run()
+    at.button(key=f"{PREFIX}.random").click().run()
+    assert len(settings_of(at).embeddings) == 3
