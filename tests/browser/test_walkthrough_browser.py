@@ -192,3 +192,26 @@ def test_simple_attention_lecture_mode(page, warm_url):
         "0.1385", "0.2379", "0.2333", "0.1240", "0.1082", "0.1581"]
     assert_no_error(page)
     screenshot(page, "walkthrough_simple_attention_lecture")
+
+
+def test_a_whole_number_box_refuses_1e30_and_a_fraction(page, warm_url):
+    """An int number box read "1e30" as 1 (parseInt) and applied it: the seed box now refuses it
+    (out of range, Streamlit's message) and refuses a fraction with our message; the seed stays."""
+    open_walk(page, f"{warm_url}/{SIMPLE}")
+    box = page.locator("[data-testid='stNumberInput']").filter(has_text="Seed").first
+    field = box.locator("input")
+    field.fill("1e30")
+    field.press("Enter")
+    wait_idle(page)
+    assert field.get_attribute("aria-invalid") == "true"  # marked, with an error icon beside it
+    box.locator("[data-testid='stTooltipErrorHoverTarget']").hover()
+    page.get_by_text(re.compile("Number is outside the allowed range")).first.wait_for(timeout=10_000)
+    assert "embed_seed" not in page.url  # still the default seed, 0
+    field.fill("2.5")
+    field.press("Enter")
+    page.get_by_text(re.compile("Seed: 2.5 is not a whole number, so it was not applied; it stays 0")
+                     ).first.wait_for(timeout=20_000)
+    wait_idle(page)
+    assert field.input_value() == "0" and "embed_seed" not in page.url
+    screenshot(page, "walkthrough_seed_fraction_refused")
+    assert_no_error(page)
