@@ -46,8 +46,8 @@ with bar.controls:
                 max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
                 help="Probability of zeroing each attention weight (only in training mode).")
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-        state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
-                    min_value=0, max_value=emb.MAX_SEED, step=1, width=150)
+        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
+                          max_value=emb.MAX_SEED, width=150)
         state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                     help="model.train(): dropout active. model.eval(): dropout off.")
     page.book_setup_button("causal", "Book: CausalAttention, seed 123")

@@ -38,9 +38,9 @@ num_tokens, d_in = inputs.shape
 bar = page.stepper(settings, "mh_step", STEPS, LABELS, area.lesson)
 step = bar.step
 with bar.controls:
-    state.bound(st.number_input, "d_out", settings, "heads_d_out", prefix=PREFIX, min_value=1,
-                max_value=emb.MAX_DIMS, step=1, width=130,
-                help="Width of all heads together (this page's own; pages 2–3 keep theirs).")
+    page.whole_number("d_out", settings, "heads_d_out", min_value=1, max_value=emb.MAX_DIMS,
+                      width=130, help="Width of all heads together (this page's own; pages 2–3 "
+                                      "keep theirs).")
 choices = multi_head.head_choices(settings.heads_d_out)
 heads_note = None
 if settings.num_heads not in choices:
@@ -52,9 +52,8 @@ if settings.num_heads not in choices:
 with bar.controls:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
-    state.bound(st.number_input, "Seed", settings, "heads_seed", prefix=PREFIX, min_value=0,
-                max_value=emb.MAX_SEED, step=1, width=160,
-                help="torch.manual_seed(seed) before building the heads.")
+    page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
+                      width=160, help="torch.manual_seed(seed) before building the heads.")
     state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
                 options=list(wt.QK_SCALES), width=130,
                 help="Multiply every head's W_q and W_k by this: each score grows by its square. "
@@ -169,7 +168,7 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
     cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
     page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
                      title="initial W_q of every head, side by side", x_title="head · output dimension",
-                     y_title="input dimension", caption=f"Each head's initial W_q"
+                     y_title="input dimension", caption="Each head's initial W_q"
                      + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
                      + f" (its block of {result.head_dim} columns); {where}.")
     show_code(multi_head.build_wrapper, label="Show the code that built the heads")

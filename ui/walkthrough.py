@@ -95,6 +95,62 @@ def locked(field: str) -> bool:
     return field in state.locked_fields(PREFIX)
 
 
+# ----------------------------------------------------------------------------------- whole numbers
+def whole_number(label: str, settings: WalkthroughSettings, field: str, *, min_value: int,
+                 max_value: int, where=st, **kwargs) -> int:
+    """A number box for a whole-number setting (a seed, d_out) that refuses what it cannot take.
+
+    An int st.number_input reads the typed text with parseInt in the browser: "1e30" became 1
+    and "12.7" became 12, without a word. As a float box the browser reads 1e30 as 1e30 and
+    refuses it as out of range (Streamlit's message beside the box, the last value kept); a
+    fraction or an emptied box reaches `_keep_whole`, which puts the last valid value back and
+    says why.
+    """
+    key = state.widget_key(PREFIX, field)
+    value = state.bound(where.number_input, label, settings, field, prefix=PREFIX, value=None,
+                        min_value=float(min_value), max_value=float(max_value), step=1.0,
+                        format="%.0f", to_widget=float, from_widget=lambda v: _whole_or(v, settings, field),
+                        on_change=_keep_whole, args=(key, label, lambda: getattr(st.session_state[PREFIX], field)),
+                        **kwargs)
+    _show_refusal(key)
+    return value
+
+
+def _whole_or(value, settings: WalkthroughSettings, field: str) -> int:
+    return int(value) if value is not None and float(value).is_integer() else getattr(settings, field)
+
+
+def _plain_whole(label: str, key: str, *, min_value: int, max_value: int, initial: int, **kwargs) -> int:
+    """`whole_number` for a box that is not a settings field (its last valid value kept beside it)."""
+    ss, last_key = st.session_state, f"{key}.last"
+    ss.setdefault(key, float(initial))
+    ss.setdefault(last_key, int(initial))
+    value = st.number_input(label, key=key, value=None, min_value=float(min_value),
+                            max_value=float(max_value), step=1.0, format="%.0f", on_change=_keep_whole,
+                            args=(key, label, lambda: ss[last_key]), **kwargs)
+    _show_refusal(key)
+    if value is not None and float(value).is_integer():
+        ss[last_key] = int(value)
+    return ss[last_key]
+
+
+def _keep_whole(key: str, label: str, last_valid: Callable[[], int]) -> None:
+    """on_change: a fraction or an empty box is not applied; the last valid value goes back."""
+    value = st.session_state.get(key)
+    if value is not None and float(value).is_integer():
+        return
+    last = last_valid()
+    st.session_state[key] = float(last)
+    what = "the box was emptied" if value is None else f"{value:g} is not a whole number"
+    st.session_state[f"{key}.refused"] = f"{label}: {what}, so it was not applied; it stays {last}."
+
+
+def _show_refusal(key: str) -> None:
+    message = st.session_state.pop(f"{key}.refused", None)
+    if message:
+        st.toast(message, icon=":material/block:", duration="long")
+
+
 # ----------------------------------------------------------------------------------- caching
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _cached(kind: str, key: str, _compute: Callable, _args: tuple):
@@ -329,7 +385,9 @@ def _editor_columns(d_in: int) -> dict:
     columns = {"token": st.column_config.TextColumn("token", max_chars=emb.MAX_TOKEN_CHARS,
                                                     width=TOKEN_COLUMN_PX)}
     for name in emb.dim_names(d_in):
-        columns[name] = st.column_config.NumberColumn(name, width=DIM_COLUMN_PX)
+        # text cells: a number cell drops what it cannot parse ("1e30" became 130, silently);
+        # as text, every value reaches emb.validate_embedding_table as typed and is judged there
+        columns[name] = st.column_config.TextColumn(name, width=DIM_COLUMN_PX, alignment="right")
     return columns
 
 
@@ -342,7 +400,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.Embeddin
                "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
     current = _table_key(settings)
     edited = synced_editor(
-        "embeddings", current, lambda: emb.embedding_frame(settings.tokens, settings.embeddings),
+        "embeddings", current, lambda: emb.editor_frame(settings.tokens, settings.embeddings),
         num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
         column_config=_editor_columns(d_in))
     try:
@@ -376,15 +434,13 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
                   disabled=is_locked or d_in <= 1, icon=":material/remove:")
         st.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
                   disabled=is_locked, icon=":material/menu_book:")
-    for key, value in ((f"{PREFIX}.random_tokens", len(settings.tokens)), (f"{PREFIX}.random_dims", d_in)):
-        st.session_state.setdefault(key, value)
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-        st.number_input("Tokens", min_value=1, max_value=emb.MAX_TOKENS, step=1, width=130,
-                        key=f"{PREFIX}.random_tokens", disabled=is_locked)
-        st.number_input("Dimensions", min_value=1, max_value=emb.MAX_DIMS, step=1, width=130,
-                        key=f"{PREFIX}.random_dims", disabled=is_locked)
-        state.bound(st.number_input, "Seed", settings, "embed_seed", prefix=PREFIX, min_value=0,
-                    max_value=emb.MAX_SEED, step=1, disabled=is_locked, width=150)
+        _plain_whole("Tokens", f"{PREFIX}.random_tokens", min_value=1, max_value=emb.MAX_TOKENS,
+                     initial=len(settings.tokens), width=130, disabled=is_locked)
+        _plain_whole("Dimensions", f"{PREFIX}.random_dims", min_value=1, max_value=emb.MAX_DIMS,
+                     initial=d_in, width=130, disabled=is_locked)
+        whole_number("Seed", settings, "embed_seed", min_value=0, max_value=emb.MAX_SEED,
+                     disabled=is_locked, width=150)
         st.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random,
                   disabled=is_locked, icon=":material/casino:",
                   help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
@@ -443,12 +499,10 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attent
                     from_widget=lambda v: v if v in ("v1", "v2") else settings.variant,
                     help="V1 draws W from torch.rand (uniform 0..1); V2 uses nn.Linear "
                          "(uniform ±1/√d_in, optional bias).")
-        state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
-                    max_value=emb.MAX_DIMS, step=1, width=130,
-                    help="Width of each query, key and value vector.")
-        state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
-                    max_value=emb.MAX_SEED, step=1, width=160,
-                    help="torch.manual_seed(seed) before building the weights.")
+        whole_number("d_out", settings, "d_out", min_value=1, max_value=emb.MAX_DIMS, width=130,
+                     help="Width of each query, key and value vector.")
+        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=160,
+                     help="torch.manual_seed(seed) before building the weights.")
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
                     disabled=settings.variant == "v1",
                     help="nn.Linear(..., bias=True) adds a bias vector to Q, K and V (V2 only).")

@@ -227,8 +227,8 @@ def masked_words(causal: bool) -> StepWords:
     if causal:
         return StepWords("masked_fill(mask, −∞)", "Hidden scores are −∞ (grey), so exp(−∞) = 0 "
                          "after softmax")
-    return StepWords("scaled scores, nothing masked", "The mask is off: no score is replaced by "
-                     "−∞, these are the scaled scores unchanged")
+    return StepWords("scaled scores, nothing masked", "The mask is off: nothing is hidden, "
+                     "these are the scaled scores unchanged")
 
 
 def weights_words(causal: bool) -> StepWords:

@@ -472,6 +472,24 @@ class TestCausal:
         assert bundle.module_diff is None and bundle.train_module_diff is None
 
 
+    @pytest.mark.parametrize("causal", [True, False])
+    @pytest.mark.parametrize("train_mode, p", [(False, 0.0), (False, 0.5), (True, 0.0), (True, 0.5)])
+    def test_step_words_follow_mask_and_dropout(self, causal, train_mode, p):
+        s = WalkthroughSettings(causal=causal, train_mode=train_mode, dropout_p=p)
+        words = [causal_attention.scores_words(causal), causal_attention.mask_words(causal),
+                 causal_attention.masked_words(causal), causal_attention.weights_words(causal),
+                 causal_attention.dropout_words(s), causal_attention.context_words(s)]
+        said = " ".join(f"{w.title} {w.caption} {w.text}" for w in words)
+        mask_claims = ("above the diagonal", "−∞", "Masked softmax", "hidden by the mask", "after masking")
+        assert all((claim in said) == causal for claim in mask_claims), said
+        active = train_mode and p > 0
+        assert causal_attention.dropout_active(s) == active
+        for claim in ("✕ = dropped", "weights after dropout", "Dropout either dropped", "dropout(A) V"):
+            assert (claim in said) == (active and (causal or claim != "Dropout either dropped")), claim
+        if not active:
+            assert ("eval mode" if not train_mode else "p = 0") in said
+
+
 # ----------------------------------------------------------------------------- page 4
 class TestMultiHead:
     def test_head_choices(self):
@@ -537,6 +555,19 @@ class TestMultiHead:
         scaled = multi_head.multi_head(x, dataclasses.replace(s, qk_scale=4), 2).steps
         assert torch.allclose(scaled.attn_scores, 16 * base.attn_scores, atol=1e-12)
         assert torch.equal(scaled.values_h, base.values_h)  # W_v is left alone
+
+    def test_words_name_heads_and_dropout_truly(self):
+        one = WalkthroughSettings(num_heads=1)
+        assert multi_head.describe_heads(one, 1).startswith("1 head of head_dim 4 = d_out 4")
+        assert "2 heads × head_dim 2 = d_out 4" in multi_head.describe_heads(WalkthroughSettings(), 2)
+        for train_mode, p in ((False, 0.5), (True, 0.0)):
+            s = WalkthroughSettings(train_mode=train_mode, dropout_p=p)
+            assert "dropout" not in multi_head.describe_heads(s, 2) + multi_head.map_caption(s, 0)
+        s = WalkthroughSettings(train_mode=True, dropout_p=0.5)
+        assert "before dropout" in multi_head.map_caption(s, 0)
+        assert "Same initial weights** is on" in multi_head.why_words(
+            WalkthroughSettings(same_init=True), 2)
+        assert "scale 1" in multi_head.why_words(WalkthroughSettings(qk_scale=1), 2)
 
     def test_heads_must_divide(self):
         with pytest.raises(ValueError, match="divisible"):
