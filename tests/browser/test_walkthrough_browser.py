@@ -87,12 +87,17 @@ def wait_for_scores(page, index: int, expected: str) -> list[str]:
     return code_text(page, "ω =").split()
 
 
-def grid_cell(page, d_in: int = 3):
-    """cell(column, row) -> the screen point of a cell of the embeddings grid (column 0 = token)."""
-    if page.locator("[data-testid='stDataFrame']").count() == 0:  # collapsed (presenter layout)
+def open_editor(page) -> None:
+    """Open the embeddings editor: collapsed on every page (the presenter layout)."""
+    if page.locator("[data-testid='stDataFrame']").count() == 0:
         page.get_by_text("Embeddings X · shared by the four pages").click()
         wait_idle(page)
         settle(page)
+
+
+def grid_cell(page, d_in: int = 3):
+    """cell(column, row) -> the screen point of a cell of the embeddings grid (column 0 = token)."""
+    open_editor(page)
     grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
     marker = grid["width"] - 2 - TOKEN_PX - d_in * DIM_PX  # the row-marker column on the left
 
@@ -172,7 +177,8 @@ def test_causal_attention_mask_off(page, warm_url):
     page.locator("[data-testid='stCheckbox']").filter(has_text="Causal mask").first.click()
     wait_idle(page)
     settle(page)
-    assert page.get_by_text("The mask is off").count() == 1
+    # the step's note (its caption says so too, since the words follow the mask)
+    assert page.get_by_text("The mask is off: nothing is hidden").count() == 1
     assert "causal=0" in page.url  # the shareable link follows
     assert_no_error(page)
     screenshot(page, "walkthrough_causal_attention")
@@ -205,6 +211,7 @@ def test_a_whole_number_box_refuses_1e30_and_a_fraction(page, warm_url):
     """An int number box read "1e30" as 1 (parseInt) and applied it: the seed box now refuses it
     (out of range, Streamlit's message) and refuses a fraction with our message; the seed stays."""
     open_walk(page, f"{warm_url}/{SIMPLE}")
+    open_editor(page)
     box = page.locator("[data-testid='stNumberInput']").filter(has_text="Seed").first
     field = box.locator("input")
     field.fill("1e30")
