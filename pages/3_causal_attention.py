@@ -95,8 +95,12 @@ def scores_step(steps) -> None:
 
 def mask_step(steps) -> None:
     page.step_header(STEPS, "mask", "the causal mask")
-    st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
-             r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+    if settings.causal:
+        st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
+                 r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+    else:  # what the figure shows, and what the switch would bring back
+        st.latex(r"M_{ij} = 0 \text{ for every } i, j \qquad \text{(the causal mask, "
+                 r"} \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)\text{, is switched off)}")
     words = causal_attention.mask_words(settings.causal)
     if words.text:
         st.info(words.text, icon=":material/info:")

@@ -64,12 +64,13 @@ def test_mask_off_no_step_claims_a_mask():
         if "label" in rows:
             assert not rows["label"].astype(str).str.contains("−∞").any(), step
     _, text, _ = next(each_step(CAUSAL, "causal_step", ["mask"], causal=False))
-    assert "The mask is off" in text
+    assert "The mask is off" in text and r"M_{ij} = 0 \text{ for every } i, j" in text
+    assert r"\text{ (a later token: hide)}" not in text
 
 
 EXPECTED_WITH_MASK = {
     "scores": ("before the mask is applied",),
-    "mask": ("above the diagonal: token i may only look at tokens 1 … i",),
+    "mask": ("above the diagonal: token i may only look at tokens 1 … i", "(a later token: hide)"),
     "masked": ("masked_fill(mask, −∞)", "Hidden scores are −∞", r"-\infty"),
     "weights": ("Masked softmax: zeros above the diagonal", "A = softmax(masked scores)"),
     "dropout": ("0 = hidden by the mask",),

@@ -166,7 +166,11 @@ def test_causal_attention_mask_off(page, warm_url):
         has_text="Causal mask").first.click()
     wait_idle(page)
     settle(page)
-    assert page.get_by_text("The mask is off").count() == 1
+    # the notice, and the figure's caption, which says what the figure shows now
+    assert page.get_by_text("The mask is off: nothing is hidden, every query sees every token.",
+                            exact=True).count() == 1
+    assert page.get_by_text(re.compile("^The mask is off: every entry is 0")).count() == 1
+    assert page.get_by_text(re.compile("^1 above the diagonal")).count() == 0  # the mask-on caption
     assert "causal=0" in page.url  # the shareable link follows
     assert_no_error(page)
     screenshot(page, "walkthrough_causal_attention")
