@@ -135,7 +135,7 @@ def weights_step(steps) -> None:
     else:
         st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{no zeros (the "
                  r"mask is off), every row sums to 1}")
-    words = causal_attention.weights_words(settings.causal)
+    words = causal_attention.weights_words(settings.causal, causal_attention.dropout_active(settings))
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = page.predict_then_reveal(

@@ -103,7 +103,8 @@ def test_dropout_inactive_no_step_claims_dropped_weights(settings, reason):
 def test_dropout_active_is_named_where_it_acts():
     settings = {"train_mode": True, "dropout_p": 0.5, "dropout_seed": 3}
     texts = {step: (text, at) for step, text, at in
-             each_step(CAUSAL, "causal_step", ["dropout", "context"], **settings)}
+             each_step(CAUSAL, "causal_step", ["weights", "dropout", "context"], **settings)}
+    assert "every row sums to 1 (before dropout, the next steps drop some)" in texts["weights"][0]
     text, at = texts["dropout"]
     assert_says(text, ("weights after dropout", "✕ = dropped by dropout", "visible weights were dropped",
                        "1/(1 − p) = **2.0000**"), "dropout step")
