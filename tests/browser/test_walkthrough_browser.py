@@ -218,4 +218,13 @@ def test_a_whole_number_box_refuses_1e30_and_a_fraction(page, warm_url):
     wait_idle(page)
     assert field.input_value() == "0" and "embed_seed" not in page.url
     screenshot(page, "walkthrough_seed_fraction_refused")
+    field.fill("7")
+    field.press("Enter")
+    wait_idle(page)
+    field.fill("")  # an emptied box is refused too (it used to fall back to the minimum)
+    field.press("Enter")
+    page.get_by_text(re.compile("Seed: the box was emptied, so it was not applied; it stays 7")
+                     ).first.wait_for(timeout=20_000)
+    wait_idle(page)
+    assert field.input_value() == "7" and "embed_seed=7" in page.url
     assert_no_error(page)
