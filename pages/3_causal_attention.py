@@ -94,8 +94,12 @@ def scores_step(steps) -> None:
 
 def mask_step(steps) -> None:
     page.step_header(STEPS, "mask", "the causal mask")
-    st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
-             r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+    if settings.causal:
+        st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
+                 r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+    else:  # what the figure shows, and what the switch would bring back
+        st.latex(r"M_{ij} = 0 \text{ for every } i, j \qquad \text{(the causal mask, "
+                 r"} \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)\text{, is switched off)}")
     words = causal_attention.mask_words(settings.causal)
     if words.text:
         st.info(words.text, icon=":material/info:")
@@ -130,7 +134,7 @@ def weights_step(steps) -> None:
     else:
         st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{no zeros (the "
                  r"mask is off), every row sums to 1}")
-    words = causal_attention.weights_words(settings.causal)
+    words = causal_attention.weights_words(settings.causal, causal_attention.dropout_active(settings))
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = page.predict_then_reveal(

@@ -231,13 +231,16 @@ def masked_words(causal: bool) -> StepWords:
                      "these are the scaled scores unchanged")
 
 
-def weights_words(causal: bool) -> StepWords:
-    """Title, caption, and the predict-then-reveal question of the weights step."""
+def weights_words(causal: bool, dropout: bool = False) -> StepWords:
+    """Title, caption, and the predict-then-reveal question of the weights step (whose weights
+    are those before dropout: with dropout active, the caption says so)."""
+    later = " (before dropout, the next steps drop some)" if dropout else ""
     if causal:
         return StepWords("A = softmax(masked scores)", "Masked softmax: zeros above the diagonal, "
-                         "every row sums to 1", "after masking, which token does “{q}” attend to most?")
+                         f"every row sums to 1{later}",
+                         "after masking, which token does “{q}” attend to most?")
     return StepWords("A = softmax(scaled scores)", "Softmax of the unmasked scores: every token "
-                     "gets some weight, every row sums to 1",
+                     f"gets some weight, every row sums to 1{later}",
                      "with the mask off, which token does “{q}” attend to most?")
 
 

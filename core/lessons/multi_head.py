@@ -160,8 +160,8 @@ def why_words(settings: WalkthroughSettings, num_heads: int) -> str:
     if settings.same_init and num_heads > 1:
         return ("Every head sees the same embeddings, and here every head also starts from the "
                 "same W_q, W_k, W_v (**Same initial weights** is on): identical heads give identical "
-                "maps, and in training they would get identical gradients and never specialise. "
-                "Switch it off to give each head its own random start.")
+                "maps, so for now several heads see no more than one. Switch it off to give each "
+                "head its own random start.")
     text = ("Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
             "drawn at random, so each head projects the tokens differently and gets a different "
             "map. During training each head then receives its own gradients, so they keep "

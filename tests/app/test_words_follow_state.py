@@ -64,12 +64,13 @@ def test_mask_off_no_step_claims_a_mask():
         if "label" in rows:
             assert not rows["label"].astype(str).str.contains("−∞").any(), step
     _, text, _ = next(each_step(CAUSAL, "causal_step", ["mask"], causal=False))
-    assert "The mask is off" in text
+    assert "The mask is off" in text and r"M_{ij} = 0 \text{ for every } i, j" in text
+    assert r"\text{ (a later token: hide)}" not in text
 
 
 EXPECTED_WITH_MASK = {
     "scores": ("before the mask is applied",),
-    "mask": ("above the diagonal: token i may only look at tokens 1 … i",),
+    "mask": ("above the diagonal: token i may only look at tokens 1 … i", "(a later token: hide)"),
     "masked": ("masked_fill(mask, −∞)", "Hidden scores are −∞", r"-\infty"),
     "weights": ("Masked softmax: zeros above the diagonal", "A = softmax(masked scores)"),
     "dropout": ("0 = hidden by the mask",),
@@ -102,7 +103,8 @@ def test_dropout_inactive_no_step_claims_dropped_weights(settings, reason):
 def test_dropout_active_is_named_where_it_acts():
     settings = {"train_mode": True, "dropout_p": 0.5, "dropout_seed": 3}
     texts = {step: (text, at) for step, text, at in
-             each_step(CAUSAL, "causal_step", ["dropout", "context"], **settings)}
+             each_step(CAUSAL, "causal_step", ["weights", "dropout", "context"], **settings)}
+    assert "every row sums to 1 (before dropout, the next steps drop some)" in texts["weights"][0]
     text, at = texts["dropout"]
     assert_says(text, ("weights after dropout", "✕ = dropped by dropout", "visible weights were dropped",
                        "1/(1 − p) = **2.0000**"), "dropout step")

@@ -177,8 +177,11 @@ def test_causal_attention_mask_off(page, warm_url):
     page.locator("[data-testid='stCheckbox']").filter(has_text="Causal mask").first.click()
     wait_idle(page)
     settle(page)
-    # the step's note (its caption says so too, since the words follow the mask)
-    assert page.get_by_text("The mask is off: nothing is hidden").count() == 1
+    # the notice, and the figure's caption, which says what the figure shows now
+    assert page.get_by_text("The mask is off: nothing is hidden, every query sees every token.",
+                            exact=True).count() == 1
+    assert page.get_by_text(re.compile("^The mask is off: every entry is 0")).count() == 1
+    assert page.get_by_text(re.compile("^1 above the diagonal")).count() == 0  # the mask-on caption
     assert "causal=0" in page.url  # the shareable link follows
     assert_no_error(page)
     screenshot(page, "walkthrough_causal_attention")
@@ -228,4 +231,13 @@ def test_a_whole_number_box_refuses_1e30_and_a_fraction(page, warm_url):
     wait_idle(page)
     assert field.input_value() == "0" and "embed_seed" not in page.url
     screenshot(page, "walkthrough_seed_fraction_refused")
+    field.fill("7")
+    field.press("Enter")
+    wait_idle(page)
+    field.fill("")  # an emptied box is refused too (it used to fall back to the minimum)
+    field.press("Enter")
+    page.get_by_text(re.compile("Seed: the box was emptied, so it was not applied; it stays 7")
+                     ).first.wait_for(timeout=20_000)
+    wait_idle(page)
+    assert field.input_value() == "7" and "embed_seed=7" in page.url
     assert_no_error(page)
