@@ -53,9 +53,20 @@ def _loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _token_rows(output_dim: int, seed: int, ids: tuple[int, ...]):
-    # only the rows this batch reads: the whole 50,257-row table is 51 MB at width 256, and a
-    # class trying widths and seeds kept one table each in the server's memory
+    # only the rows of these ids: the whole 50,257-row table is 51 MB at width 256, and a class
+    # trying widths and seeds kept one table each in the server's memory
     return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, ids)
+
+
+ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept
+
+
+def _rows_for(view: tokens_data.LoaderView, x, output_dim: int, seed: int):
+    # Drawing rows walks the table up to the largest id (0.1-0.3 s at width 256): keyed by the
+    # text's ids, not the batch's, so another batch, stride or batch size costs nothing.
+    text_ids = tuple(sorted(set(view.token_ids)))
+    ids = text_ids if len(text_ids) <= ROWS_OF_THE_TEXT else tuple(sorted(set(x.flatten().tolist())))
+    return _token_rows(output_dim, seed, ids)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -257,9 +268,8 @@ if view is not None:
         right.dataframe(y.numpy(), width="stretch")
 
         output_dim = settings.output_dim
-        batch_ids = tuple(sorted(set(x.flatten().tolist())))
-        steps = tokens_data.embed_batch(x, _token_rows(output_dim, vs.seed, batch_ids),
-                                        _pos_table(output_dim, vs.seed))
+        token_rows = _rows_for(view, x, output_dim, vs.seed)
+        steps = tokens_data.embed_batch(x, token_rows, _pos_table(output_dim, vs.seed))
         st.subheader("Shapes, step by step")
         st.table(steps.shape_rows().set_index("step"))
         st.markdown(
@@ -268,7 +278,7 @@ if view is not None:
             f"one row of the `{steps.pos_table_shape}` position table (GPT-2's context is "
             f"{tokens_data.GPT2_CONTEXT} tokens; only rows 0–{x.shape[1] - 1} are used), and the two add up. "
             f"The app draws the token table's rows in order from the seed but keeps only the "
-            f"{len(batch_ids)} rows this batch reads: the same numbers as the whole table.")
+            f"{len(token_rows.ids):,} rows of this text's ids: the same numbers as the whole table.")
 
         dims = min(settings.show_dims, output_dim)
         rows = min(x.shape[1], 8)
