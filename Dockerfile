@@ -8,10 +8,7 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     # the hosted caps: one training slice at a time, training at most 30% of the time, small runs
-    ATTENTION_LAB_HOSTED=1 \
-    # two glibc malloc arenas, not 8 per core: sessions run in their own threads, and memory one
-    # arena freed cannot serve another (docs/HOSTING.md, "Memory")
-    MALLOC_ARENA_MAX=2
+    ATTENTION_LAB_HOSTED=1
 
 WORKDIR /app
 # dependencies first, so a code change does not reinstall torch (CPU wheel, see requirements.txt)

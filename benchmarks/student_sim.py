@@ -1127,7 +1127,6 @@ def run_once(args: argparse.Namespace) -> dict:
            "ATTENTION_LAB_SERVER_LOG": str(tmp / "server.log")}
     if not args.not_hosted:
         env["ATTENTION_LAB_HOSTED"] = "1"
-    env["MALLOC_ARENA_MAX"] = "2"  # as the Dockerfile and docs/HOSTING.md launch the server
     if args.memory_probe:  # ui/memory_probe.py: one JSON line every 30 s in the server's temp folder
         env["ATTENTION_LAB_MEMORY_PROBE"] = str(tmp / "memory.jsonl")
         if args.memory_probe == "tracemalloc":
