@@ -108,7 +108,8 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
 def context_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "context", "z, the context vector")
     dims = emb.dim_names(d_in)
-    chart_col, text_col = page.columns([1, 1], gap="large", side_by_side=True)
+    # a few bars need little room: the weighted sum beside them needs more
+    chart_col, text_col = page.columns([2, 3] if d_in <= 4 else [1, 1], gap="large", side_by_side=True)
     with text_col:
         st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
                     "by its attention weight: the table's rows add up to z.")

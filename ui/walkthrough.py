@@ -671,9 +671,11 @@ def columns(spec, *, side_by_side: bool = False, **kwargs):
     projector fonts still fit every value in its cell. `side_by_side` keeps the columns there
     too, for panels narrow enough (a figure and its formula, 3 narrow matrices): stacked, they
     would push the step below the first screen."""
-    if state.lecture_mode() and not side_by_side:
-        count = spec if isinstance(spec, int) else len(spec)
-        return [st.container() for _ in range(count)]
+    if state.lecture_mode():
+        if not side_by_side:
+            count = spec if isinstance(spec, int) else len(spec)
+            return [st.container() for _ in range(count)]
+        kwargs["gap"] = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
     return st.columns(spec, **kwargs)
 
 
@@ -729,7 +731,7 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
     chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
                              x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
                              highlight=highlight, domain=domain,
-                             width=max(200, min((70 if lecture else 56) * n_bars, max_width)),
+                             width=max(200, min(56 * n_bars, max_width)),
                              height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."
