@@ -16,13 +16,19 @@ import pytest
 from core.lessons import embeddings as emb
 from core.lessons import walkthrough as wt
 from tests.app.walkthrough_helpers import (
-    BOOK_SCORES, PREFIX, apply_csv, assert_book_table, errors, key, numbers, open_walk, settings_of,
-    warnings)
+    BOOK_SCORES, PREFIX, apply_csv, assert_book_table, errors, key, numbers, open_expander, open_walk,
+    settings_of, warnings)
 from tests.helpers import texts
 
 
-def test_the_editor_cells_are_text_so_nothing_is_dropped_before_validation():
+def open_editor():
     at = open_walk()
+    open_expander(at, f"{PREFIX}.embeddings_open.0")  # the editor is collapsed on every page
+    return at
+
+
+def test_the_editor_cells_are_text_so_nothing_is_dropped_before_validation():
+    at = open_editor()
     editor = at.dataframe[0]
     columns = json.loads(editor.proto.columns)
     assert all(columns[d]["type_config"]["type"] == "text" for d in ("d1", "d2", "d3"))
@@ -110,7 +116,7 @@ def test_a_fraction_or_an_empty_box_is_refused_with_a_message(page, field, defau
 
 
 def test_random_embedding_sizes_refuse_fractions():
-    at = open_walk()
+    at = open_editor()
     at.number_input(key=f"{PREFIX}.random_tokens").set_value(3.5).run()
     assert "Tokens: 3.5 is not a whole number" in texts(at.toast)
     assert at.number_input(key=f"{PREFIX}.random_tokens").value == 6
