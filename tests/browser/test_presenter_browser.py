@@ -92,10 +92,16 @@ def check_first_screen(page, number: int, steps, step: str, height: int) -> dict
     return pos
 
 
+def height_of(page) -> int:
+    return page.viewport_size["height"]
+
+
 def shoot(page, number: int, slug: str, steps, step: str, width: int, lecture: bool) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    page.mouse.move(5, 5)  # no hover tooltip or heading link over the picture
-    page.wait_for_timeout(200)
+    # no tooltip of the button just clicked (hover or focus), no heading link, over the picture
+    page.mouse.move(5, height_of(page) - 5)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.wait_for_timeout(500)
     k = list(steps).index(step) + 1
     path = OUT / f"p{number}_{slug}_step{k}_{step}_{width}{'_lecture' if lecture else ''}.png"
     page.screenshot(path=str(path), full_page=False)  # the first screen, as the room sees it
