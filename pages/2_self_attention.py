@@ -40,8 +40,9 @@ step = bar.step
 with bar.controls:
     query = page.query_select(settings, labels, width=300)
     projection = page.projection_controls(settings, d_in)
-    page.book_setup_button("v1", "Book: SelfAttention_v1, seed 123")
-    page.book_setup_button("v2", "Book: SelfAttention_v2, seed 789")
+    with st.container(horizontal=True, gap="small"):
+        page.book_setup_button("v1", "Book: SelfAttention_v1, seed 123")
+        page.book_setup_button("v2", "Book: SelfAttention_v2, seed 789")
 projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
 
 q_name, qi = labels[query], query + 1

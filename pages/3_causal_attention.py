@@ -38,19 +38,21 @@ num_tokens, d_in = inputs.shape
 
 bar = page.stepper(settings, "causal_step", STEPS, LABELS, area.lesson)
 step = bar.step
-with bar.controls:
-    query = page.query_select(settings, labels, width=300)
-    state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
-                help="Hide every later token (j > i) from query i.")
-    state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
-                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
-                help="Probability of zeroing each attention weight (only in training mode).")
+with bar.controls:  # compact rows: the popover should fit a projector's screen
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
-                          max_value=emb.MAX_SEED, width=150)
+        query = page.query_select(settings, labels, width=300)
+        page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+        state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
+                    help="Hide every later token (j > i) from query i.")
         state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                     help="model.train(): dropout active. model.eval(): dropout off.")
-    page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
+                    max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
+                    help="Probability of zeroing each attention weight (only in training mode).")
+        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
+                          max_value=emb.MAX_SEED, width=210)  # room for 4 digits, − and +
     st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")
     projection = page.projection_controls(settings, d_in)
 projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)

@@ -37,7 +37,9 @@ num_tokens, d_in = inputs.shape
 
 bar = page.stepper(settings, "mh_step", STEPS, LABELS, area.lesson)
 step = bar.step
-with bar.controls:
+with bar.controls:  # compact rows: the popover should fit a projector's screen
+    sizes = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+with sizes:
     page.whole_number("d_out", settings, "heads_d_out", min_value=1, max_value=emb.MAX_DIMS,
                       width=130, help="Width of all heads together (this page's own; pages 2–3 "
                                       "keep theirs).")
@@ -49,18 +51,21 @@ if settings.num_heads not in choices:
     st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
     heads_note = (f"{wanted} heads do not divide d_out = {settings.heads_d_out} evenly (each head needs "
                   f"d_out / heads dimensions): using {settings.num_heads}.")
-with bar.controls:
+with sizes:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
-    page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
-                      width=160, help="torch.manual_seed(seed) before building the heads.")
-    state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
-                options=list(wt.QK_SCALES), width=130,
-                help="Multiply every head's W_q and W_k by this: each score grows by its square. "
-                     "nn.Linear starts small, so at 1 (the book) every map is nearly uniform; "
-                     "trained heads have larger weights and sharper maps.")
-    state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
-    state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
+with bar.controls:
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
+                          width=210, help="torch.manual_seed(seed) before building the heads.")
+        state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
+                    options=list(wt.QK_SCALES), width=180,
+                    help="Multiply every head's W_q and W_k by this: each score grows by its "
+                         "square. nn.Linear starts small, so at 1 (the book) every map is nearly "
+                         "uniform; trained heads have larger weights and sharper maps.")
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+        state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
+        state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
     state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
                 help="Give every head head 1's initial weights: what if they all started equal?")
     page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")

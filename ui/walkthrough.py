@@ -501,7 +501,7 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attent
                          "(uniform ±1/√d_in, optional bias).")
         whole_number("d_out", settings, "d_out", min_value=1, max_value=emb.MAX_DIMS, width=130,
                      help="Width of each query, key and value vector.")
-        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=160,
+        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=210,
                      help="torch.manual_seed(seed) before building the weights.")
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
                     disabled=settings.variant == "v1",

@@ -167,6 +167,11 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         # typing in a field does not step: there the arrows move the cursor
         page.locator(BAR).get_by_role("button", name=re.compile("Settings")).click()
         field_input = page.locator("[data-testid='stNumberInput'] input[aria-label='d_out']")
+        field_input.wait_for(timeout=10_000)
+        page.mouse.move(5, 715)
+        page.wait_for_timeout(400)
+        OUT.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(OUT / "p2_self_settings_open_1280_lecture.png"))  # every control in reach
         field_input.click()
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "d_out"
         page.keyboard.press("ArrowRight")
