@@ -43,6 +43,7 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
     """Title, lesson presets, the predict switch; returns the shared settings object."""
     settings = state.page_settings(PREFIX, WalkthroughSettings)
     settings = lesson_panel(PREFIX, WalkthroughSettings, page, settings)
+    _resend_widget_values()
     if state.lecture_mode():  # the first screen of a projector is for the step: intro on hover
         st.title(title, help=intro)
     else:
@@ -57,6 +58,21 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
                   help="Back to the book's example and every default (all four pages).")
     clamp_query(settings)
     return settings
+
+
+def _resend_widget_values() -> None:
+    """Send every control its current value again, on every run.
+
+    The page's controls live in a popover, which the browser draws only when it is opened. A
+    control drawn for the first time after some reruns showed its declared default (query
+    "Your", empty d_out and seed boxes), not the value in use, and the next click sent those
+    defaults back. A value assigned through st.session_state before the control is created is
+    sent with it, so the control always opens showing, and keeping, the value in use."""
+    ss = st.session_state
+    for field in dataclasses.fields(WalkthroughSettings):
+        key = state.widget_key(PREFIX, field.name)
+        if key in ss:
+            ss[key] = ss[key]
 
 
 def _reset_all() -> None:

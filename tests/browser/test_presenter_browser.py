@@ -172,12 +172,20 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         page.wait_for_timeout(400)
         OUT.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(OUT / "p2_self_settings_open_1280_lecture.png"))  # every control in reach
+        # opened for the first time after several reruns, the controls show the values in use
+        # (they showed their defaults: query "Your", empty d_out and seed, and sent them back)
+        query_box = page.locator("[data-testid='stSelectbox']").filter(has_text="Query token").first
+        assert "journey" in (query_box.text_content() or "") + " ".join(
+            query_box.locator("input").evaluate_all("els => els.map(e => e.value)"))
+        assert field_input.input_value() == "2"
+        assert page.locator("[data-testid='stNumberInput'] input[aria-label='Seed']").input_value() == "123"
         field_input.click()
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "d_out"
         page.keyboard.press("ArrowRight")
         page.wait_for_timeout(1_000)
         wait_idle(page)
         assert f"{field}=softmax" in page.url
+        assert "query=" not in page.url and "d_out=" not in page.url and "seed=" not in page.url
         assert page.get_by_role("heading", name=re.compile("^Step 5 of 6 ")).count() == 1
         assert_no_error(page)
     finally:
