@@ -7,6 +7,13 @@ Goals (2 CPU cores): "quick_demo" reaches a validation loss <= 2.10 nats/char wi
 lecture's own settings converge (about 2.4). The time counted is the whole run as the app would do it,
 validation passes included. The machine's load average and the process's CPU seconds are printed too,
 since other processes may share the machine (CPU seconds do not grow when others take the cores).
+
+--live trains each preset the way the Train page does, and is what the page's preset labels come
+from (core.train_settings.PRESET_SECONDS): a `core.runs.Run` advanced by the live fragment's own
+tick (`ui.live.tick`, Streamlit in bare mode) with the page's drawing (`ui.training.draw_live`)
+after every slice, a slice per tick in a training slot, with the app's torch threads
+(core.budget) unless --threads is given. The time counted is from Start to the last step.
+
 Last line: one JSON object.
 """
 
@@ -47,8 +54,14 @@ def load_average() -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(PRESETS), choices=list(PRESETS))
-    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch.set_num_threads (default: 2, or the app's with --live)")
+    parser.add_argument("--live", action="store_true", help="train through the Train page's tick")
     args = parser.parse_args()
+    if args.live:
+        live_main(args)
+        return
+    args.threads = args.threads or 2
     torch.set_num_threads(args.threads)
 
     data = build_names_data(context_size=12, val_size=0.1, seed=101)
@@ -83,6 +96,51 @@ def main() -> None:
               f"({entry['tokens_per_s']} tokens/s; load {load_before} -> {entry['load_average_after']})")
         print(f"  validation curve: {curve}", flush=True)
     print(json.dumps({"threads": args.threads, "presets": results}))
+
+
+def live_main(args) -> None:
+    """Each preset from Start to its last step through the page's tick; see the docstring."""
+    import logging
+
+    from core import budget, runs, train_settings
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    else:
+        budget.configure_torch_threads()
+    logging.disable(logging.WARNING)  # bare mode warns on every Streamlit call
+    from ui import live as ui_live, training
+
+    results = {}
+    for name in args.only:
+        if name == "gpu" and not torch.cuda.is_available():
+            print("gpu: skipped (no CUDA GPU here)", flush=True)
+            continue
+        settings = train_settings.preset_settings(name)
+        runs.names_data(settings.context_size)  # the data is loaded once per server, not per run
+        book = runs.RunBook(owner=f"presets-{name}")
+        load_before, cpu_start = load_average(), time.process_time()
+        start = time.perf_counter()
+        run = book.create(settings)
+        runs.start(run)
+        ticks = 0
+        while run.active:
+            ui_live.tick(run, lambda: training.draw_live(book, settings), ui_live.SLICE_S,
+                         running=lambda: run.active)
+            ticks += 1
+        seconds = time.perf_counter() - start
+        entry = {"steps": run.step, "seconds": round(seconds, 1),
+                 "cpu_seconds": round(time.process_time() - cpu_start, 1),
+                 "training_seconds": round(run.history["elapsed"][-1], 1),
+                 "val_loss": round(run.trainer.last_val_loss, 4), "ticks": ticks,
+                 "steps_per_s": round(run.step / seconds, 1),
+                 "load_average_before": load_before, "load_average_after": load_average()}
+        results[name] = entry
+        print(f"{name}: {run.step} steps in {seconds:.1f} s through the page's tick "
+              f"({entry['cpu_seconds']} CPU s, {entry['training_seconds']} s inside steps), val "
+              f"{entry['val_loss']:.4f}; load {load_before} -> {entry['load_average_after']}", flush=True)
+    print(json.dumps({"mode": "live", "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+                      "date": time.strftime("%Y-%m-%d"), "presets": results}))
 
 
 if __name__ == "__main__":

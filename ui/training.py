@@ -56,49 +56,123 @@ def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) ->
     return run
 
 
+PRESET_HELP = {
+    "lecture": "Lecture 7's values: SGD at lr 0.01, batch 32, 1,000 steps, dropout 0.1 (converges "
+               "slowly, about 2.3 nats/char).",
+    "quick_demo": "AdamW with warm-up and cosine decay, names packed into rows: a good model "
+                  "(validation ≈ 2.06 nats/char).",
+    "best": "Wider, deeper, with dropout: about 1.91 nats/char.",
+    "gpu": "A larger model with big packed batches, bf16 and CUDA graphs: about 1.89 nats/char.",
+}
+PRESET_NAMES = {"lecture": "Lecture 7", "quick_demo": "Quick demo", "best": "Best", "gpu": "GPU"}
+
+
+def preset_button(name: str, device: str) -> tuple[str, str]:
+    """(button title, help) of a preset: its measured wall time on this kind of device, and where
+    that figure comes from (core.train_settings.PRESET_SECONDS)."""
+    title, help_text = PRESET_NAMES[name], PRESET_HELP[name]
+    measured = train_settings.preset_seconds(name, device)
+    if measured is None:
+        return title, help_text
+    seconds, where = measured
+    return (f"{title} (~{_fmt_duration(seconds)})",
+            f"{help_text} Measured: {seconds:.0f} s from Start to the last step, {where}.")
+
+
+def _fmt_duration(seconds: float) -> str:
+    """30 -> "30 s", 200 -> "3½ min": how long a preset takes, rounded for a button."""
+    if seconds < 90:
+        return f"{max(5, round(seconds / 5) * 5):.0f} s"
+    halves = round(seconds / 30)
+    return f"{halves // 2}{'½' if halves % 2 else ''} min"
+
+
+def settings_summary(settings: train_settings.TrainSettings, n_params: int | None) -> str:
+    """One line: the preset the settings match and the main numbers (shown beside the presets)."""
+    matched = train_settings.matching_preset(settings)
+    preset = f"Preset: **{train_settings.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**"
+    parts = [f"{settings.n_layer} layers × {settings.n_head} heads, width {settings.d_embed}"]
+    if n_params is not None:
+        parts.append(f"{n_params:,} parameters")
+    parts.append(f"{settings.max_steps:,} steps")
+    return preset + " · " + " · ".join(parts)
+
+
+def run_state(run: runs.Run | None) -> str:
+    """What the controls offer: "none" (no run), "running", "paused" (can resume) or "ended"
+    (stopped, finished, failed or out of steps: it can only train N more steps)."""
+    if run is None:
+        return "none"
+    if run.status == "running":
+        return "running"
+    if run.status in ("paused", "idle") and not run.trainer.done:
+        return "paused"
+    return "ended"
+
+
 def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, blocked: bool) -> None:
-    """Start / pause / resume / stop / reset / break it. Each click reruns the whole page, so the
-    ticking fragment starts or stops with it."""
+    """The current run's controls, only those that apply to its state, each saying what it does:
+
+    * running: Pause, Stop here;
+    * paused:  Resume from step N, Stop here;
+    * ended (stopped, finished, failed): Train N more steps (with the box for N);
+    * always: Start (a new run), Break it (a new run with the mask off), Forget this run.
+
+    Each click reruns the whole page, so the ticking fragment starts or stops with it."""
     run = book.current
-    status = run.status if run else None
-    cols = st.columns([1, 1.25, 1, 1, 1.15])
-    with cols[0]:
-        if st.button("Start", key="train.start", type="primary", icon=":material/play_arrow:",
-                     disabled=blocked, help="Start a new run: train a new model with the settings "
-                     "above; earlier runs stay on the chart."):
-            if start_new_run(book, settings) is not None:
-                st.rerun()  # otherwise the error stays on screen
-    with cols[1]:
-        if status == "running":
-            if st.button("Pause", key="train.pause", icon=":material/pause:"):
+    state_now = run_state(run)
+    own, new = st.columns([1.25, 1])
+    with own:
+        if state_now == "running":
+            left, right = st.columns(2)
+            if left.button("Pause", key="train.pause", icon=":material/pause:", type="primary",
+                           width="stretch", help="Pause here; Resume carries on from this step."):
                 runs.pause(run)
                 leave_queue()
                 st.rerun()
-        else:
-            can_resume = run is not None and status in ("idle", "paused") and not run.trainer.done
-            if st.button("Resume", key="train.resume", icon=":material/resume:", disabled=not can_resume):
+            _stop_button(right, run)
+        elif state_now == "paused":
+            left, right = st.columns(2)
+            if left.button(f"Resume from step {run.step:,}", key="train.resume", type="primary",
+                           icon=":material/play_arrow:", width="stretch",
+                           help=f"Carry on training this run to step {run.max_steps:,}."):
                 if _resume(run):
                     st.rerun()
-    with cols[2]:
-        if st.button("Stop", key="train.stop", icon=":material/stop:",
-                     disabled=status not in ("running", "paused", "idle"),
-                     help="End this run where it is; its model stays available to sample and download."):
-            runs.stop(run)
-            leave_queue()
-            st.rerun()
-    with cols[3]:
-        if st.button("Reset", key="train.reset", icon=":material/restart_alt:", disabled=run is None,
-                     help="Forget the current run (its model and curve); the settings stay."):
-            book.remove(run.run_id)
-            leave_queue()
-            st.rerun()
-    with cols[4]:
-        if st.button("Break it", key="train.break", icon=":material/heart_broken:",
-                     disabled=blocked, help="Start a new run of the same model with the causal "
-                     "mask off: each position can read the character it must predict."):
+            _stop_button(right, run)
+        elif state_now == "ended":
+            _more_steps(run)
+        else:
+            st.caption("No run yet: pick a preset (or open **All settings**), then press **Start**.")
+    with new:
+        left, mid, right = st.columns([1, 1, 1])
+        start_label = "Start" if state_now in ("none", "ended") else "New run"
+        if left.button(start_label, key="train.start", type="primary" if state_now in ("none", "ended") else "secondary",
+                       icon=":material/play_arrow:", disabled=blocked, width="stretch",
+                       help="Start a new run: train a new model with the settings above; earlier "
+                            "runs stay on the chart (a run in progress is paused)."):
+            if start_new_run(book, settings) is not None:
+                st.rerun()  # otherwise the error stays on screen
+        if mid.button("Break it", key="train.break", icon=":material/heart_broken:", width="stretch",
+                      disabled=blocked, help="Start a new run of the same model with the causal "
+                      "mask off: each position can read the character it must predict."):
             broken = dataclasses.replace(settings, causal=False)
             if start_new_run(book, broken) is not None:
                 st.rerun()
+        if right.button("Forget", key="train.reset", icon=":material/delete:", disabled=run is None,
+                        width="stretch", help="Forget the current run (its model and curve); the "
+                                              "settings stay."):
+            book.remove(run.run_id)
+            leave_queue()
+            st.rerun()
+
+
+def _stop_button(col, run: runs.Run) -> None:
+    if col.button("Stop here", key="train.stop", icon=":material/stop:", width="stretch",
+                  help="End this run at this step. Its model stays: sample it, download it, or "
+                       "train it N more steps."):
+        runs.stop(run)
+        leave_queue()
+        st.rerun()
 
 
 def _resume(run: runs.Run) -> bool:
@@ -110,27 +184,23 @@ def _resume(run: runs.Run) -> bool:
     return True
 
 
-def continue_controls(book: runs.RunBook) -> None:
-    """For a finished, stopped or uploaded run: train some more steps."""
-    run = book.current
-    finished = run is not None and (run.status in ("done", "stopped")
-                                    or (run.status == "paused" and run.trainer.done))
-    if not finished:
-        return
-    left, right = st.columns([1, 2])
-    with left:
-        extra = st.number_input("More steps", min_value=1, max_value=budget.LIMITS.max_steps,
-                                value=500, step=100, key="train.extra")
-    with right:
-        st.write("")
-        if st.button(f"Train {int(extra):,} more steps", key="train.extend", icon=":material/fast_forward:"):
-            try:
-                runs.extend(run, int(extra))
-                runs.start(run)
-            except ValueError as exc:
-                st.error(str(exc), icon="🚫")
-            else:
-                st.rerun()
+def _more_steps(run: runs.Run) -> None:
+    """For a stopped, finished or uploaded run: train N more steps (N refused unless in range)."""
+    box, button = st.columns([1, 1.4])
+    with box:
+        extra = state.checked_number("More steps", key="train.extra", kind=int,
+                                     rules={"min": 1, "max": budget.LIMITS.max_steps}, value=500,
+                                     label_visibility="collapsed")
+    if button.button(f"Train {int(extra):,} more steps", key="train.extend", type="primary",
+                     icon=":material/fast_forward:", width="stretch",
+                     help=f"Carry on from step {run.step:,} to step {run.step + int(extra):,}."):
+        try:
+            runs.extend(run, int(extra))
+            runs.start(run)
+        except ValueError as exc:
+            st.error(str(exc), icon="🚫")
+        else:
+            st.rerun()
 
 
 # ----------------------------------------------------------------------------------- live panel
@@ -158,6 +228,7 @@ def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> Non
                     _chart_caption(book, settings))
     if run is not None:
         _samples(run)
+    download_checkpoint(run)
 
 
 def _loss_chart(frame, vocab_size: int, caption: str) -> None:
@@ -262,23 +333,24 @@ def _samples(run: runs.Run) -> None:
 # ----------------------------------------------------------------------------------- checkpoints
 
 
+def download_checkpoint(run: runs.Run | None) -> None:
+    """The current model as a .pt file. Drawn inside the live fragment (draw_live), so while a run
+    trains the button is redrawn every tick and always offers the model as it is now."""
+    can_save = run is not None and run.step > 0
+    st.download_button(
+        "Download checkpoint (.pt)", data=(lambda: runs.run_to_checkpoint(run)) if can_save else b"",
+        file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
+        mime="application/octet-stream", key="train.download", on_click="ignore",
+        disabled=not can_save, icon=":material/download:",
+        help="Weights, settings, vocabulary and loss history of the model as it is now; load it "
+             "here again later (Checkpoints, below).")
+
+
 def checkpoint_panel(book: runs.RunBook) -> None:
-    """Download the current model; upload one to continue training or to sample."""
-    run = book.current
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Download the model**")
-        can_save = run is not None and run.step > 0
-        st.download_button(
-            "Download checkpoint (.pt)", data=(lambda: runs.run_to_checkpoint(run)) if can_save else b"",
-            file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
-            mime="application/octet-stream", key="train.download", on_click="ignore",
-            disabled=not can_save, icon=":material/download:",
-            help="Weights, settings, vocabulary and loss history; load it here again later.")
-        if not can_save:
-            st.caption("Train at least one step to download a checkpoint.")
-    with right:
-        upload_panel(book)
+    """Upload a checkpoint to continue training or to sample (its download sits under the chart)."""
+    st.caption("**Download checkpoint**, under the loss curve, saves the current model at its "
+               "latest step.")
+    upload_panel(book)
 
 
 def upload_panel(book: runs.RunBook) -> None:
@@ -309,6 +381,7 @@ def upload_panel(book: runs.RunBook) -> None:
                                                 "running averages, so further training starts the "
                                                 "optimizer afresh: the loss can jump for a few steps."
                                                 if run.trainer.config.optimizer == "adamw" else ""))
+            st.rerun()  # once: the controls above were drawn for the old current run
     kind, message = results[upload.file_id]
     if kind == "error":
         st.error(message, icon="🚫")
