@@ -18,26 +18,27 @@ CUDA_HERE = available_devices()["cuda"][0]
 PRESETS_SHOWN = ["lecture", "quick_demo", "best"] + (["gpu"] if CUDA_HERE else [])  # gpu: only where it runs
 
 st.title("Train the names GPT")
-st.markdown(
-    "A character-level GPT learns to write first names from 32,033 real ones, a batch of name "
-    "windows per step. Watch the loss fall: **3.30 nats** (ln 27) is a uniform guess over 27 "
-    "characters; a good model reaches about **2.1**, the best here about **1.9**.")
+INTRO = ("A character-level GPT learns to write first names from 32,033 real ones, a batch of name "
+         "windows per step. Watch the loss fall: **3.30 nats** (ln 27) is a uniform guess over 27 "
+         "characters; a good model reaches about **2.1**, the best here about **1.9**.")
 
 settings = page_settings(PREFIX, train_settings.TrainSettings)
 settings = lesson_panel(PREFIX, train_settings.TrainSettings, "train", settings)
 book = training.runbook()
+if book.current is None:  # before the first run the words lead; while training, the curve does
+    st.markdown(INTRO)
 
 # ------------------------------------------------------------------ presets (one row)
-preset_cols = st.columns([1] * len(PRESETS_SHOWN) + [1.6])
-for col, name in zip(preset_cols, PRESETS_SHOWN):
-    title, help_text = training.preset_button(name, settings.device)
-    if col.button(title, key=f"{PREFIX}.preset.{name}", help=help_text, width="stretch"):
-        # on a CUDA run the quick demo and best presets take their GPU versions (bigger batches)
-        chosen = train_settings.preset_settings(name, device=settings.device)
-        chosen.device, chosen.overlay = settings.device, settings.overlay
-        replace_settings(PREFIX, chosen)
-        settings = st.session_state[PREFIX]
-summary_box = preset_cols[-1].empty()  # filled once the widgets below have written their values
+with st.container(horizontal=True, vertical_alignment="center"):
+    for name in PRESETS_SHOWN:
+        title, help_text = training.preset_button(name, settings.device)
+        if st.button(title, key=f"{PREFIX}.preset.{name}", help=help_text):
+            # on a CUDA run the quick demo and best presets take their GPU versions (bigger batches)
+            chosen = train_settings.preset_settings(name, device=settings.device)
+            chosen.device, chosen.overlay = settings.device, settings.overlay
+            replace_settings(PREFIX, chosen)
+            settings = st.session_state[PREFIX]
+    summary_box = st.empty()  # filled once the widgets below have written their values
 
 # ------------------------------------------------------------------ device (clamped before its widget)
 offered, absent = runs.device_options()
@@ -137,18 +138,16 @@ if run is not None and run.status in ("running", "paused") and run.settings != s
                    "next run (**Start a new run**). The current run keeps its own settings.")
 training.run_controls(book, settings, blocked=blocked)
 live_slot = st.container()  # the live panel goes here, drawn after the overlay switch below has its value
-overlay_col, clear_col = st.columns([3, 1])
-with overlay_col:
+with st.container(horizontal=True, vertical_alignment="center"):
     spec_widget(settings, "overlay", prefix=PREFIX)
+    training.run_housekeeping(book)
 with live_slot:
     training.live_panel(book, settings)
-if len(book.runs) > 1:
-    if clear_col.button("Clear earlier runs", key=f"{PREFIX}.clear_runs", icon=":material/delete_sweep:"):
-        book.clear_others()
-        st.rerun()
 
 # ------------------------------------------------------------------ break it
 current = book.current
+if current is not None:
+    st.markdown(INTRO)
 with st.expander("Break it: what happens without the causal mask?", icon=":material/heart_broken:",
                  expanded=current is not None and not current.settings.causal):
     st.markdown(

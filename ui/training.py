@@ -116,60 +116,64 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
     * running: Pause, Stop here;
     * paused:  Resume from step N, Stop here;
     * ended (stopped, finished, failed): Train N more steps (with the box for N);
-    * always: Start (a new run), Break it (a new run with the mask off), Forget this run.
+    * always: Start (the first run; then "New run"), Break it (a new run with the mask off).
+    Forgetting runs is below the chart (`run_housekeeping`), away from the buttons of a lecture.
 
     Each click reruns the whole page, so the ticking fragment starts or stops with it."""
     run = book.current
     state_now = run_state(run)
-    own, new = st.columns([1.25, 1])
-    with own:
+    with st.container(horizontal=True, vertical_alignment="bottom"):
         if state_now == "running":
-            left, right = st.columns(2)
-            if left.button("Pause", key="train.pause", icon=":material/pause:", type="primary",
-                           width="stretch", help="Pause here; Resume carries on from this step."):
+            if st.button("Pause", key="train.pause", icon=":material/pause:", type="primary",
+                         help="Pause here; Resume carries on from this step."):
                 runs.pause(run)
                 leave_queue()
                 st.rerun()
-            _stop_button(right, run)
+            _stop_button(run)
         elif state_now == "paused":
-            left, right = st.columns(2)
-            if left.button(f"Resume from step {run.step:,}", key="train.resume", type="primary",
-                           icon=":material/play_arrow:", width="stretch",
-                           help=f"Carry on training this run to step {run.max_steps:,}."):
+            if st.button(f"Resume from step {run.step:,}", key="train.resume", type="primary",
+                         icon=":material/play_arrow:",
+                         help=f"Carry on training this run to step {run.max_steps:,}."):
                 if _resume(run):
                     st.rerun()
-            _stop_button(right, run)
+            _stop_button(run)
         elif state_now == "ended":
             _more_steps(run)
-        else:
-            st.caption("No run yet: pick a preset (or open **All settings**), then press **Start**.")
-    with new:
-        left, mid, right = st.columns([1, 1, 1])
-        start_label = "Start" if state_now in ("none", "ended") else "New run"
-        if left.button(start_label, key="train.start", type="primary" if state_now in ("none", "ended") else "secondary",
-                       icon=":material/play_arrow:", disabled=blocked, width="stretch",
-                       help="Start a new run: train a new model with the settings above; earlier "
-                            "runs stay on the chart (a run in progress is paused)."):
+        first = state_now == "none"
+        if st.button("Start" if first else "New run", key="train.start",
+                     type="primary" if first else "secondary",
+                     icon=":material/play_arrow:" if first else ":material/add:", disabled=blocked,
+                     help="Start a new run: train a new model with the settings above; earlier "
+                          "runs stay on the chart (a run in progress is paused)."):
             if start_new_run(book, settings) is not None:
                 st.rerun()  # otherwise the error stays on screen
-        if mid.button("Break it", key="train.break", icon=":material/heart_broken:", width="stretch",
-                      disabled=blocked, help="Start a new run of the same model with the causal "
-                      "mask off: each position can read the character it must predict."):
+        if st.button("Break it", key="train.break", icon=":material/heart_broken:",
+                     disabled=blocked, help="Start a new run of the same model with the causal "
+                     "mask off: each position can read the character it must predict."):
             broken = dataclasses.replace(settings, causal=False)
             if start_new_run(book, broken) is not None:
                 st.rerun()
-        if right.button("Forget", key="train.reset", icon=":material/delete:", disabled=run is None,
-                        width="stretch", help="Forget the current run (its model and curve); the "
-                                              "settings stay."):
-            book.remove(run.run_id)
-            leave_queue()
-            st.rerun()
 
 
-def _stop_button(col, run: runs.Run) -> None:
-    if col.button("Stop here", key="train.stop", icon=":material/stop:", width="stretch",
-                  help="End this run at this step. Its model stays: sample it, download it, or "
-                       "train it N more steps."):
+def run_housekeeping(book: runs.RunBook) -> None:
+    """Forget the current run; clear the earlier ones (beside the chart's overlay switch)."""
+    run = book.current
+    if run is not None and st.button("Forget this run", key="train.reset", icon=":material/delete:",
+                                     type="tertiary", help="Forget the current run (its model and "
+                                                           "curve); the settings stay."):
+        book.remove(run.run_id)
+        leave_queue()
+        st.rerun()
+    if len(book.runs) > 1 and st.button("Clear earlier runs", key="train.clear_runs", type="tertiary",
+                                        icon=":material/delete_sweep:"):
+        book.clear_others()
+        st.rerun()
+
+
+def _stop_button(run: runs.Run) -> None:
+    if st.button("Stop here", key="train.stop", icon=":material/stop:",
+                 help="End this run at this step. Its model stays: sample it, download it, or "
+                      "train it N more steps."):
         runs.stop(run)
         leave_queue()
         st.rerun()
@@ -186,14 +190,12 @@ def _resume(run: runs.Run) -> bool:
 
 def _more_steps(run: runs.Run) -> None:
     """For a stopped, finished or uploaded run: train N more steps (N refused unless in range)."""
-    box, button = st.columns([1, 1.4])
-    with box:
-        extra = state.checked_number("More steps", key="train.extra", kind=int,
-                                     rules={"min": 1, "max": budget.LIMITS.max_steps}, value=500,
-                                     label_visibility="collapsed")
-    if button.button(f"Train {int(extra):,} more steps", key="train.extend", type="primary",
-                     icon=":material/fast_forward:", width="stretch",
-                     help=f"Carry on from step {run.step:,} to step {run.step + int(extra):,}."):
+    extra = state.checked_number("More steps", key="train.extra", kind=int,
+                                 rules={"min": 1, "max": budget.LIMITS.max_steps}, value=500,
+                                 width=150)
+    if st.button(f"Train {int(extra):,} more steps", key="train.extend", type="primary",
+                 icon=":material/fast_forward:",
+                 help=f"Carry on from step {run.step:,} to step {run.step + int(extra):,}."):
         try:
             runs.extend(run, int(extra))
             runs.start(run)
@@ -214,11 +216,12 @@ def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> No
 
 
 def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
-    """The Train page's live view: progress and metrics, the loss curve, the sampled names."""
+    """The Train page's live view: the progress line, the loss curve right under it (so both fit
+    the first screen with the controls), then the metrics, the sampled names and the download."""
     run = book.current
     frame = runs.loss_frame(runs.chart_runs(book, settings.overlay))
     if run is None:
-        st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
+        st.info("No run yet. Pick a preset (or open **All settings**), then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
                 icon=":material/model_training:")
     else:
@@ -227,6 +230,7 @@ def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> Non
         _loss_chart(frame, run.tokenizer.vocab_size if run is not None else 27,
                     _chart_caption(book, settings))
     if run is not None:
+        _metrics(run)
         _samples(run)
     download_checkpoint(run)
 
@@ -289,6 +293,13 @@ def _progress(run: runs.Run) -> None:
             f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
             f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
     st.progress(run.progress, text=text)
+    if run.message:
+        st.error(run.message, icon="🚫")
+    if run.trainer.device_message:
+        st.warning(run.trainer.device_message, icon=":material/memory:")
+
+
+def _metrics(run: runs.Run) -> None:
     history = run.history
     smoothed = runs.smooth(history["train_loss"])
     cols = st.columns(5)
@@ -302,10 +313,6 @@ def _progress(run: runs.Run) -> None:
     cols[3].metric("Steps/s", f"{run.steps_per_s:,.1f}")
     cols[4].metric("Tokens/s", _compact(run.tokens_per_s),
                    help="Non-padding target characters per second of training.")
-    if run.message:
-        st.error(run.message, icon="🚫")
-    if run.trainer.device_message:
-        st.warning(run.trainer.device_message, icon=":material/memory:")
 
 
 def _compact(value: float) -> str:
