@@ -428,3 +428,31 @@ def test_the_more_steps_box_refuses_bad_text_too():
     assert at.button(key="train.extend").label == "Train 500 more steps"
     at.button(key="train.extend").click().run()
     assert current(at).max_steps == 503
+
+
+# ------------------------------------------------------------------------------ presets on a GPU
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_a_preset_chosen_for_a_cuda_run_takes_its_gpu_version(monkeypatch, cuda):
+    """core.engine.preset_config scales the quick demo and the best preset for a GPU: the page's
+    preset buttons use it for the run's device (CUDA here is monkeypatched in: no GPU is needed)."""
+    import core.device as device_module
+    from core.engine import GPU_PRESETS, PRESETS
+
+    monkeypatch.setattr(device_module, "_cuda_status", lambda: (cuda, "CUDA GPU: X" if cuda else "no CUDA GPU"))
+    at = open_page(PAGE)
+    for name in ("quick_demo", "best", "lecture"):
+        at.button(key=f"train.preset.{name}").click().run()
+        assert_no_exception(at)
+        chosen = at.session_state["train"]
+        wanted = (GPU_PRESETS if cuda and name in GPU_PRESETS else PRESETS)[name]()
+        assert (chosen.batch_size, chosen.lr, chosen.max_steps) == (wanted.batch_size, wanted.lr, wanted.max_steps)
+        assert chosen.device == "auto"  # the student's device choice is kept
+        assert f"Preset: **{train_settings.PRESET_TITLES[name]}**" in texts(at.markdown)
+    if cuda:  # the GPU version differs from the CPU one (or this test would prove nothing)
+        assert GPU_PRESETS["quick_demo"]().batch_size != PRESETS["quick_demo"]().batch_size
+    # asking for the CPU on that machine gives the CPU preset
+    next(s for s in at.selectbox if s.label == "Device").set_value("cpu").run()
+    at.button(key="train.preset.quick_demo").click().run()
+    assert at.session_state["train"].batch_size == PRESETS["quick_demo"]().batch_size
