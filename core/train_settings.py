@@ -69,7 +69,7 @@ def settings_problems(settings) -> list[str]:
 
 TrainSettings = core_settings.derive_settings(
     "TrainSettings", SOURCES,
-    defaults=page_values(PRESETS["quick_demo"]()),  # the page opens on the ~30 s preset
+    defaults=page_values(PRESETS["quick_demo"]()),  # the page opens on the quick-demo preset
     extra=[("overlay", bool, spec(True, widget="checkbox",
                                   label="Show the session's earlier runs on the same chart"))],
     module=__name__,

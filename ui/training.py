@@ -429,8 +429,10 @@ def _picker_label(run: runs.Run | None) -> str:
 
 def empty_state(book: runs.RunBook, what: str) -> None:
     """No model yet: say so, and offer to train the quick demo (it opens the Train page)."""
+    measured = train_settings.preset_seconds("quick_demo", "auto")
+    takes = f" (the quick demo takes about {_fmt_duration(measured[0])})" if measured else ""
     st.info(f"There is no trained model in this session yet, so there is nothing to {what}. "
-            "Train one on the **Train the names GPT** page (the quick demo takes about 30 s), "
+            f"Train one on the **Train the names GPT** page{takes}, "
             "or upload a checkpoint there.", icon=":material/info:")
     if st.button("Train the quick demo now", key=f"empty.{what}.quick", type="primary",
                  icon=":material/model_training:"):

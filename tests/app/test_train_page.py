@@ -456,3 +456,26 @@ def test_a_preset_chosen_for_a_cuda_run_takes_its_gpu_version(monkeypatch, cuda)
     next(s for s in at.selectbox if s.label == "Device").set_value("cpu").run()
     at.button(key="train.preset.quick_demo").click().run()
     assert at.session_state["train"].batch_size == PRESETS["quick_demo"]().batch_size
+
+
+def test_after_an_upload_the_controls_are_those_of_the_uploaded_run_at_once():
+    """The upload box is below the controls: the page reruns once after a new checkpoint, so Resume
+    is there on the very run that loaded it (not one click later)."""
+    book = runs.RunBook(owner="apptest")
+    stopped = book.create(train_settings.TrainSettings(
+        **{**{k: int(v) for k, v in {"context_size": 8, "n_layer": 1, "n_head": 2, "d_embed": 16,
+                                     "d_ff": 32, "batch_size": 16}.items()}, "max_steps": 2000}))
+    runs.start(stopped)
+    stopped.advance(None, n_steps=7)
+    runs.stop(stopped)
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = book
+    at.run()
+    assert "train.resume" not in {b.key for b in at.button}  # a stopped run cannot resume
+    _upload(at, "half.pt", runs.run_to_checkpoint(stopped))
+    assert_no_exception(at)
+    assert current(at).origin == "half.pt" and current(at).status == "paused"
+    assert at.button(key="train.resume").label == "Resume from step 7"
+    assert not at.button(key="train.resume").disabled
+    download = next(b for b in at.get("download_button") if b.label == "Download checkpoint (.pt)")
+    assert not download.proto.disabled
