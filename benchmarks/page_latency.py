@@ -44,7 +44,7 @@ PAGES = {
     "causal_attention": ("pages/3_causal_attention.py", "causal_step", wt.CAUSAL_STEPS),
     "multi_head": ("pages/4_multi_head.py", "mh_step", wt.MULTI_STEPS),
 }
-RECOMPUTE = {"simple_attention": "embed_seed"}  # the other pages: weight_seed
+RECOMPUTE = {"simple_attention": "embed_seed", "multi_head": "heads_seed"}  # the others: weight_seed
 OPEN_FOR = {"embed_seed": f"{PREFIX}.embeddings_open.1",  # expanders holding those controls
             "weight_seed@pages/3_causal_attention.py": f"{PREFIX}.qkv_open"}
 

@@ -23,13 +23,17 @@ settings = page.start_page(
     "Lessons 1–2 of *Coding attention mechanisms* (LLMs from Scratch, 3.3): a query scores every "
     "token by a dot product (ω), softmax turns the scores into weights (α), and the weighted sum "
     "of the inputs is the context vector (z). No trainable weights yet.")
-page.embeddings_editor(settings, expanded=True)
+area = page.areas()
+with area.inputs:  # collapsed: the first screen belongs to the step (the presenter layout)
+    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
 labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-query = page.query_select(settings, labels, width=260)
-step = page.stepper(settings, "step", STEPS, LABELS)
+bar = page.stepper(settings, "step", STEPS, LABELS, area.lesson)
+step = bar.step
+with bar.controls:
+    query = page.query_select(settings, labels, width=300)
 
 q_name, qi = labels[query], query + 1  # the book numbers tokens from 1: x^(1), x^(2), ...
 where = wt.describe_inputs(settings)
@@ -49,7 +53,7 @@ def ask_top_token(result: simple_attention.SimpleAttention) -> bool:
 
 def scores_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "scores", "ω, the attention scores")
-    chart_col, text_col = page.columns([1, 1], gap="large")
+    chart_col, text_col = page.columns([1, 1], gap="large", side_by_side=True)
     with text_col:
         st.markdown(f"Score of every token against the query **{q_name}** (x^({qi})): "
                     "the dot product of the two embeddings.")
@@ -74,7 +78,7 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
     st.markdown("Softmax turns the scores into positive weights that add up to 1. Plain "
                 "normalisation (divide by the sum) also adds up to 1, but keeps negative scores "
                 "negative and breaks when the sum is 0.")
-    soft_col, plain_col = page.columns(2)
+    soft_col, plain_col = page.columns(2, side_by_side=True)
     with soft_col:
         st.latex(rf"\alpha_{{{qi}j}} = \mathrm{{softmax}}(\omega_{{{qi}}})_j = "
                  rf"\frac{{\exp(\omega_{{{qi}j}})}}{{\sum_{{k=1}}^{{{num_tokens}}} \exp(\omega_{{{qi}k}})}}")
@@ -104,7 +108,8 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
 def context_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "context", "z, the context vector")
     dims = emb.dim_names(d_in)
-    chart_col, text_col = page.columns([1, 1], gap="large")
+    # a few bars need little room: the weighted sum beside them needs more
+    chart_col, text_col = page.columns([2, 3] if d_in <= 4 else [1, 1], gap="large", side_by_side=True)
     with text_col:
         st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
                     "by its attention weight: the table's rows add up to z.")
@@ -151,11 +156,12 @@ def matrix_step(result: simple_attention.SimpleAttention) -> None:
     show_code([attention.all_attn_scores, attention.all_attn_weights, attention.all_context_vecs])
 
 
-with friendly_errors("simple attention"):
+with area.lesson, friendly_errors("simple attention"):
     bundle = page.cached("simple", wt.cache_key(settings, "query"), simple_attention.simple_page,
                          inputs, query)
     result = bundle.result
-    page.sdpa_badge(bundle.sdpa)
+    with page.badge_row(bar):
+        page.sdpa_badge(bundle.sdpa)
     {"scores": scores_step, "weights": weights_step, "context": context_step,
      "matrix": matrix_step}[step](result)
 

@@ -26,17 +26,23 @@ settings = page.start_page(
     "Lesson 3 of *Coding attention mechanisms* (LLMs from Scratch, 3.4): three trainable matrices "
     "turn each embedding into a query, a key and a value. Scores are queries · keys, scaled by "
     "1/√d_k, softmaxed by row; the context vectors are the weighted sums of the values.")
-page.embeddings_editor(settings, expanded=False)
+area = page.areas()
+with area.inputs:  # the two editing panels, collapsed side by side: one row
+    embeddings_slot, weights_slot = st.columns(2)
+with embeddings_slot:
+    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
 labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-projection = page.projection_controls(settings, d_in)
-with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-    query = page.query_select(settings, labels, width=240)
+bar = page.stepper(settings, "sa_step", STEPS, LABELS, area.lesson)
+step = bar.step
+with bar.controls:
+    query = page.query_select(settings, labels, width=300)
+    projection = page.projection_controls(settings, d_in)
     page.book_setup_button("v1", "Book: SelfAttention_v1, seed 123")
     page.book_setup_button("v2", "Book: SelfAttention_v2, seed 789")
-step = page.stepper(settings, "sa_step", STEPS, LABELS)
+projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
 
 q_name, qi = labels[query], query + 1
 d_out = settings.d_out
@@ -54,15 +60,10 @@ def steps_code() -> None:
 
 def weights_step(steps) -> None:
     page.step_header(STEPS, "weights", "the trainable weights W_q, W_k, W_v")
-    st.markdown("Each matrix maps a d_in-dimensional embedding to a d_out-dimensional vector. "
-                + ("**V1** creates them with `nn.Parameter(torch.rand(d_in, d_out))`: uniform "
-                   "in [0, 1)." if settings.variant == "v1" else
-                   "**V2** uses `nn.Linear(d_in, d_out)`: uniform in ±1/√d_in, stored transposed "
-                   "as `weight` (d_out, d_in); shown here as W = weight.T so that Q = X W.")
-                + " Training would change them; here they stay at their initial values.")
+    st.markdown(self_attention.weights_words(projection))
     st.latex(rf"W_q,\ W_k,\ W_v \in \mathbb{{R}}^{{d_{{in}} \times d_{{out}}}} = "
              rf"\mathbb{{R}}^{{{d_in} \times {d_out}}}")
-    cols = page.columns(3)
+    cols = page.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row
     for col, name, W in zip(cols, ("W_q", "W_k", "W_v"), projection.matrices()):
         with col:
             page.show_matrix(W, emb.dim_names(d_in), outs, name=f"self-attention-{name}", title=name,
@@ -84,7 +85,7 @@ def qkv_step(steps) -> None:
              rf"({num_tokens} \times {d_out})")
     st.markdown(f"Row **{q_name}** of Q is its query q^({qi}); every row of K is a key, "
                 "every row of V a value.")
-    cols = page.columns(3)
+    cols = page.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row
     for col, name, t in zip(cols, ("Q", "K", "V"), (steps.queries, steps.keys, steps.values)):
         with col:
             page.show_matrix(t, labels, outs, name=f"self-attention-{name}", title=name,
@@ -197,13 +198,13 @@ def scaling_panel() -> None:
     show_code([self_attention.scaling_run, self_attention.softmax_peak, self_attention.slide_logits])
 
 
-with friendly_errors("self-attention"):
+with area.lesson, friendly_errors("self-attention"):
     qkv_bias = settings.qkv_bias and settings.variant == "v2"
     bundle = page.cached("self", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                               "custom_weights"),
                          self_attention.self_page, inputs, projection, qkv_bias)
     steps = bundle.steps
-    with page.badge_row():
+    with page.badge_row(bar):
         page.sdpa_badge(bundle.sdpa)
         page.check_badge(f"{module_cls.__name__}.forward = these steps", bundle.module_diff)
         page.book_badge(wt.book_reference(settings, "self"), steps.context_vec)

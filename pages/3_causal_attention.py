@@ -27,36 +27,35 @@ settings = page.start_page(
     "Lesson 4 of *Coding attention mechanisms* (LLMs from Scratch, 3.5): a language model must not "
     "look at later tokens, so scores above the diagonal are set to −∞ before the softmax; dropout "
     "then zeroes random attention weights while training and rescales the rest by 1/(1 − p).")
-page.embeddings_editor(settings, expanded=False)
+area = page.areas()
+with area.inputs:  # the two editing panels, collapsed side by side: one row
+    embeddings_slot, weights_slot = st.columns(2)
+with embeddings_slot:
+    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
 labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-# a constant label: a changing one (e.g. with the seed in it) would close the expander on each edit
-qkv_box = st.expander("Queries, keys, values: W_q, W_k, W_v as on the previous page",
-                      icon=":material/tune:", on_change="rerun", key=f"{PREFIX}.qkv_open")
-with qkv_box:
-    if qkv_box.open:
-        projection = page.projection_controls(settings, d_in)
-    else:  # closed: the same projection, without building its controls
-        projection = self_attention.projection_for(settings, d_in)
-        if projection.note:
-            st.warning(projection.note, icon=":material/warning:")
-st.caption(wt.describe_weights(settings, projection))
-
-with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-    query = page.query_select(settings, labels, width=220)
+bar = page.stepper(settings, "causal_step", STEPS, LABELS, area.lesson)
+step = bar.step
+with bar.controls:
+    query = page.query_select(settings, labels, width=300)
     state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
                 help="Hide every later token (j > i) from query i.")
     state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
-                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=220,
+                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
                 help="Probability of zeroing each attention weight (only in training mode).")
-    state.bound(st.number_input, "Dropout seed", settings, "dropout_seed", prefix=PREFIX,
-                min_value=0, max_value=emb.MAX_SEED, step=1, width=150)
-    state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
-                help="model.train(): dropout active. model.eval(): dropout off.")
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
+                          max_value=emb.MAX_SEED, width=150)
+        state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
+                    help="model.train(): dropout active. model.eval(): dropout off.")
     page.book_setup_button("causal", "Book: CausalAttention, seed 123")
-step = page.stepper(settings, "causal_step", STEPS, LABELS)
+    st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")
+    projection = page.projection_controls(settings, d_in)
+projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
+with bar.controls:
+    st.caption(wt.describe_weights(settings, projection))
 
 q_name, qi = labels[query], query + 1
 outs = [f"o{j + 1}" for j in range(settings.d_out)]
@@ -86,54 +85,69 @@ def masked_labels(steps) -> np.ndarray:
 def scores_step(steps) -> None:
     page.step_header(STEPS, "scores", "scaled scores, as on the previous page")
     st.latex(r"\frac{Q K^\top}{\sqrt{d_k}}")
+    words = causal_attention.scores_words(settings.causal)
     page.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
-                     title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
-                     caption=f"Scaled scores before masking; {where}.")
+                     title=words.title, x_title="key j", y_title="query i", highlight_row=query,
+                     caption=f"{words.caption}; {where}.")
     steps_code()
 
 
 def mask_step(steps) -> None:
     page.step_header(STEPS, "mask", "the causal mask")
-    st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
-             r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
-    if not settings.causal:
-        st.info("The mask is off: nothing is hidden, every query sees every token.", icon=":material/info:")
+    if settings.causal:
+        st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
+                 r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+    else:  # what the figure shows, and what the switch would bring back
+        st.latex(r"M_{ij} = 0 \text{ for every } i, j \qquad \text{(the causal mask, "
+                 r"} \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)\text{, is switched off)}")
+    words = causal_attention.mask_words(settings.causal)
+    if words.text:
+        st.info(words.text, icon=":material/info:")
     page.show_matrix(steps.mask.to(int), labels, labels, name="causal-mask", decimals=0,
-                     title="mask (1 = hidden)", x_title="key j", y_title="query i",
-                     highlight_row=query, caption=f"True above the diagonal: token i may only "
-                     f"look at tokens 1 … i; {where}.")
+                     title=words.title, x_title="key j", y_title="query i",
+                     highlight_row=query, caption=f"{words.caption}; {where}.")
     show_code(attention.causal_mask)
 
 
 def masked_step(steps) -> None:
     page.step_header(STEPS, "masked", "masked scores")
-    st.latex(r"\tilde{\omega}_{ij} = \begin{cases} -\infty & M_{ij} = 1 \\ "
-             r"\omega_{ij} / \sqrt{d_k} & \text{otherwise} \end{cases}")
+    if settings.causal:
+        st.latex(r"\tilde{\omega}_{ij} = \begin{cases} -\infty & M_{ij} = 1 \\ "
+                 r"\omega_{ij} / \sqrt{d_k} & \text{otherwise} \end{cases}")
+    else:
+        st.latex(r"\tilde{\omega}_{ij} = \omega_{ij} / \sqrt{d_k}\quad"
+                 r"\text{(the mask is off: no score is hidden)}")
+    words = causal_attention.masked_words(settings.causal)
     page.show_matrix(steps.masked_scores[0], labels, labels, name="causal-masked-scores",
-                     title="masked_fill(mask, −∞)", x_title="key j", y_title="query i",
+                     title=words.title, x_title="key j", y_title="query i",
                      highlight_row=query, special=masked_labels(steps),
-                     caption=f"Hidden scores are −∞ (grey), so exp(−∞) = 0 after softmax; {where}.")
+                     caption=f"{words.caption}; {where}.")
     page.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
     steps_code()
 
 
 def weights_step(steps) -> None:
     page.step_header(STEPS, "weights", "attention weights")
-    st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
-             r"diagonal, every row still sums to 1}")
+    if settings.causal:
+        st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
+                 r"diagonal, every row still sums to 1}")
+    else:
+        st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{no zeros (the "
+                 r"mask is off), every row sums to 1}")
+    words = causal_attention.weights_words(settings.causal, causal_attention.dropout_active(settings))
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = page.predict_then_reveal(
         settings, wt.question_id("causal_top", settings.tokens, settings.embeddings, query,
                                  projection.W_query.tolist(), settings.causal),
-        f"after masking, which token does “{q_name}” attend to most?",
+        words.text.format(q=q_name),
         list(range(num_tokens)), lambda i: labels[i], lambda g: g in top,
         f"“{labels[top[0]]}” (α = {wt.fmt_number(float(weights[query, top[0]]))})"
         + (f". “{q_name}” can only see tokens 1 … {qi}." if settings.causal else "."))
     if revealed:
         page.show_matrix(weights, labels, labels, name="causal-weights", domain=(0, 1),
-                         title="A = softmax(masked scores)", x_title="key j", y_title="query i",
-                         highlight_row=query, caption=f"Masked softmax; {where}.")
+                         title=words.title, x_title="key j", y_title="query i",
+                         highlight_row=query, caption=f"{words.caption}; {where}.")
         page.numbers_line(f"α_{qi}j =", weights[query].tolist())
         page.numbers_line("row sums =", weights.sum(dim=-1).tolist())
     steps_code()
@@ -142,8 +156,13 @@ def weights_step(steps) -> None:
 def dropout_step(steps) -> None:
     page.step_header(STEPS, "dropout", "dropout on the attention weights")
     view = causal_attention.dropout_view(steps)
-    st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-             r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
+    if view.active:
+        st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
+                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
+    else:  # the definition, and what it does now
+        st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
+                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{in training mode; "
+                 r"here } \text{dropout}(A) = A")
     if not settings.train_mode:
         st.info("Eval mode (`model.eval()`): dropout is off, the weights pass through unchanged. "
                 "Switch on **Training mode** to see it.", icon=":material/info:")
@@ -160,10 +179,10 @@ def dropout_step(steps) -> None:
                        "at the top)." if settings.causal else "."))
     special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
     special = np.where(steps.mask.numpy(), "0", special)
+    words = causal_attention.dropout_words(settings)
     page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
-                     title="weights after dropout", x_title="key j", y_title="query i",
-                     highlight_row=query,
-                     caption=f"✕ = dropped by dropout, 0 = hidden by the mask; {where}.")
+                     title=words.title, x_title="key j", y_title="query i",
+                     highlight_row=query, caption=f"{words.caption}; {where}.")
     page.numbers_line("row sums =", view.row_sums())
     # the dropout draw runs only in training mode with p > 0
     steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
@@ -173,14 +192,14 @@ def dropout_step(steps) -> None:
 
 def context_step(steps) -> None:
     page.step_header(STEPS, "context", "context vectors")
-    st.latex(r"Z = \text{dropout}(A)\, V")
+    words = causal_attention.context_words(settings)
+    st.latex(r"Z = \text{dropout}(A)\, V" if causal_attention.dropout_active(settings) else
+             r"Z = A\, V\quad\text{(dropout is off)}")
     page.show_matrix(steps.context_vec, labels, outs, name="causal-context", decimals=4,
-                     title="Z", x_title="dimension", y_title="token", highlight_row=query,
-                     caption=f"Context vectors; {where}.")
+                     title=words.title, x_title="dimension", y_title="token", highlight_row=query,
+                     caption=f"{words.caption}; {where}.")
     page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
-    st.markdown("The first token can only attend to itself, so its context vector is its "
-                "own value vector" + (" (when the mask is on and nothing is dropped)." if
-                                       settings.causal else "; with the mask off it sees everything."))
+    st.markdown(words.text)
     steps_code()
 
 
@@ -226,7 +245,7 @@ def order_step(steps) -> None:
     show_code(causal_attention.masking_orders)
 
 
-with friendly_errors("causal attention"):
+with area.lesson, friendly_errors("causal attention"):
     qkv_bias = settings.qkv_bias and settings.variant == "v2"
     bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
                                                 "custom_weights", "causal", "dropout_p",
@@ -234,7 +253,7 @@ with friendly_errors("causal attention"):
                          causal_attention.causal_page, inputs, projection,
                          dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
-    with page.badge_row():
+    with page.badge_row(bar):
         page.sdpa_badge(bundle.sdpa)
         if bundle.module_diff is not None:
             page.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)

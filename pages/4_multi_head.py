@@ -28,49 +28,53 @@ settings = page.start_page(
     "Lesson 5 of *Coding attention mechanisms* (LLMs from Scratch, 3.6): several heads attend "
     "in parallel, each with its own W_q, W_k, W_v of width d_out / heads; their outputs are "
     "concatenated and mixed by an output projection.")
-page.embeddings_editor(settings, expanded=False)
+area = page.areas()
+with area.inputs:  # collapsed: the first screen belongs to the step (the presenter layout)
+    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
 labels = wt.labels_of(settings)
 inputs = wt.inputs_tensor(settings)  # (T, d_in)
 num_tokens, d_in = inputs.shape
 
-controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-with controls:
-    state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
-                max_value=emb.MAX_DIMS, step=1, width=130, help="Width of all heads together.")
-choices = multi_head.head_choices(settings.d_out)
+bar = page.stepper(settings, "mh_step", STEPS, LABELS, area.lesson)
+step = bar.step
+with bar.controls:
+    page.whole_number("d_out", settings, "heads_d_out", min_value=1, max_value=emb.MAX_DIMS,
+                      width=130, help="Width of all heads together (this page's own; pages 2–3 "
+                                      "keep theirs).")
+choices = multi_head.head_choices(settings.heads_d_out)
 heads_note = None
 if settings.num_heads not in choices:
     wanted = settings.num_heads
-    settings.num_heads = multi_head.nearest_heads(settings.d_out, wanted)
+    settings.num_heads = multi_head.nearest_heads(settings.heads_d_out, wanted)
     st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
-    heads_note = (f"{wanted} heads do not divide d_out = {settings.d_out} evenly (each head needs "
+    heads_note = (f"{wanted} heads do not divide d_out = {settings.heads_d_out} evenly (each head needs "
                   f"d_out / heads dimensions): using {settings.num_heads}.")
-with controls:
+with bar.controls:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
-    state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
-                max_value=emb.MAX_SEED, step=1, width=160,
-                help="torch.manual_seed(seed) before building the heads.")
+    page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
+                      width=160, help="torch.manual_seed(seed) before building the heads.")
+    state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
+                options=list(wt.QK_SCALES), width=130,
+                help="Multiply every head's W_q and W_k by this: each score grows by its square. "
+                     "nn.Linear starts small, so at 1 (the book) every map is nearly uniform; "
+                     "trained heads have larger weights and sharper maps.")
     state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
     state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
     state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
                 help="Give every head head 1's initial weights: what if they all started equal?")
-if heads_note:
-    st.info(heads_note, icon=":material/info:")
-if len(choices) == 1:
-    st.info(f"d_out = {settings.d_out} can only be split into one head; raise d_out for more.",
-            icon=":material/info:")
-page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
-step = page.stepper(settings, "mh_step", STEPS, LABELS)
+    page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
+# notes about the choice stay on the page: they explain what the maps below show
+with area.lesson:
+    if heads_note:
+        st.info(heads_note, icon=":material/info:")
+    if len(choices) == 1:
+        st.info(f"d_out = {settings.heads_d_out} can only be split into one head; raise d_out for more.",
+                icon=":material/info:")
 
 num_heads = settings.num_heads
 head_names = [f"head {h + 1}" for h in range(num_heads)]
-where = (f"{wt.describe_inputs(settings)}; {num_heads} heads × head_dim {settings.d_out // num_heads}"
-         f" = d_out {settings.d_out}; torch.manual_seed({settings.weight_seed}); mask "
-         f"{'on' if settings.causal else 'off'}"
-         + ("; every head starts from head 1's weights" if settings.same_init else "")
-         + (f"; dropout p={settings.dropout_p:g} (training, seed {settings.dropout_seed})"
-            if settings.train_mode and settings.dropout_p > 0 else ""))
+where = f"{wt.describe_inputs(settings)}; {multi_head.describe_heads(settings, num_heads)}"
 
 
 def steps_code(result: multi_head.MultiHead) -> None:
@@ -99,13 +103,13 @@ def head_maps(result: multi_head.MultiHead) -> None:
                 page.show_matrix(result.steps.attn_weights[h], labels, labels,
                                  name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
                                  domain=(0, 1), max_width=300, x_title="key j", y_title="query i",
-                                 caption=f"Attention weights of head {h + 1}; {where}.")
+                                 caption=f"{multi_head.map_caption(settings, h)}; {where}.")
     steps_code(result)
 
 
 def concat_and_project(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "concat", "concatenate, then project")
-    head_dim, d_out = result.head_dim, settings.d_out
+    head_dim, d_out = result.head_dim, settings.heads_d_out
     st.latex(rf"\underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
              rf"\xrightarrow{{\text{{concat}}}} ({num_tokens} \times {d_out})"
              rf"\xrightarrow{{\cdot\, W_o + b_o,\ W_o:\ {d_out} \times {d_out}}}"
@@ -143,19 +147,15 @@ def two_classes(result: multi_head.MultiHead) -> None:
 
 def why_heads_differ(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "why", "why do the heads differ?")
-    st.markdown(
-        "Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
-        "drawn at random, so each head projects the tokens differently and gets a different map. "
-        "During training each head then receives its own gradients, so they keep specialising "
-        "instead of converging to the same thing. Turn on **Same initial weights** to see the "
-        "other case: identical heads give identical maps.")
+    st.markdown(multi_head.why_words(settings, num_heads))
     if num_heads < 2:
         st.info("Choose at least 2 heads to compare them.", icon=":material/info:")
         return
     differs = result.head_diffs[1] > 1e-12
     revealed = page.predict_then_reveal(
         settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
-                                 settings.weight_seed, settings.same_init, num_heads, settings.d_out),
+                                 settings.heads_seed, settings.same_init, num_heads,
+                                 settings.heads_d_out, settings.qk_scale),
         "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
         lambda g: g == ("no" if differs else "yes"),
         f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."
@@ -168,18 +168,19 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
     cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
     page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
                      title="initial W_q of every head, side by side", x_title="head · output dimension",
-                     y_title="input dimension", caption=f"Each head's initial W_q (its block of "
-                     f"{result.head_dim} columns); {where}.")
+                     y_title="input dimension", caption="Each head's initial W_q"
+                     + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
+                     + f" (its block of {result.head_dim} columns); {where}.")
     show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 
-with friendly_errors("multi-head attention"):
-    bundle = page.cached("multi", wt.cache_key(settings, "d_out", "weight_seed", "qkv_bias", "causal",
-                                               "dropout_p", "dropout_seed", "train_mode",
-                                               "same_init", extra=num_heads),
+with area.lesson, friendly_errors("multi-head attention"):
+    bundle = page.cached("multi", wt.cache_key(settings, "heads_d_out", "heads_seed", "qk_scale",
+                                               "qkv_bias", "causal", "dropout_p", "dropout_seed",
+                                               "train_mode", "same_init", extra=num_heads),
                          multi_head.multi_page, inputs, dataclasses.replace(settings), num_heads)
     result = bundle.result
-    with page.badge_row():
+    with page.badge_row(bar):
         page.sdpa_badge(bundle.sdpa)
         page.check_badge("wrapper = split-head class", result.impl_diff)
         page.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)

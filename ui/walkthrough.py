@@ -6,7 +6,9 @@
   dimension, random embeddings with a seed, reset to the book, and a CSV box. It keeps the last
   VALID table in the settings: an invalid edit stays visible with a message, the math goes on
   with the last valid embeddings;
-- `stepper`: named steps as a segmented control with Previous / Next buttons;
+- `stepper`: the presenter's bar: named steps (segmented control), Previous / Next buttons with
+  the ← / → keys, and a "Settings" popover that holds the page's controls (so that they never
+  push the lesson below the first screen); a step change scrolls the bar back into view;
 - `sdpa_badge`: agreement with PyTorch's `F.scaled_dot_product_attention`;
 - `predict_then_reveal`: hides a result until the student commits a guess;
 - `show_matrix` / `show_bars`: charts with their shape, caption and a note when values are hidden.
@@ -14,6 +16,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -39,8 +43,11 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
     """Title, lesson presets, the predict switch; returns the shared settings object."""
     settings = state.page_settings(PREFIX, WalkthroughSettings)
     settings = lesson_panel(PREFIX, WalkthroughSettings, page, settings)
-    st.title(title)
-    st.caption(intro)
+    if state.lecture_mode():  # the first screen of a projector is for the step: intro on hover
+        st.title(title, help=intro)
+    else:
+        st.title(title)
+        st.caption(intro)
     with st.sidebar:
         st.markdown("**Walkthrough options**")
         state.bound(st.toggle, "Predict, then reveal", settings, "predict", prefix=PREFIX,
@@ -88,6 +95,62 @@ def locked(field: str) -> bool:
     return field in state.locked_fields(PREFIX)
 
 
+# ----------------------------------------------------------------------------------- whole numbers
+def whole_number(label: str, settings: WalkthroughSettings, field: str, *, min_value: int,
+                 max_value: int, where=st, **kwargs) -> int:
+    """A number box for a whole-number setting (a seed, d_out) that refuses what it cannot take.
+
+    An int st.number_input reads the typed text with parseInt in the browser: "1e30" became 1
+    and "12.7" became 12, without a word. As a float box the browser reads 1e30 as 1e30 and
+    refuses it as out of range (Streamlit's message beside the box, the last value kept); a
+    fraction or an emptied box reaches `_keep_whole`, which puts the last valid value back and
+    says why.
+    """
+    key = state.widget_key(PREFIX, field)
+    value = state.bound(where.number_input, label, settings, field, prefix=PREFIX, value=None,
+                        min_value=float(min_value), max_value=float(max_value), step=1.0,
+                        format="%.0f", to_widget=float, from_widget=lambda v: _whole_or(v, settings, field),
+                        on_change=_keep_whole, args=(key, label, lambda: getattr(st.session_state[PREFIX], field)),
+                        **kwargs)
+    _show_refusal(key)
+    return value
+
+
+def _whole_or(value, settings: WalkthroughSettings, field: str) -> int:
+    return int(value) if value is not None and float(value).is_integer() else getattr(settings, field)
+
+
+def _plain_whole(label: str, key: str, *, min_value: int, max_value: int, initial: int, **kwargs) -> int:
+    """`whole_number` for a box that is not a settings field (its last valid value kept beside it)."""
+    ss, last_key = st.session_state, f"{key}.last"
+    ss.setdefault(key, float(initial))
+    ss.setdefault(last_key, int(initial))
+    value = st.number_input(label, key=key, value=None, min_value=float(min_value),
+                            max_value=float(max_value), step=1.0, format="%.0f", on_change=_keep_whole,
+                            args=(key, label, lambda: ss[last_key]), **kwargs)
+    _show_refusal(key)
+    if value is not None and float(value).is_integer():
+        ss[last_key] = int(value)
+    return ss[last_key]
+
+
+def _keep_whole(key: str, label: str, last_valid: Callable[[], int]) -> None:
+    """on_change: a fraction or an empty box is not applied; the last valid value goes back."""
+    value = st.session_state.get(key)
+    if value is not None and float(value).is_integer():
+        return
+    last = last_valid()
+    st.session_state[key] = float(last)
+    what = "the box was emptied" if value is None else f"{value:g} is not a whole number"
+    st.session_state[f"{key}.refused"] = f"{label}: {what}, so it was not applied; it stays {last}."
+
+
+def _show_refusal(key: str) -> None:
+    message = st.session_state.pop(f"{key}.refused", None)
+    if message:
+        st.toast(message, icon=":material/block:", duration="long")
+
+
 # ----------------------------------------------------------------------------------- caching
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _cached(kind: str, key: str, _compute: Callable, _args: tuple):
@@ -100,25 +163,95 @@ def cached(kind: str, key: str, compute: Callable, *args):
     return _cached(kind, key, compute, args)
 
 
+# ----------------------------------------------------------------------------------- areas
+@dataclasses.dataclass
+class Areas:
+    """Where a walkthrough page draws: `lesson` (the step bar and the step) and `inputs` (the
+    collapsed editors of the embeddings and weights, and their notes)."""
+    lesson: Any
+    inputs: Any
+
+
+def areas() -> Areas:
+    """The editors go above the lesson; in lecture mode below it, so that the first screen of a
+    projector holds the step bar, the step's formula and its figure."""
+    if state.lecture_mode():
+        lesson = st.container()
+        st.divider()
+        return Areas(lesson=lesson, inputs=st.container())
+    inputs = st.container()
+    return Areas(lesson=st.container(), inputs=inputs)
+
+
 # ----------------------------------------------------------------------------------- stepper
+STEP_ROW_KEY = "walkthrough_stepper"  # its container gets the CSS class st-key-walkthrough_stepper
+
+
+@dataclasses.dataclass
+class StepBar:
+    """What `stepper` returns: the current step and the two popovers of its bar."""
+    step: str  # the step to show
+    controls: Any  # "Settings" popover: the page's controls go here
+    checks: Any  # "Checks" popover: the agreement badges go here (see `badge_row`)
+
+
 def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
-            labels: dict[str, str]) -> str:
-    """Named steps (segmented control) with Previous / Next buttons that move one step."""
+            labels: dict[str, str], where=None) -> StepBar:
+    """The presenter's bar, one wrapping row near the top of the page: ◀ Previous (key ←),
+    Next ▶ (key →), a "Settings" popover for the page's controls, a "Checks" popover for the
+    agreement badges, and the named steps. Controls and badges in popovers never push the
+    lesson below the first screen of a projector. `where`: the page's lesson area."""
     if getattr(settings, field) not in steps:
         state.set_field(PREFIX, field, steps[0])
     is_locked = locked(field)
-    # one row sized to its content, so the buttons never truncate ("◀ Pr…") in narrow layouts
-    with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
+    where = where if where is not None else st.container()
+    with where, st.container(horizontal=True, vertical_alignment="center", gap="small",
+                             key=STEP_ROW_KEY):
+        # drawn first, filled once the step selector (last in the row) has read its value
+        prev_slot, next_slot = st.empty(), st.empty()
+        controls = st.popover("Settings", icon=":material/tune:",
+                              help="This page's controls: query token, weights, mask, heads ...")
+        checks = st.popover("Checks", icon=":material/fact_check:",
+                            help="Two ways of computing the same thing, compared (a failed "
+                                 "check is also shown on the page).")
         state.bound(st.segmented_control, "Step", settings, field, prefix=PREFIX,
                     options=list(steps), format_func=lambda s: labels.get(s, s), required=True,
-                    wrap=True, from_widget=lambda v: v if v in steps else getattr(settings, field))
+                    wrap=True, label_visibility="collapsed",
+                    from_widget=lambda v: v if v in steps else getattr(settings, field))
         i = list(steps).index(getattr(settings, field))
-        st.button("◀ Previous", key=f"{PREFIX}.{field}.prev", disabled=i == 0 or is_locked,
-                  on_click=state.set_field, args=(PREFIX, field, steps[max(i - 1, 0)]))
-        st.button("Next ▶", key=f"{PREFIX}.{field}.next",
-                  disabled=i == len(steps) - 1 or is_locked, type="primary",
-                  on_click=state.set_field, args=(PREFIX, field, steps[min(i + 1, len(steps) - 1)]))
-    return getattr(settings, field)
+        # Streamlit's own keyboard shortcuts (st.button(shortcut=...)): ← and → anywhere on the
+        # page except while typing in a field
+        prev_slot.button("◀ Previous", key=f"{PREFIX}.{field}.prev", disabled=i == 0 or is_locked,
+                         on_click=state.set_field, args=(PREFIX, field, steps[max(i - 1, 0)]),
+                         shortcut="Left", help="The previous step (key ←).")
+        next_slot.button("Next ▶", key=f"{PREFIX}.{field}.next",
+                         disabled=i == len(steps) - 1 or is_locked, type="primary",
+                         on_click=state.set_field,
+                         args=(PREFIX, field, steps[min(i + 1, len(steps) - 1)]),
+                         shortcut="Right", help="The next step (key →).")
+    step = getattr(settings, field)
+    _keep_step_in_view(field, step)
+    return StepBar(step, controls, checks)
+
+
+def _keep_step_in_view(field: str, step: str) -> None:
+    """After a step change (button, key, selector), scroll the page back to the step bar when
+    it is above the screen: a key pressed far down the page would otherwise show the middle
+    of the new step."""
+    seen_key = f"{PREFIX}.{field}.seen"
+    previous = st.session_state.get(seen_key)
+    st.session_state[seen_key] = step
+    if previous is None or previous == step:
+        return
+    # the step name makes each script new, so the browser runs it once per change
+    # checked again while the new step replaces the old one: its height changes shift the page
+    # in the sidebar: an element in the page would add an empty line under the step bar
+    st.sidebar.html(f"""<script data-step="{field}-{step}">
+      for (const ms of [0, 150, 400, 800, 1500]) setTimeout(() => {{
+        const bar = document.querySelector(".st-key-{STEP_ROW_KEY}");
+        if (bar && bar.getBoundingClientRect().top < 0) bar.scrollIntoView({{block: "start"}});
+      }}, ms);
+    </script>""", unsafe_allow_javascript=True, width="content")
 
 
 def step_header(steps: Sequence[str], step: str, text: str) -> None:
@@ -224,8 +357,10 @@ def _table_key(settings: WalkthroughSettings) -> tuple:
     return tuple(settings.tokens), tuple(tuple(row) for row in settings.embeddings)
 
 
-def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> emb.EmbeddingTable:
-    """The shared embeddings: edit cells, rows, dimensions, random, reset, CSV. Returns the valid table."""
+def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool,
+                      notes=None) -> emb.EmbeddingTable:
+    """The shared embeddings: edit cells, rows, dimensions, random, reset, CSV. Returns the valid
+    table. Its warnings go to `notes` (default: under the editor)."""
     is_locked = locked("embeddings") or locked("tokens")
     table = None
     # a state-tracking expander: when it is closed its editor is not built at all (faster reruns)
@@ -239,7 +374,7 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool) -> emb.E
     if table is None or _table_key_of(table) != _table_key(settings):  # else: checked already
         table = emb.validate_embedding_table(emb.embedding_frame(settings.tokens, settings.embeddings))
     for warning in table.warnings:
-        st.warning(warning, icon=":material/warning:")
+        (notes if notes is not None else st).warning(warning, icon=":material/warning:")
     return table
 
 
@@ -250,7 +385,9 @@ def _editor_columns(d_in: int) -> dict:
     columns = {"token": st.column_config.TextColumn("token", max_chars=emb.MAX_TOKEN_CHARS,
                                                     width=TOKEN_COLUMN_PX)}
     for name in emb.dim_names(d_in):
-        columns[name] = st.column_config.NumberColumn(name, width=DIM_COLUMN_PX)
+        # text cells: a number cell drops what it cannot parse ("1e30" became 130, silently);
+        # as text, every value reaches emb.validate_embedding_table as typed and is judged there
+        columns[name] = st.column_config.TextColumn(name, width=DIM_COLUMN_PX, alignment="right")
     return columns
 
 
@@ -263,7 +400,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.Embeddin
                "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))
     current = _table_key(settings)
     edited = synced_editor(
-        "embeddings", current, lambda: emb.embedding_frame(settings.tokens, settings.embeddings),
+        "embeddings", current, lambda: emb.editor_frame(settings.tokens, settings.embeddings),
         num_rows="dynamic", hide_index=True, disabled=is_locked, width="content",
         column_config=_editor_columns(d_in))
     try:
@@ -297,15 +434,13 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
                   disabled=is_locked or d_in <= 1, icon=":material/remove:")
         st.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
                   disabled=is_locked, icon=":material/menu_book:")
-    for key, value in ((f"{PREFIX}.random_tokens", len(settings.tokens)), (f"{PREFIX}.random_dims", d_in)):
-        st.session_state.setdefault(key, value)
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-        st.number_input("Tokens", min_value=1, max_value=emb.MAX_TOKENS, step=1, width=130,
-                        key=f"{PREFIX}.random_tokens", disabled=is_locked)
-        st.number_input("Dimensions", min_value=1, max_value=emb.MAX_DIMS, step=1, width=130,
-                        key=f"{PREFIX}.random_dims", disabled=is_locked)
-        state.bound(st.number_input, "Seed", settings, "embed_seed", prefix=PREFIX, min_value=0,
-                    max_value=emb.MAX_SEED, step=1, disabled=is_locked, width=150)
+        _plain_whole("Tokens", f"{PREFIX}.random_tokens", min_value=1, max_value=emb.MAX_TOKENS,
+                     initial=len(settings.tokens), width=130, disabled=is_locked)
+        _plain_whole("Dimensions", f"{PREFIX}.random_dims", min_value=1, max_value=emb.MAX_DIMS,
+                     initial=d_in, width=130, disabled=is_locked)
+        whole_number("Seed", settings, "embed_seed", min_value=0, max_value=emb.MAX_SEED,
+                     disabled=is_locked, width=150)
         st.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random,
                   disabled=is_locked, icon=":material/casino:",
                   help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
@@ -356,26 +491,32 @@ VARIANT_LABELS = {"v1": "V1 · nn.Parameter(torch.rand)", "v2": "V2 · nn.Linear
 
 
 def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attention.Projection:
-    """Variant, d_out, seed and bias of W_q, W_k, W_v; the hand-edit tables; returns the projection."""
+    """Variant, d_out, seed and bias of W_q, W_k, W_v (for the Settings popover); returns the
+    projection. The hand-edit tables are `weights_editor`, in the page itself."""
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         state.bound(st.segmented_control, "Weights", settings, "variant", prefix=PREFIX,
                     options=["v1", "v2"], format_func=VARIANT_LABELS.get, required=True, wrap=True,
                     from_widget=lambda v: v if v in ("v1", "v2") else settings.variant,
                     help="V1 draws W from torch.rand (uniform 0..1); V2 uses nn.Linear "
                          "(uniform ±1/√d_in, optional bias).")
-        state.bound(st.number_input, "d_out", settings, "d_out", prefix=PREFIX, min_value=1,
-                    max_value=emb.MAX_DIMS, step=1, width=130,
-                    help="Width of each query, key and value vector.")
-        state.bound(st.number_input, "Seed", settings, "weight_seed", prefix=PREFIX, min_value=0,
-                    max_value=emb.MAX_SEED, step=1, width=160,
-                    help="torch.manual_seed(seed) before building the weights.")
+        whole_number("d_out", settings, "d_out", min_value=1, max_value=emb.MAX_DIMS, width=130,
+                     help="Width of each query, key and value vector.")
+        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=160,
+                     help="torch.manual_seed(seed) before building the weights.")
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
                     disabled=settings.variant == "v1",
                     help="nn.Linear(..., bias=True) adds a bias vector to Q, K and V (V2 only).")
-    projection = self_attention.projection_for(settings, d_in)
+    return self_attention.projection_for(settings, d_in)
+
+
+def weights_editor(settings: WalkthroughSettings, projection: self_attention.Projection, d_in: int,
+                   where, notes=None) -> self_attention.Projection:
+    """The collapsed "Edit W_q, W_k, W_v by hand" panel inside `where`; its note (hand-edited
+    weights that no longer fit) goes to `notes`. Returns the projection with the edits applied."""
     if projection.note:
-        st.warning(projection.note, icon=":material/warning:")
-    _weights_editor(settings, projection, d_in)
+        (notes if notes is not None else where).warning(projection.note, icon=":material/warning:")
+    with where:
+        _weights_editor(settings, projection, d_in)
     return self_attention.projection_for(settings, d_in)
 
 
@@ -425,6 +566,15 @@ def _weights_editor(settings: WalkthroughSettings, projection: self_attention.Pr
 
 
 # ----------------------------------------------------------------------------------- badges
+_FAILED = f"{PREFIX}.failed_checks"  # set while `badge_row` collects the bar's badges
+
+
+def _failed(label: str) -> None:
+    failed = st.session_state.get(_FAILED)
+    if failed is not None:
+        failed.append(label)
+
+
 def sdpa_badge(check: wt.SdpaCheck) -> None:
     """Green when our step-by-step result equals PyTorch's fused attention kernel."""
     if check.agrees:
@@ -432,21 +582,40 @@ def sdpa_badge(check: wt.SdpaCheck) -> None:
                  f"{check.max_diff:.1e}", icon=":material/check_circle:", color="green",
                  help=f"Compared: {check.note}.")
     else:
-        st.badge(f"Differs from PyTorch F.scaled_dot_product_attention · max difference "
-                 f"{check.max_diff:.1e}", icon=":material/error:", color="red",
-                 help=f"Compared: {check.note}.")
+        label = (f"Differs from PyTorch F.scaled_dot_product_attention · max difference "
+                 f"{check.max_diff:.1e}")
+        st.badge(label, icon=":material/error:", color="red", help=f"Compared: {check.note}.")
+        _failed(label)
 
 
-def badge_row():
-    """A row that wraps its badges instead of truncating them."""
-    return st.container(horizontal=True, gap="small")
+@contextlib.contextmanager
+def badge_row(bar: StepBar | None = None):
+    """A row that wraps its badges instead of truncating them. With the page's `bar`, the row
+    goes into its "Checks" popover, and every check that fails is repeated on the page."""
+    if bar is None:
+        with st.container(horizontal=True, gap="small"):
+            yield
+        return
+    st.session_state[_FAILED] = []
+    try:
+        with bar.checks:
+            st.markdown("**Checks**: the page's numbers computed two ways")
+            with st.container(horizontal=True, gap="small"):
+                yield
+    finally:
+        failed = st.session_state.pop(_FAILED, [])
+    for label in failed:
+        st.badge(label, color="red", icon=":material/error:")
 
 
 def check_badge(label: str, diff: float, tol: float = 1e-9) -> None:
     """A badge for 'two ways of computing agree' with their max difference."""
     ok = diff <= tol
-    st.badge(f"{label} · max difference {diff:.1e}", color="green" if ok else "red",
+    text = f"{label} · max difference {diff:.1e}"
+    st.badge(text, color="green" if ok else "red",
              icon=":material/check_circle:" if ok else ":material/error:")
+    if not ok:
+        _failed(text)
 
 
 def book_badge(reference, ours) -> None:
@@ -456,8 +625,10 @@ def book_badge(reference, ours) -> None:
     what, rows = reference
     ok = wt.book_rows_match(ours, rows)
     printed = "; ".join(" ".join(f"{v:.4f}" for v in row) for row in rows[:2])
-    st.badge(f"{'Matches' if ok else 'Does not match'} the book: {printed}",
-             color="green" if ok else "red", icon=":material/menu_book:", help=what)
+    text = f"{'Matches' if ok else 'Does not match'} the book: {printed}"
+    st.badge(text, color="green" if ok else "red", icon=":material/menu_book:", help=what)
+    if not ok:
+        _failed(text)
 
 
 # ----------------------------------------------------------------------------------- predict
@@ -490,15 +661,28 @@ def predict_then_reveal(settings: WalkthroughSettings, qid: str, prompt: str, op
 
 # ----------------------------------------------------------------------------------- charts
 LECTURE_WIDTH = 720  # plot width available to one chart when lecture mode stacks them
+# lecture mode: heatmap cells grow to use the width (up to LECTURE_FILL_W for the panel) but stay
+# short enough that a 6 x 6 map fits under the step bar of a 1280 x 720 projector (LECTURE_FILL_H)
+LECTURE_FILL_W, LECTURE_FILL_H, LECTURE_CELL_MIN, LECTURE_CELL_MAX = 720, 400, 54, 90
 
 
-def columns(spec, **kwargs):
+def columns(spec, *, side_by_side: bool = False, **kwargs):
     """st.columns, except in lecture mode: charts are stacked full width so that the large
-    projector fonts still fit every value in its cell."""
+    projector fonts still fit every value in its cell. `side_by_side` keeps the columns there
+    too, for panels narrow enough (a figure and its formula, 3 narrow matrices): stacked, they
+    would push the step below the first screen."""
     if state.lecture_mode():
-        count = spec if isinstance(spec, int) else len(spec)
-        return [st.container() for _ in range(count)]
+        if not side_by_side:
+            count = spec if isinstance(spec, int) else len(spec)
+            return [st.container() for _ in range(count)]
+        kwargs["gap"] = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
     return st.columns(spec, **kwargs)
+
+
+def lecture_cell(n_rows: int, n_cols: int) -> int:
+    """The side of a heatmap cell in lecture mode (px): as large as the panel allows."""
+    fill = min(LECTURE_FILL_W / max(n_cols, 1), LECTURE_FILL_H / max(n_rows, 1))
+    return int(max(LECTURE_CELL_MIN, min(LECTURE_CELL_MAX, fill)))
 
 
 def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, title: str,
@@ -509,11 +693,15 @@ def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, 
     too small for their numbers, and then offers the numbers as a table."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
+    cell = None
     if lecture:
         max_width = LECTURE_WIDTH
+        if values.ndim == 2 and values.shape[1] * LECTURE_CELL_MIN <= max_width:
+            cell = lecture_cell(*values.shape)
+            max_width = max(max_width, cell * values.shape[1])
     chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
                         x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
-                        lecture=lecture, domain=domain, special=special,
+                        lecture=lecture, domain=domain, special=special, cell=cell,
                         highlight_row=highlight_row, max_width=max_width,
                         row_axis=row_axis or lecture, x_on_top=True)
     fits = lesson_charts.values_written(chart)

@@ -4,6 +4,10 @@ The steps come from `core.attention.attention_intermediates` with the page's mas
 is drawn exactly as the book's `nn.Dropout` draws it after torch.manual_seed(dropout_seed), so the
 book's `CausalAttention`, run in training mode after the same seed, must give the same numbers:
 `causal_page` checks it in eval mode and in training mode.
+
+The words of each step (chart titles, captions, sentences) come from the small functions at the
+end (`StepWords`, `*_words`): they take the mask and dropout settings, so with the mask off no
+caption claims a mask, and with dropout off none claims dropped weights.
 """
 
 from __future__ import annotations
@@ -179,3 +183,93 @@ def causal_page(inputs: torch.Tensor, projection: Projection, settings: Walkthro
             train_diff = module_check_train(module, inputs, steps.context_vec, settings.dropout_seed)
     orders = masking_orders(steps.scaled_scores[0], attention.causal_mask(inputs.shape[0]))
     return CausalPage(steps, sdpa_check(steps), module_diff, train_diff, orders)
+
+
+# ----------------------------------------------------------------------------- the steps' words
+@dataclass(frozen=True)
+class StepWords:
+    """What one step's figure says: its title and caption, and a sentence beside it ('' = none)."""
+
+    title: str
+    caption: str
+    text: str = ""
+
+
+def dropout_active(settings: WalkthroughSettings) -> bool:
+    """Dropout changes the weights only in training mode and with p > 0."""
+    return settings.train_mode and settings.dropout_p > 0
+
+
+def dropout_off_reason(settings: WalkthroughSettings) -> str:
+    """Why dropout leaves the weights alone ('' when it is active)."""
+    if not settings.train_mode:
+        return "eval mode: dropout is off"
+    if settings.dropout_p == 0:
+        return "p = 0: nothing is dropped"
+    return ""
+
+
+def scores_words(causal: bool) -> StepWords:
+    return StepWords("Q Kᵀ / √d_k", "Scaled scores, before the mask is applied" if causal else
+                     "Scaled scores; the mask is off, so the next steps hide none of them")
+
+
+def mask_words(causal: bool) -> StepWords:
+    if causal:
+        return StepWords("mask (1 = hidden)", "1 above the diagonal: token i may only look at "
+                         "tokens 1 … i")
+    return StepWords("mask (1 = hidden)", "The mask is off: every entry is 0, so every query "
+                     "sees every token", "The mask is off: nothing is hidden, every query sees "
+                     "every token.")
+
+
+def masked_words(causal: bool) -> StepWords:
+    if causal:
+        return StepWords("masked_fill(mask, −∞)", "Hidden scores are −∞ (grey), so exp(−∞) = 0 "
+                         "after softmax")
+    return StepWords("scaled scores, nothing masked", "The mask is off: nothing is hidden, "
+                     "these are the scaled scores unchanged")
+
+
+def weights_words(causal: bool, dropout: bool = False) -> StepWords:
+    """Title, caption, and the predict-then-reveal question of the weights step (whose weights
+    are those before dropout: with dropout active, the caption says so)."""
+    later = " (before dropout, the next steps drop some)" if dropout else ""
+    if causal:
+        return StepWords("A = softmax(masked scores)", "Masked softmax: zeros above the diagonal, "
+                         f"every row sums to 1{later}",
+                         "after masking, which token does “{q}” attend to most?")
+    return StepWords("A = softmax(scaled scores)", "Softmax of the unmasked scores: every token "
+                     f"gets some weight, every row sums to 1{later}",
+                     "with the mask off, which token does “{q}” attend to most?")
+
+
+def dropout_words(settings: WalkthroughSettings) -> StepWords:
+    """Title and caption of the dropout figure: the ✕ and 0 marks are named only when present."""
+    marks = []
+    if dropout_active(settings):
+        title = "weights after dropout"
+        marks.append("✕ = dropped by dropout, the kept weights are scaled by 1/(1 − p)")
+    else:
+        title = "weights, unchanged by dropout"
+        marks.append(f"Unchanged ({dropout_off_reason(settings)})")
+    if settings.causal:
+        marks.append("0 = hidden by the mask")
+    return StepWords(title, "; ".join(marks))
+
+
+def context_words(settings: WalkthroughSettings) -> StepWords:
+    """The sentence about the first token's context vector, true for the current settings."""
+    if not settings.causal:
+        text = ("With the mask off, the first token sees every token too: its context vector "
+                "mixes all the value vectors.")
+    elif dropout_active(settings):
+        text = ("The first token can only attend to itself (weight 1). Dropout either dropped "
+                "that weight, making its context vector 0, or kept it and scaled it by "
+                f"1/(1 − p) = {1 / (1 - settings.dropout_p):.4f}: its own value vector times that.")
+    else:
+        text = ("The first token can only attend to itself, so its context vector is its own "
+                "value vector.")
+    formula = "Z = dropout(A) V" if dropout_active(settings) else \
+        f"Z = A V ({dropout_off_reason(settings)})"
+    return StepWords("Z", f"Context vectors, {formula}", text)

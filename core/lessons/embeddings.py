@@ -68,6 +68,22 @@ def embedding_frame(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]
     return frame
 
 
+def cell_text(value: float) -> str:
+    """A number as the editor's text cell shows it: the shortest text that reads back exactly."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def editor_frame(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]) -> pd.DataFrame:
+    """The editor's table with every number as text: the editor's cells are text cells, so that
+    what the student types (1e30, NaN, 1,5) reaches the validation as typed. A number cell would
+    silently drop the characters it does not take ("1e30" became 130)."""
+    frame = embedding_frame(tokens, embeddings)
+    for name in frame.columns[1:]:
+        frame[name] = [cell_text(v) for v in frame[name]]
+    return frame
+
+
 def _parse_cell(raw) -> tuple[float | None, str | None]:
     """A number from one table cell, or the reason it is not usable."""
     if raw is None or (isinstance(raw, float) and math.isnan(raw)):
@@ -85,7 +101,7 @@ def _parse_cell(raw) -> tuple[float | None, str | None]:
         except ValueError:
             return None, f"“{text[:20]}” is not a number"
         if math.isnan(value):
-            return None, "NaN (not a number) cannot be used"
+            return None, f"“{text[:20]}” is not a number (NaN cannot be used)"
     else:
         return None, f"a {type(raw).__name__} is not a number"
     if math.isnan(value):

@@ -1,7 +1,8 @@
 """Lesson 4 (page 4): multi-head attention, the wrapper of single heads vs the split-head class.
 
 `build_wrapper` makes the book's `MultiHeadAttentionWrapper` from a seed (optionally with every
-head starting from head 0's weights); `multi_head` copies it into `MultiHeadAttention`, runs both
+head starting from head 0's weights, optionally with W_q and W_k scaled up so that the maps are
+as sharp as a trained head's); `multi_head` copies it into `MultiHeadAttention`, runs both
 (they must agree) and keeps every step of the split-head class for the page's maps.
 """
 
@@ -14,7 +15,7 @@ import torch
 
 from core import attention
 from core.attention import AttentionSteps, MultiHeadAttention, MultiHeadAttentionWrapper, seeded
-from core.lessons.causal_attention import module_check_train, with_book_dropout
+from core.lessons.causal_attention import dropout_active, module_check_train, with_book_dropout
 from core.lessons.walkthrough import SdpaCheck, WalkthroughSettings, _max_abs_diff, sdpa_check
 
 def head_choices(d_out: int) -> list[int]:
@@ -45,11 +46,13 @@ class MultiHead:
 
 
 def build_wrapper(d_in: int, d_out: int, num_heads: int, num_tokens: int, dropout_p: float,
-                  qkv_bias: bool, seed: int, same_init: bool) -> MultiHeadAttentionWrapper:
+                  qkv_bias: bool, seed: int, same_init: bool,
+                  qk_scale: float = 1.0) -> MultiHeadAttentionWrapper:
     """The book's wrapper of `num_heads` causal heads of width d_out // num_heads, plus out_proj.
 
     same_init copies head 0's initial weights into every head: the lesson's "what if they all
-    started the same?" experiment.
+    started the same?" experiment. qk_scale multiplies every head's W_query and W_key (and their
+    biases): each score q·k grows by qk_scale², so the maps are as sharp as trained heads' are.
     """
     if num_heads < 1 or d_out % num_heads:
         raise ValueError(f"d_out ({d_out}) must be divisible by the number of heads ({num_heads}).")
@@ -60,14 +63,24 @@ def build_wrapper(d_in: int, d_out: int, num_heads: int, num_tokens: int, dropou
         first = wrapper.heads[0].state_dict()
         for head in wrapper.heads[1:]:
             head.load_state_dict(first)
+    if qk_scale != 1:
+        # nn.Linear starts small (±1/√d_in): fresh heads score every token about the same and
+        # their softmax is nearly uniform, so their maps look alike whatever the seed
+        with torch.no_grad():
+            for head in wrapper.heads:
+                for linear in (head.W_query, head.W_key):
+                    linear.weight.mul_(qk_scale)
+                    if linear.bias is not None:
+                        linear.bias.mul_(qk_scale)
     return wrapper.double().eval()
 
 
 def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: int) -> MultiHead:
     """Build the heads from the seed, copy them into the split-head class, run both, keep the steps."""
     num_tokens, d_in = inputs.shape
-    wrapper = build_wrapper(d_in, settings.d_out, num_heads, num_tokens, settings.dropout_p,
-                            settings.qkv_bias, settings.weight_seed, settings.same_init)
+    wrapper = build_wrapper(d_in, settings.heads_d_out, num_heads, num_tokens, settings.dropout_p,
+                            settings.qkv_bias, settings.heads_seed, settings.same_init,
+                            settings.qk_scale)
     mha = attention.wrapper_to_multihead(wrapper).double().eval()
     x = inputs.to(torch.float64)
     with torch.no_grad():  # both book classes are causal: compare them that way, in eval mode
@@ -88,7 +101,7 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
     maps = steps.attn_weights  # (H, T, T)
     head_diffs = [_max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
     head_W = [head.W_query.weight.detach().T.clone() for head in wrapper.heads]
-    return MultiHead(wrapper, mha, steps, settings.d_out // num_heads, wrapper_out, mha_out,
+    return MultiHead(wrapper, mha, steps, settings.heads_d_out // num_heads, wrapper_out, mha_out,
                      _max_abs_diff(wrapper_out, mha_out), _max_abs_diff(mha_out, eval_steps.output),
                      train_diff, head_diffs, head_W)
 
@@ -102,3 +115,64 @@ class MultiPage:
 def multi_page(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: int) -> MultiPage:
     result = multi_head(inputs, settings, num_heads)
     return MultiPage(result, sdpa_check(result.steps))
+
+
+def smallest_pair_difference(maps: torch.Tensor) -> float:
+    """min over head pairs of max |A_i - A_j|: how different the two most alike heads are (0 for one head)."""
+    num_heads = maps.shape[0]
+    diffs = [_max_abs_diff(maps[i], maps[j]) for i in range(num_heads) for j in range(i + 1, num_heads)]
+    return min(diffs) if diffs else 0.0
+
+
+# ----------------------------------------------------------------------------- the steps' words
+def heads_phrase(num_heads: int, head_dim: int, d_out: int) -> str:
+    """'2 heads × head_dim 2 = d_out 4', or '1 head of head_dim 4 = d_out 4'."""
+    if num_heads == 1:
+        return f"1 head of head_dim {head_dim} = d_out {d_out}"
+    return f"{num_heads} heads × head_dim {head_dim} = d_out {d_out}"
+
+
+def describe_heads(settings: WalkthroughSettings, num_heads: int) -> str:
+    """The caption fragment naming how page 4's heads were made (for figures taken to slides)."""
+    head_dim = settings.heads_d_out // num_heads
+    text = (f"{heads_phrase(num_heads, head_dim, settings.heads_d_out)}; "
+            f"torch.manual_seed({settings.heads_seed})")
+    if settings.qk_scale != 1:
+        text += f"; W_q, W_k × {settings.qk_scale}"
+    text += f"; mask {'on' if settings.causal else 'off'}"
+    if settings.same_init and num_heads > 1:
+        text += "; every head starts from head 1's weights"
+    if dropout_active(settings):
+        text += f"; dropout p={settings.dropout_p:g} (training, seed {settings.dropout_seed})"
+    return text
+
+
+def map_caption(settings: WalkthroughSettings, head: int) -> str:
+    """Caption of one head's map: says that the map is before dropout when dropout is active."""
+    caption = f"Attention weights of head {head + 1}"
+    if dropout_active(settings):
+        caption += " (before dropout; the dropped weights change the concatenated outputs)"
+    return caption
+
+
+def why_words(settings: WalkthroughSettings, num_heads: int) -> str:
+    """Why heads differ, said for the current settings (same initial weights, weight scale)."""
+    if settings.same_init and num_heads > 1:
+        return ("Every head sees the same embeddings, and here every head also starts from the "
+                "same W_q, W_k, W_v (**Same initial weights** is on): identical heads give identical "
+                "maps, so for now several heads see no more than one. Switch it off to give each "
+                "head its own random start.")
+    text = ("Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
+            "drawn at random, so each head projects the tokens differently and gets a different "
+            "map. During training each head then receives its own gradients, so they keep "
+            "specialising instead of converging to the same thing. Turn on **Same initial "
+            "weights** to see the other case: identical heads give identical maps.")
+    if settings.qk_scale == 1:
+        text += (" At the book's initial weights (scale 1) the scores are all close to 0, so "
+                 "every map is nearly uniform and the heads differ only a little; trained heads "
+                 "have larger weights and sharper maps (try **W_q, W_k scale** 4).")
+    else:
+        text += (f" W_q and W_k are multiplied by {settings.qk_scale}, so every score is "
+                 f"{settings.qk_scale ** 2}× the book's initial one: sharp maps, as trained heads "
+                 "have, where the differences show.")
+    return text

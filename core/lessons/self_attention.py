@@ -50,6 +50,20 @@ class Projection:
         return [self.W_query, self.W_key, self.W_value]
 
 
+def weights_words(projection: Projection) -> str:
+    """How the W_q, W_k, W_v on screen were made: by the book's class after a seed, or by hand."""
+    if projection.edited:
+        return ("Each matrix maps a d_in-dimensional embedding to a d_out-dimensional vector. "
+                "These were **edited by hand** (the seeded weights are not in use); training "
+                "would change them, here they stay as typed.")
+    made = ("**V1** creates them with `nn.Parameter(torch.rand(d_in, d_out))`: uniform in [0, 1)."
+            if projection.variant == "v1" else
+            "**V2** uses `nn.Linear(d_in, d_out)`: uniform in ±1/√d_in, stored transposed as "
+            "`weight` (d_out, d_in); shown here as W = weight.T so that Q = X W.")
+    return ("Each matrix maps a d_in-dimensional embedding to a d_out-dimensional vector. " + made
+            + " Training would change them; here they stay at their initial values.")
+
+
 def seeded_module(d_in: int, d_out: int, variant: str, seed: int, qkv_bias: bool = False):
     """SelfAttentionV1/V2 right after torch.manual_seed(seed), as the book builds it."""
     with seeded(seed):

@@ -58,6 +58,14 @@ MULTI_STEP_LABELS = {"heads": "1 · one map per head", "concat": "2 · concat + 
 
 SCALE_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 
+QK_SCALES = (1, 2, 4, 8)  # page 4: W_q and W_k multiplied by this (1 = the book's initial weights)
+
+# page 4's defaults: 2 (of up to 4) heads whose maps differ clearly: the two most alike heads
+# differ by 0.77 (2 heads) and 0.55 (4 heads) somewhere on the 0..1 scale (tests/core). At the
+# book's nn.Linear init (scale 1) the best of seeds 0..399 reaches 0.13 with 2 heads: fresh
+# weights are small, so every softmax is nearly uniform and the heads look alike.
+HEADS_D_OUT, HEADS_SEED, HEADS_QK_SCALE = 4, 590, 4
+
 
 # numbers printed in the course material, for the "matches the book" checks
 BOOK_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
@@ -103,7 +111,10 @@ class WalkthroughSettings:
     dropout_p: float = spec(0.0, min=0.0, max=0.9)  # probability of dropping an attention weight
     dropout_seed: int = spec(0, min=0, max=MAX_SEED)  # which weights get dropped
     train_mode: bool = spec(False)  # dropout is active only in training mode
-    num_heads: int = spec(2, min=1, max=MAX_DIMS)  # page 4; must divide d_out
+    heads_d_out: int = spec(HEADS_D_OUT, min=1, max=MAX_DIMS)  # page 4: width of all heads together
+    num_heads: int = spec(2, min=1, max=MAX_DIMS)  # page 4; must divide heads_d_out
+    heads_seed: int = spec(HEADS_SEED, min=0, max=MAX_SEED)  # page 4: torch.manual_seed before the heads
+    qk_scale: int = spec(HEADS_QK_SCALE, choices=QK_SCALES)  # page 4: W_q, W_k times this (sharper maps)
     same_init: bool = spec(False)  # page 4: give every head head 0's initial weights
     scale_dk: int = spec(64, choices=SCALE_DKS)  # page 2 scaling panel
     predict: bool = spec(False)  # hide each result until the student commits a guess
@@ -203,9 +214,9 @@ def book_reference(settings: WalkthroughSettings, page: str) -> tuple[str, list[
     if page == "causal" and settings.variant == "v2" and settings.weight_seed == 123 \
             and settings.d_out == 2 and not settings.qkv_bias and settings.causal and eval_like:
         return "CausalAttention(3, 2, 6, 0.0) after torch.manual_seed(123)", BOOK_CAUSAL_ROWS
-    if page == "multi" and settings.weight_seed == 123 and settings.d_out == 4 \
-            and settings.num_heads == 2 and not settings.qkv_bias and settings.causal \
-            and eval_like and not settings.same_init:
+    if page == "multi" and settings.heads_seed == 123 and settings.heads_d_out == 4 \
+            and settings.num_heads == 2 and settings.qk_scale == 1 and not settings.qkv_bias \
+            and settings.causal and eval_like and not settings.same_init:
         return ("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2) after "
                 "torch.manual_seed(123), first row (the concatenation)", [BOOK_WRAPPER_FIRST_ROW])
     return None
@@ -282,6 +293,6 @@ BOOK_SETUPS = {
            "custom_weights": []},
     "causal": {"variant": "v2", "weight_seed": 123, "d_out": 2, "qkv_bias": False,
                "custom_weights": [], "causal": True, "dropout_p": 0.0},
-    "multi": {"weight_seed": 123, "d_out": 4, "num_heads": 2, "qkv_bias": False, "causal": True,
-              "dropout_p": 0.0, "same_init": False},
+    "multi": {"heads_seed": 123, "heads_d_out": 4, "num_heads": 2, "qk_scale": 1, "qkv_bias": False,
+              "causal": True, "dropout_p": 0.0, "same_init": False},
 }

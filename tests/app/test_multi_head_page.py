@@ -30,11 +30,11 @@ def test_defaults_one_map_per_head_and_the_checks():
     at = page()
     assert at.title[0].value == "Multi-head attention"
     assert head_titles(at) == ["head 1  (6, 6)", "head 2  (6, 6)"]
-    assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2"]
+    assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2", "4"]
     assert any("Agrees with PyTorch" in b and ":green-badge" in b for b in badges(at))
     assert any("wrapper = split-head class" in b and ":green-badge" in b for b in badges(at))
     set_step(at, "mh_step", "concat")
-    assert {"heads side by side  (6, 2)", "after out_proj  (6, 2)"} == set(charts(at))
+    assert {"heads side by side  (6, 4)", "after out_proj  (6, 4)"} == set(charts(at))
     set_step(at, "mh_step", "classes")
     assert numbers(at, "wrapper, first row =") == numbers(at, "split-head, first row =")
     codes = " ".join(c.value for c in at.code)
@@ -43,7 +43,7 @@ def test_defaults_one_map_per_head_and_the_checks():
 
 def test_only_divisors_are_offered_and_a_bad_count_is_explained():
     at = page()
-    at.number_input(key=key(at, "d_out")).set_value(6).run()
+    at.number_input(key=key(at, "heads_d_out")).set_value(6).run()
     assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2", "3", "6"]
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
     assert_no_exception(at)
@@ -51,15 +51,15 @@ def test_only_divisors_are_offered_and_a_bad_count_is_explained():
     set_step(at, "mh_step", "concat")
     assert "heads side by side  (6, 6)" in charts(at)
     assert "3 \\times (6 \\times 2)" in " ".join(l.value for l in at.latex)
-    at.number_input(key=key(at, "d_out")).set_value(4).run()  # 3 does not divide 4
+    at.number_input(key=key(at, "heads_d_out")).set_value(4).run()  # 3 does not divide 4
     assert_no_exception(at)
     assert "3 heads do not divide d_out = 4" in info(at) and settings_of(at).num_heads == 2
-    at.number_input(key=key(at, "d_out")).set_value(1).run()
+    at.number_input(key=key(at, "heads_d_out")).set_value(1).run()
     assert "can only be split into one head" in info(at)
 
 
 def test_heads_from_a_link_that_do_not_divide_are_clamped():
-    at = page({"d_out": "6", "num_heads": "4"})
+    at = page({"heads_d_out": "6", "num_heads": "4"})
     assert settings_of(at).num_heads == 3 and "4 heads do not divide d_out = 6" in info(at)
 
 
@@ -74,13 +74,13 @@ def test_book_wrapper_and_seed():
     assert concat[concat["row_i"] == 0]["value"].round(4).tolist() == [-0.4519, 0.2216, 0.4772, 0.1063]
     set_step(at, "mh_step", "heads")
     before = chart(at, "head 1")["value"].tolist()
-    at.number_input(key=key(at, "weight_seed")).set_value(7).run()
+    at.number_input(key=key(at, "heads_seed")).set_value(7).run()
     assert chart(at, "head 1")["value"].tolist() != before
     assert not [b for b in badges(at) if "the book" in b]
 
 
 def test_same_initial_weights_give_identical_maps():
-    at = page()
+    at = page({"heads_d_out": "2", "heads_seed": "123", "qk_scale": "1"})  # the former defaults
     set_step(at, "mh_step", "why")
     assert "head 2: 0.0387" in markdown(at)
     at.toggle(key=key(at, "same_init")).set_value(True).run()
@@ -124,15 +124,15 @@ def test_predict_whether_heads_differ():
     [b for b in at.button if b.key.startswith(f"{PREFIX}.commit.heads_same")][0].click().run()
     assert_no_exception(at)
     assert "not quite" in warnings(at) and "different initial weights" in warnings(at)
-    w = chart(at, "initial W_q of every head, side by side  (3, 2)")
-    assert list(w["col"].unique()) == ["h1·1", "h2·1"]
+    w = chart(at, "initial W_q of every head, side by side  (3, 4)")
+    assert list(w["col"].unique()) == ["h1·1", "h1·2", "h2·1", "h2·2"]
 
 
 def test_many_tokens_and_heads():
     at = page()
     apply_csv(at, "\n".join(f"t{i}," + ",".join(str((i * j) % 7 / 7) for j in range(8))
                             for i in range(32)))
-    at.number_input(key=key(at, "d_out")).set_value(16).run()
+    at.number_input(key=key(at, "heads_d_out")).set_value(16).run()
     at.selectbox(key=key(at, "num_heads")).set_value(16).run()
     assert_no_exception(at)
     assert len(head_titles(at)) == 8 and "Showing the first 8 of 16 heads." in \
@@ -144,13 +144,13 @@ def test_many_tokens_and_heads():
 
 def test_url_round_trip_and_lock():
     at = page()
-    at.number_input(key=key(at, "d_out")).set_value(6).run()
+    at.number_input(key=key(at, "heads_d_out")).set_value(6).run()
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
-    at.number_input(key=key(at, "weight_seed")).set_value(99).run()
+    at.number_input(key=key(at, "heads_seed")).set_value(99).run()
     set_step(at, "mh_step", "classes")
     first = numbers(at, "wrapper, first row =")
     params = core_settings.to_params(settings_of(at))
-    assert params == {"d_out": "6", "num_heads": "3", "weight_seed": "99", "mh_step": "classes"}
+    assert params == {"heads_d_out": "6", "num_heads": "3", "heads_seed": "99", "mh_step": "classes"}
     fresh = page(params)
     assert numbers(fresh, "wrapper, first row =") == first
     set_step(fresh, "mh_step", "heads")

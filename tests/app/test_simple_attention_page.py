@@ -15,7 +15,7 @@ from core.lessons import walkthrough as wt
 from tests.app.conftest import ROOT, assert_no_exception
 from tests.app.walkthrough_helpers import (
     BOOK_CONTEXT, BOOK_SCORES, BOOK_WEIGHTS, PAGE, PREFIX, apply_csv, assert_book_table, badges, chart,
-    charts, errors, key, markdown, numbers, open_walk, set_step, settings_of, warnings)
+    charts, errors, key, markdown, numbers, open_expander, open_walk, set_step, settings_of, warnings)
 
 
 
@@ -97,6 +97,7 @@ def test_csv_edit_updates_the_result_and_the_table_shape():
 
 def test_random_add_remove_dimension_and_reset():
     at = open_walk()
+    open_expander(at, f"{PREFIX}.embeddings_open.0")  # the editor is collapsed (presenter layout)
     at.number_input(key=f"{PREFIX}.random_tokens").set_value(8)
     at.number_input(key=f"{PREFIX}.random_dims").set_value(5)
     at.number_input(key=key(at, "embed_seed")).set_value(7)
@@ -268,6 +269,7 @@ def test_locked_controls_are_disabled_and_hold_their_value():
     at.session_state[f"{PREFIX}.__locked"] = {"query", "step", "embeddings"}
     at.run()
     assert_no_exception(at)
+    open_expander(at, f"{PREFIX}.embeddings_open.0")  # the editor is collapsed (presenter layout)
     assert at.selectbox(key=key(at, "query")).disabled
     assert at.segmented_control(key=key(at, "step")).disabled
     assert at.button(key=f"{PREFIX}.step.next").disabled

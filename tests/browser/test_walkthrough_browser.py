@@ -87,16 +87,31 @@ def wait_for_scores(page, index: int, expected: str) -> list[str]:
     return code_text(page, "ω =").split()
 
 
-def test_simple_attention_real_cell_edit(page, warm_url):
-    open_walk(page, f"{warm_url}/{SIMPLE}")
-    assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
-    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
-    marker = grid["width"] - 2 - TOKEN_PX - 3 * DIM_PX  # the row-marker column on the left
+def open_editor(page) -> None:
+    """Open the embeddings editor: collapsed on every page (the presenter layout)."""
+    if page.locator("[data-testid='stDataFrame']").count() == 0:
+        page.get_by_text("Embeddings X · shared by the four pages").click()
+        wait_idle(page)
+        settle(page)
 
-    def cell(column: int, row: int) -> tuple[float, float]:  # column 0 = token, 1 = d1, ...
+
+def grid_cell(page, d_in: int = 3):
+    """cell(column, row) -> the screen point of a cell of the embeddings grid (column 0 = token)."""
+    open_editor(page)
+    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    marker = grid["width"] - 2 - TOKEN_PX - d_in * DIM_PX  # the row-marker column on the left
+
+    def cell(column: int, row: int) -> tuple[float, float]:
         x = grid["x"] + 1 + marker + (TOKEN_PX / 2 if column == 0 else
                                       TOKEN_PX + DIM_PX * (column - 1) + DIM_PX / 2)
         return x, grid["y"] + 1 + ROW_PX + ROW_PX * row + ROW_PX / 2
+    return cell
+
+
+def test_simple_attention_real_cell_edit(page, warm_url):
+    open_walk(page, f"{warm_url}/{SIMPLE}")
+    assert code_text(page, "ω =").split() == ["0.9544", "1.4950", "1.4754", "0.8434", "0.7070", "1.0865"]
+    cell = grid_cell(page)
 
     # a valid edit: journey's d1 0.55 -> 0.95; its score with itself is 0.95² + 0.87² + 0.66²
     edit_cell(page, *cell(1, 1), "0.95")
@@ -114,9 +129,38 @@ def test_simple_attention_real_cell_edit(page, warm_url):
     screenshot(page, "walkthrough_simple_attention_invalid_edit")
 
 
+def test_typed_1e30_is_1e30_and_what_cannot_be_used_is_refused(page, warm_url):
+    """A number cell of st.data_editor dropped the 'e' of 1e30 and sent 130, silently: the
+    cells are text now, so 1e30 arrives as typed (and is used, with a warning), and a value the
+    app cannot take is refused with a message naming the cell, the last valid table kept."""
+    open_walk(page, f"{warm_url}/{SIMPLE}")
+    cell = grid_cell(page)
+    # journey's d1 = 1e30: its score with itself is 1e60, not 130² + ...
+    edit_cell(page, *cell(1, 1), "1e30")
+    scores = wait_for_scores(page, 1, "1.00e+60")
+    assert scores[1] == "1.00e+60"
+    page.get_by_text("Very large values (up to 1e+30)").first.wait_for(timeout=20_000)
+    assert page.locator("[data-testid='stDataFrame']").first.get_by_text("130").count() == 0
+    # beyond the limit: refused, named, and the math keeps the last valid table (with 1e30)
+    edit_cell(page, *cell(1, 2), "1e200")
+    page.get_by_text(re.compile("Row 3 .*starts.*, column d1: 1e\\+200 is too large")).first.wait_for(
+        timeout=20_000)
+    assert page.get_by_text("The pages keep using the last valid embeddings").count() >= 1
+    assert code_text(page, "ω =").split() == scores
+    screenshot(page, "walkthrough_cell_1e200_refused")
+    # NaN is not a number (not "an empty cell")
+    edit_cell(page, *cell(1, 2), "NaN")
+    page.get_by_text(re.compile("column d1: “NaN” is not a number")).first.wait_for(timeout=20_000)
+    assert page.get_by_text(re.compile("Row 3 .*the cell is empty")).count() == 0
+    assert code_text(page, "ω =").split() == scores
+    assert_no_error(page)
+
+
 def test_self_attention_next_step(page, warm_url):
     open_walk(page, f"{warm_url}/{SELF}")
+    page.get_by_role("button", name=re.compile("Checks")).click()  # the badges' popover
     assert page.get_by_text("Matches the book: 0.2996 0.8053").first.is_visible()
+    page.keyboard.press("Escape")
     page.get_by_role("button", name=re.compile("Next")).click()
     wait_idle(page)
     settle(page)
@@ -129,19 +173,24 @@ def test_self_attention_next_step(page, warm_url):
 def test_causal_attention_mask_off(page, warm_url):
     open_walk(page, f"{warm_url}/{CAUSAL}")
     assert page.get_by_role("heading", name=re.compile("Step 2 of 7")).is_visible()
-    page.locator("[data-testid='stMain'] [data-testid='stCheckbox']").filter(
-        has_text="Causal mask").first.click()
+    page.get_by_role("button", name=re.compile("Settings")).click()  # the page's controls
+    page.locator("[data-testid='stCheckbox']").filter(has_text="Causal mask").first.click()
     wait_idle(page)
     settle(page)
-    assert page.get_by_text("The mask is off").count() == 1
+    # the notice, and the figure's caption, which says what the figure shows now
+    assert page.get_by_text("The mask is off: nothing is hidden, every query sees every token.",
+                            exact=True).count() == 1
+    assert page.get_by_text(re.compile("^The mask is off: every entry is 0")).count() == 1
+    assert page.get_by_text(re.compile("^1 above the diagonal")).count() == 0  # the mask-on caption
     assert "causal=0" in page.url  # the shareable link follows
     assert_no_error(page)
     screenshot(page, "walkthrough_causal_attention")
 
 
 def test_multi_head_one_head(page, warm_url):
-    open_walk(page, f"{warm_url}/{MULTI}?d_out=4")
+    open_walk(page, f"{warm_url}/{MULTI}?heads_d_out=4")
     assert page.get_by_text(re.compile(r"^Attention weights of head 2")).count() == 1
+    page.get_by_role("button", name=re.compile("Settings")).click()  # the page's controls
     page.locator("[data-testid='stSelectbox']").filter(has_text="Heads").click()
     page.get_by_role("option", name="4").click()
     wait_idle(page)
@@ -159,3 +208,36 @@ def test_simple_attention_lecture_mode(page, warm_url):
         "0.1385", "0.2379", "0.2333", "0.1240", "0.1082", "0.1581"]
     assert_no_error(page)
     screenshot(page, "walkthrough_simple_attention_lecture")
+
+
+def test_a_whole_number_box_refuses_1e30_and_a_fraction(page, warm_url):
+    """An int number box read "1e30" as 1 (parseInt) and applied it: the seed box now refuses it
+    (out of range, Streamlit's message) and refuses a fraction with our message; the seed stays."""
+    open_walk(page, f"{warm_url}/{SIMPLE}")
+    open_editor(page)
+    box = page.locator("[data-testid='stNumberInput']").filter(has_text="Seed").first
+    field = box.locator("input")
+    field.fill("1e30")
+    field.press("Enter")
+    wait_idle(page)
+    assert field.get_attribute("aria-invalid") == "true"  # marked, with an error icon beside it
+    box.locator("[data-testid='stTooltipErrorHoverTarget']").hover()
+    page.get_by_text(re.compile("Number is outside the allowed range")).first.wait_for(timeout=10_000)
+    assert "embed_seed" not in page.url  # still the default seed, 0
+    field.fill("2.5")
+    field.press("Enter")
+    page.get_by_text(re.compile("Seed: 2.5 is not a whole number, so it was not applied; it stays 0")
+                     ).first.wait_for(timeout=20_000)
+    wait_idle(page)
+    assert field.input_value() == "0" and "embed_seed" not in page.url
+    screenshot(page, "walkthrough_seed_fraction_refused")
+    field.fill("7")
+    field.press("Enter")
+    wait_idle(page)
+    field.fill("")  # an emptied box is refused too (it used to fall back to the minimum)
+    field.press("Enter")
+    page.get_by_text(re.compile("Seed: the box was emptied, so it was not applied; it stays 7")
+                     ).first.wait_for(timeout=20_000)
+    wait_idle(page)
+    assert field.input_value() == "7" and "embed_seed=7" in page.url
+    assert_no_error(page)

@@ -220,6 +220,7 @@ class TestSettings:
                                 query=2, step="context", d_out=4, weight_seed=5, variant="v2",
                                 qkv_bias=True, causal=False, dropout_p=0.35, dropout_seed=9,
                                 train_mode=True, num_heads=4, same_init=True, predict=True,
+                                heads_d_out=8, heads_seed=7, qk_scale=2,
                                 custom_weights=[[[1.0] * 4] * 2] * 3)
         params = core_settings.to_params(s)
         back, errors = core_settings.from_params(WalkthroughSettings, params)
@@ -471,6 +472,24 @@ class TestCausal:
         assert bundle.module_diff is None and bundle.train_module_diff is None
 
 
+    @pytest.mark.parametrize("causal", [True, False])
+    @pytest.mark.parametrize("train_mode, p", [(False, 0.0), (False, 0.5), (True, 0.0), (True, 0.5)])
+    def test_step_words_follow_mask_and_dropout(self, causal, train_mode, p):
+        s = WalkthroughSettings(causal=causal, train_mode=train_mode, dropout_p=p)
+        words = [causal_attention.scores_words(causal), causal_attention.mask_words(causal),
+                 causal_attention.masked_words(causal), causal_attention.weights_words(causal),
+                 causal_attention.dropout_words(s), causal_attention.context_words(s)]
+        said = " ".join(f"{w.title} {w.caption} {w.text}" for w in words)
+        mask_claims = ("above the diagonal", "−∞", "Masked softmax", "hidden by the mask", "after masking")
+        assert all((claim in said) == causal for claim in mask_claims), said
+        active = train_mode and p > 0
+        assert causal_attention.dropout_active(s) == active
+        for claim in ("✕ = dropped", "weights after dropout", "Dropout either dropped", "dropout(A) V"):
+            assert (claim in said) == (active and (causal or claim != "Dropout either dropped")), claim
+        if not active:
+            assert ("eval mode" if not train_mode else "p = 0") in said
+
+
 # ----------------------------------------------------------------------------- page 4
 class TestMultiHead:
     def test_head_choices(self):
@@ -479,7 +498,7 @@ class TestMultiHead:
         assert multi_head.nearest_heads(12, 5) == 4 and multi_head.nearest_heads(7, 3) == 1
 
     def test_book_wrapper_and_two_classes_agree(self):
-        s = WalkthroughSettings(d_out=4, num_heads=2)
+        s = WalkthroughSettings(heads_d_out=4, num_heads=2, heads_seed=123, qk_scale=1)
         x = torch.tensor(BOOK, dtype=torch.float64)
         result = multi_head.multi_head(x, s, 2)
         assert wt.book_rows_match(result.steps.context_vec, [wt.BOOK_WRAPPER_FIRST_ROW])
@@ -490,14 +509,14 @@ class TestMultiHead:
         assert result.head_diffs[0] == 0 and result.head_diffs[1] > 1e-3
 
     def test_same_init_gives_identical_heads(self):
-        s = WalkthroughSettings(d_out=6, num_heads=3, same_init=True)
+        s = WalkthroughSettings(heads_d_out=6, num_heads=3, same_init=True)
         result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 3)
         assert result.head_diffs == [0.0, 0.0, 0.0]
         assert torch.equal(result.head_W_query[0], result.head_W_query[2])
 
     def test_training_mode_drops_as_the_books_class_does(self):
         for causal in (True, False):
-            s = WalkthroughSettings(d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
+            s = WalkthroughSettings(heads_d_out=4, num_heads=2, train_mode=True, dropout_p=0.5,
                                     dropout_seed=3, causal=causal)
             result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
             assert result.steps.training and not result.steps.dropout_keep.all()
@@ -508,10 +527,47 @@ class TestMultiHead:
             assert (result.steps.output - eval_result.steps.output).abs().max() > 1e-3  # dropout acts
 
     def test_mask_off_follows_the_setting(self):
-        s = WalkthroughSettings(d_out=4, num_heads=2, causal=False)
+        s = WalkthroughSettings(heads_d_out=4, num_heads=2, causal=False)
         result = multi_head.multi_head(torch.tensor(BOOK, dtype=torch.float64), s, 2)
         assert not result.steps.causal and (result.steps.attn_weights > 0).all()
         assert result.impl_diff < 1e-12  # the class comparison stays causal, as both classes are
+
+    def test_default_heads_differ_visibly(self):
+        # the lesson is about heads that differ: by default, at 2 and at 4 heads, the two most
+        # alike heads still differ by at least 0.5 somewhere on the 0..1 colour scale
+        x = torch.tensor(BOOK, dtype=torch.float64)
+        s = WalkthroughSettings()
+        assert s.heads_d_out == 4 and multi_head.head_choices(s.heads_d_out) == [1, 2, 4]
+        for num_heads in (2, 4):
+            result = multi_head.multi_head(x, dataclasses.replace(s, num_heads=num_heads), num_heads)
+            assert multi_head.smallest_pair_difference(result.steps.attn_weights) > 0.5
+            assert result.impl_diff < 1e-12 and result.module_diff < 1e-12  # scaled, still the book's classes
+        # at the book's initial weights no seed gets there: the maps are nearly uniform
+        book_init = dataclasses.replace(s, qk_scale=1)
+        for seed in range(50):
+            result = multi_head.multi_head(x, dataclasses.replace(book_init, heads_seed=seed), 2)
+            assert multi_head.smallest_pair_difference(result.steps.attn_weights) < 0.15
+
+    def test_qk_scale_multiplies_the_scores(self):
+        x = torch.tensor(BOOK, dtype=torch.float64)
+        s = WalkthroughSettings(qk_scale=1, qkv_bias=True)
+        base = multi_head.multi_head(x, s, 2).steps
+        scaled = multi_head.multi_head(x, dataclasses.replace(s, qk_scale=4), 2).steps
+        assert torch.allclose(scaled.attn_scores, 16 * base.attn_scores, atol=1e-12)
+        assert torch.equal(scaled.values_h, base.values_h)  # W_v is left alone
+
+    def test_words_name_heads_and_dropout_truly(self):
+        one = WalkthroughSettings(num_heads=1)
+        assert multi_head.describe_heads(one, 1).startswith("1 head of head_dim 4 = d_out 4")
+        assert "2 heads × head_dim 2 = d_out 4" in multi_head.describe_heads(WalkthroughSettings(), 2)
+        for train_mode, p in ((False, 0.5), (True, 0.0)):
+            s = WalkthroughSettings(train_mode=train_mode, dropout_p=p)
+            assert "dropout" not in multi_head.describe_heads(s, 2) + multi_head.map_caption(s, 0)
+        s = WalkthroughSettings(train_mode=True, dropout_p=0.5)
+        assert "before dropout" in multi_head.map_caption(s, 0)
+        assert "Same initial weights** is on" in multi_head.why_words(
+            WalkthroughSettings(same_init=True), 2)
+        assert "scale 1" in multi_head.why_words(WalkthroughSettings(qk_scale=1), 2)
 
     def test_heads_must_divide(self):
         with pytest.raises(ValueError, match="divisible"):
