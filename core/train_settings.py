@@ -127,14 +127,21 @@ def matching_preset(settings: TrainSettings) -> str | None:
 
 
 # Wall-clock seconds from Start to the last step, as a student waits for them: what the preset
-# buttons say. CPU: measured with benchmarks/presets.py --browser (a real server and Chromium on
-# this project's 2-core machine, the app's torch threads, 2026-11-23); GPU: benchmarks/gpu_train.py
-# on one H100 (core/engine.py's GPU presets). A preset with no figure for a device gets none.
+# buttons say. CPU: benchmarks/presets.py --browser on 2026-11-23 (a real server and Chromium on this
+# project's 2-core machine, shared with three other servers and their browsers: load average 5-10;
+# the app's torch threads, 1 on 2 cores). The mean of two runs (quick demo 42.4 and 34.3 s, Lecture 7
+# 25.3 and 35.6 s) and one run of the best preset (484.8 s). In-process through the page's own tick
+# (presets.py --live, load 2-6) the same presets took 15.6, 12.1 and 328.9 s: on a quiet machine
+# expect about half the label. GPU: benchmarks/gpu_train.py on one H100 (core/engine.py's GPU
+# presets). A preset with no figure for a device gets no time in its label, rather than a guess.
 PRESET_SECONDS: dict[tuple[str, str], tuple[float, str]] = {
-    ("lecture", "cpu"): (0.0, "on a 2-core server, in the browser"),
-    ("quick_demo", "cpu"): (0.0, "on a 2-core server, in the browser"),
-    ("best", "cpu"): (0.0, "on a 2-core server, in the browser"),
-    ("best", "cuda"): (3.6, "on one H100 (GPU version)"),
+    ("lecture", "cpu"): (30.5, "in the browser on a busy 2-core server (load 5-10; about half that "
+                               "on a quiet one)"),
+    ("quick_demo", "cpu"): (38.4, "in the browser on a busy 2-core server (load 5-10; about half "
+                                  "that on a quiet one)"),
+    ("best", "cpu"): (484.8, "in the browser on a busy 2-core server (load 5-10; 329 s through "
+                             "the page's tick in-process)"),
+    ("best", "cuda"): (3.6, "on one H100 (the GPU version of the preset)"),
     ("gpu", "cuda"): (7.8, "on one H100"),
 }
 

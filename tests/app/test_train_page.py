@@ -479,3 +479,18 @@ def test_after_an_upload_the_controls_are_those_of_the_uploaded_run_at_once():
     assert not at.button(key="train.resume").disabled
     download = next(b for b in at.get("download_button") if b.label == "Download checkpoint (.pt)")
     assert not download.proto.disabled
+
+
+def test_preset_labels_come_from_measured_times():
+    """No hoped-for times: each CPU preset's label is its measured wall time
+    (core.train_settings.PRESET_SECONDS, from benchmarks/presets.py --browser)."""
+    from ui.training import _fmt_duration
+
+    at = open_page(PAGE)
+    for name, title in (("lecture", "Lecture 7"), ("quick_demo", "Quick demo"), ("best", "Best")):
+        seconds, where = train_settings.PRESET_SECONDS[(name, "cpu")]
+        assert seconds > 0 and where
+        button = at.button(key=f"train.preset.{name}")
+        assert button.label == f"{title} (~{_fmt_duration(seconds)})"
+        assert f"Measured: {seconds:.0f} s from Start to the last step" in button.help
+    assert _fmt_duration(38.4) == "40 s" and _fmt_duration(484.8) == "8 min" and _fmt_duration(200) == "3½ min"
