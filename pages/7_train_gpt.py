@@ -100,7 +100,7 @@ if notice:  # outside the panel: a fallback must be seen
 # ------------------------------------------------------------------ what will be trained
 problems = train_settings.settings_problems(settings)
 for problem in problems:
-    st.error(problem, icon="🚫")
+    st.error(problem, icon=":material/block:")
 blocked = bool(problems)
 shown_before_training = [train_settings.settings_problems]  # what computed the numbers above
 n_params = None
@@ -111,7 +111,7 @@ if not problems:
         size_problems = budget.check_run_size(n_params, config.max_steps)
         if size_problems:
             blocked = True
-            st.error("This run is too large for this server: " + " ".join(size_problems), icon="🚫")
+            st.error("This run is too large for this server: " + " ".join(size_problems), icon=":material/block:")
         else:  # the structure is built only for a model this server would train
             _, module_text, parts = runs.model_structure(config)
             shown_before_training += [train_settings.to_train_config, runs.model_structure]

@@ -146,7 +146,7 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
                   help=f"{help_text}Type {words}; anything else is refused and the last value kept.",
                   **kwargs)
     if st.session_state.get(refused_key):
-        st.error(st.session_state[refused_key], icon="🚫")
+        st.error(st.session_state[refused_key], icon=":material/block:")
     try:
         number = core_settings.parse_number_text(st.session_state[key], kind, rules)
     except core_settings.SettingsError:  # a value set from code that does not fit: keep the old one

@@ -51,7 +51,7 @@ def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) ->
         run = book.create(settings)
         runs.start(run)
     except ValueError as exc:
-        st.error(f"Training not started: {exc}", icon="🚫")
+        st.error(f"Training not started: {exc}", icon=":material/block:")
         return None
     return run
 
@@ -183,7 +183,7 @@ def _resume(run: runs.Run) -> bool:
     try:
         runs.start(run)
     except ValueError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
         return False
     return True
 
@@ -200,7 +200,7 @@ def _more_steps(run: runs.Run) -> None:
             runs.extend(run, int(extra))
             runs.start(run)
         except ValueError as exc:
-            st.error(str(exc), icon="🚫")
+            st.error(str(exc), icon=":material/block:")
         else:
             st.rerun()
 
@@ -294,7 +294,7 @@ def _progress(run: runs.Run) -> None:
             f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
     st.progress(run.progress, text=text)
     if run.message:
-        st.error(run.message, icon="🚫")
+        st.error(run.message, icon=":material/block:")
     if run.trainer.device_message:
         st.warning(run.trainer.device_message, icon=":material/memory:")
 
@@ -391,7 +391,7 @@ def upload_panel(book: runs.RunBook) -> None:
             st.rerun()  # once: the controls above were drawn for the old current run
     kind, message = results[upload.file_id]
     if kind == "error":
-        st.error(message, icon="🚫")
+        st.error(message, icon=":material/block:")
     else:
         st.success(message, icon="✅")
 
