@@ -147,30 +147,41 @@ def two_classes(result: multi_head.MultiHead) -> None:
 
 def why_heads_differ(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "why", "why do the heads differ?")
-    st.markdown(multi_head.why_words(settings, num_heads))
+    # the reasons beside the heads' weights: stacked, the figure would start below a projector's
+    # first screen (a narrow W_q fits beside the text)
+    text_col, figure_col = page.columns([1, 1] if state.lecture_mode() else [3, 2], gap="large",
+                                        side_by_side=settings.heads_d_out <= 4)
+    with text_col:
+        st.markdown(multi_head.why_words(settings, num_heads))
     if num_heads < 2:
-        st.info("Choose at least 2 heads to compare them.", icon=":material/info:")
+        with text_col:
+            st.info("Choose at least 2 heads to compare them.", icon=":material/info:")
         return
     differs = result.head_diffs[1] > 1e-12
-    revealed = page.predict_then_reveal(
-        settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
-                                 settings.heads_seed, settings.same_init, num_heads,
-                                 settings.heads_d_out, settings.qk_scale),
-        "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
-        lambda g: g == ("no" if differs else "yes"),
-        f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."
-        if differs else "They are identical: same weights, same input, same map.")
+    with figure_col:
+        revealed = page.predict_then_reveal(
+            settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
+                                     settings.heads_seed, settings.same_init, num_heads,
+                                     settings.heads_d_out, settings.qk_scale),
+            "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
+            lambda g: g == ("no" if differs else "yes"),
+            f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."
+            if differs else "They are identical: same weights, same input, same map.")
     if not revealed:
         return
     diffs = "  ".join(f"head {h + 1}: {d:.4f}" for h, d in enumerate(result.head_diffs))
-    st.markdown(f"Largest difference from head 1's map: `{diffs}`")
+    with text_col:
+        st.markdown(f"Largest difference from head 1's map: `{diffs}`")
     W_all = torch.cat(result.head_W_query, dim=1)  # (d_in, d_out): head h owns a block of columns
     cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
-    page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
-                     title="initial W_q of every head, side by side", x_title="head · output dimension",
-                     y_title="input dimension", caption="Each head's initial W_q"
-                     + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
-                     + f" (its block of {result.head_dim} columns); {where}.")
+    with figure_col:
+        page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
+                         title="initial W_q of every head, side by side",
+                         x_title="head · output dimension", y_title="input dimension",
+                         lecture_width=300,  # its half of the page, with the row names
+                         caption="Each head's initial W_q"
+                         + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
+                         + f" (its block of {result.head_dim} columns); {where}.")
     show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 

@@ -679,25 +679,27 @@ def columns(spec, *, side_by_side: bool = False, **kwargs):
     return st.columns(spec, **kwargs)
 
 
-def lecture_cell(n_rows: int, n_cols: int) -> int:
+def lecture_cell(n_rows: int, n_cols: int, panel_width: int = LECTURE_FILL_W) -> int:
     """The side of a heatmap cell in lecture mode (px): as large as the panel allows."""
-    fill = min(LECTURE_FILL_W / max(n_cols, 1), LECTURE_FILL_H / max(n_rows, 1))
+    fill = min(panel_width / max(n_cols, 1), LECTURE_FILL_H / max(n_rows, 1))
     return int(max(LECTURE_CELL_MIN, min(LECTURE_CELL_MAX, fill)))
 
 
 def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, title: str,
                 caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
                 domain=None, special=None, highlight_row: int | None = None,
-                max_width: int = 640, row_axis: bool = True) -> None:
+                max_width: int = 640, row_axis: bool = True,
+                lecture_width: int = LECTURE_FILL_W) -> None:
     """A labelled heatmap (viz.heatmap) with its shape in the title; says so when the cells are
-    too small for their numbers, and then offers the numbers as a table."""
+    too small for their numbers, and then offers the numbers as a table. `lecture_width`: the
+    cells' share of the width in lecture mode (less in a column)."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
     cell = None
     if lecture:
         max_width = LECTURE_WIDTH
         if values.ndim == 2 and values.shape[1] * LECTURE_CELL_MIN <= max_width:
-            cell = lecture_cell(*values.shape)
+            cell = lecture_cell(*values.shape, panel_width=lecture_width)
             max_width = max(max_width, cell * values.shape[1])
     chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
                         x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
