@@ -114,9 +114,10 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
     """The current run's controls, only those that apply to its state, each saying what it does:
 
     * running: Pause, Stop here;
-    * paused:  Resume from step N, Stop here;
+    * paused:  Resume (from this step), Stop here;
     * ended (stopped, finished, failed): Train N more steps (with the box for N);
-    * always: Start (the first run; then "New run"), Break it (a new run with the mask off).
+    * always: Start (named "New run" while a run is running or paused), Break it (a new run
+      with the mask off).
     Forgetting runs is below the chart (`run_housekeeping`), away from the buttons of a lecture.
 
     Each click reruns the whole page, so the ticking fragment starts or stops with it."""
@@ -131,18 +132,18 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
                 st.rerun()
             _stop_button(run)
         elif state_now == "paused":
-            if st.button(f"Resume from step {run.step:,}", key="train.resume", type="primary",
-                         icon=":material/play_arrow:",
-                         help=f"Carry on training this run to step {run.max_steps:,}."):
+            if st.button("Resume", key="train.resume", type="primary", icon=":material/play_arrow:",
+                         help=f"Carry on training this run from step {run.step:,} to step "
+                              f"{run.max_steps:,}."):
                 if _resume(run):
                     st.rerun()
             _stop_button(run)
         elif state_now == "ended":
             _more_steps(run)
-        first = state_now == "none"
-        if st.button("Start" if first else "New run", key="train.start",
-                     type="primary" if first else "secondary",
-                     icon=":material/play_arrow:" if first else ":material/add:", disabled=blocked,
+        idle = state_now in ("none", "ended")  # nothing to pause: Start; else a second run is "New run"
+        if st.button("Start" if idle else "New run", key="train.start",
+                     type="primary" if state_now == "none" else "secondary",
+                     icon=":material/play_arrow:" if idle else ":material/add:", disabled=blocked,
                      help="Start a new run: train a new model with the settings above; earlier "
                           "runs stay on the chart (a run in progress is paused)."):
             if start_new_run(book, settings) is not None:
