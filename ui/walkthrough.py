@@ -6,9 +6,11 @@
   dimension, random embeddings with a seed, reset to the book, and a CSV box. It keeps the last
   VALID table in the settings: an invalid edit stays visible with a message, the math goes on
   with the last valid embeddings;
+- `areas`: the page's lesson and its (collapsed) editors; lecture mode puts the editors below;
 - `stepper`: the presenter's bar: named steps (segmented control), Previous / Next buttons with
-  the ← / → keys, and a "Settings" popover that holds the page's controls (so that they never
-  push the lesson below the first screen); a step change scrolls the bar back into view;
+  the ← / → keys, a "Settings" popover that holds the page's controls and a "Checks" popover
+  for the agreement badges (`badge_row`), so that neither pushes the lesson below the first
+  screen; a step change scrolls the bar back into view;
 - `sdpa_badge`: agreement with PyTorch's `F.scaled_dot_product_attention`;
 - `predict_then_reveal`: hides a result until the student commits a guess;
 - `show_matrix` / `show_bars`: charts with their shape, caption and a note when values are hidden.
