@@ -134,11 +134,15 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
 
 def matrix_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "matrix", "all tokens at once")
-    st.markdown("The same three steps for every query at once, as matrix products. Row "
-                f"**{q_name}** of each matrix is exactly what the first three steps computed.")
-    st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
-             rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
-             rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
+    # the sentence beside the formulas: stacked, they pushed the maps below a projector's screen
+    text_col, formula_col = page.columns([1, 1], gap="large", side_by_side=True)
+    with text_col:
+        st.markdown("The same three steps for every query at once, as matrix products. Row "
+                    f"**{q_name}** of each matrix is exactly what the first three steps computed.")
+    with formula_col:
+        st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
+                 rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
+                 rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
     page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
     left_col, right_col = page.columns(2)
     with left_col:
