@@ -162,9 +162,10 @@ def dropout_step(steps) -> None:
         st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
                  r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
     else:  # the definition, and what it does now
+        # two lines: on one, the definition and "here" ran past a projector's width
         st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{in training mode; "
-                 r"here } \text{dropout}(A) = A")
+                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{(in training mode)}")
+        st.latex(r"\text{here: } \text{dropout}(A) = A")
     if not settings.train_mode:
         st.info("Eval mode (`model.eval()`): dropout is off, the weights pass through unchanged. "
                 "Switch on **Training mode** to see it.", icon=":material/info:")
