@@ -75,9 +75,9 @@ def scores_step(result: simple_attention.SimpleAttention) -> None:
 
 def weights_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "weights", "α, the attention weights")
-    st.markdown("Softmax turns the scores into positive weights that add up to 1. Plain "
-                "normalisation (divide by the sum) also adds up to 1, but keeps negative scores "
-                "negative and breaks when the sum is 0.")
+    # one sentence above the formulas, the comparison under the bars: all above them, the words
+    # pushed the bars below a projector's screen
+    st.markdown("Softmax turns the scores into positive weights that add up to 1.")
     soft_col, plain_col = page.columns(2, side_by_side=True)
     with soft_col:
         st.latex(rf"\alpha_{{{qi}j}} = \mathrm{{softmax}}(\omega_{{{qi}}})_j = "
@@ -100,6 +100,8 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
             page.numbers_line("α (plain) =", result.attn_weights_plain.tolist())
             sums += f", {float(result.attn_weights_plain.sum()):.4f} (plain)"
         st.markdown(sums)
+    st.markdown("Plain normalisation (divide by the sum) also adds up to 1, but keeps negative "
+                "scores negative and breaks when the sum is 0.")
     if result.plain_note:
         st.info(f"Plain normalisation: {result.plain_note}", icon=":material/info:")
     show_code([attention.attn_weights_softmax, attention.attn_weights_plain])
@@ -134,26 +136,25 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
 
 def matrix_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "matrix", "all tokens at once")
-    # the sentence beside the formulas: stacked, they pushed the maps below a projector's screen
-    text_col, formula_col = page.columns([1, 1], gap="large", side_by_side=True)
+    # the sentence, the formulas and the check beside the first map: above it, they pushed the
+    # maps below a projector's screen
+    chart_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
     with text_col:
         st.markdown("The same three steps for every query at once, as matrix products. Row "
                     f"**{q_name}** of each matrix is exactly what the first three steps computed.")
-    with formula_col:
         st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
                  rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
                  rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
-    page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
-    left_col, right_col = page.columns(2)
-    with left_col:
+        page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
+    with chart_col:
         page.show_matrix(result.all_scores, labels, labels, name="simple-attention-all-scores",
                          title="Ω = X Xᵀ", x_title="key j", y_title="query i", highlight_row=query,
-                         max_width=320, caption=f"Every pair's dot product; {where}.")
-    with right_col:
-        page.show_matrix(result.all_weights, labels, labels, name="simple-attention-all-weights",
-                         title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
-                         domain=(0, 1), highlight_row=query, max_width=320,
-                         caption=f"Row-wise softmax: each row sums to 1; {where}.")
+                         max_width=320, lecture_width=page.LECTURE_COLUMN_W,
+                         caption=f"Every pair's dot product; {where}.")
+    page.show_matrix(result.all_weights, labels, labels, name="simple-attention-all-weights",
+                     title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
+                     domain=(0, 1), highlight_row=query, max_width=320,
+                     caption=f"Row-wise softmax: each row sums to 1; {where}.")
     page.show_matrix(result.all_context, labels, emb.dim_names(d_in), name="simple-attention-all-context",
                      title="Z = A X", x_title="dimension", y_title="query i", decimals=4,
                      highlight_row=query, caption=f"One context vector per token; {where}.")

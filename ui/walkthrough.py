@@ -682,6 +682,7 @@ LECTURE_WIDTH = 720  # plot width available to one chart when lecture mode stack
 # lecture mode: heatmap cells grow to use the width (up to LECTURE_FILL_W for the panel) but stay
 # short enough that a 6 x 6 map fits under the step bar of a 1280 x 720 projector (LECTURE_FILL_H)
 LECTURE_FILL_W, LECTURE_FILL_H, LECTURE_CELL_MIN, LECTURE_CELL_MAX = 720, 400, 54, 90
+LECTURE_COLUMN_W = 400  # the cells' share of a map drawn in the wider (3/5) of two columns
 
 
 def columns(spec, *, side_by_side: bool = False, **kwargs):

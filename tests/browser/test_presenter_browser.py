@@ -1,7 +1,8 @@
 """The presenter layout of the four walkthrough pages, in a real browser: every step of every page
 at 1280×720 in lecture mode (a projector) and at 1920×1080, stepping with the Next button (and with
 the → key on page 3). At each step the step bar, the step's heading and the top of its figure must
-be on the first screen, without scrolling; at 1920×1080 the whole figure. Screenshots of that first screen go to
+be on the first screen, without scrolling; in lecture mode at least 250 px of that figure (its top
+at most LECTURE_FIGURE_TOP); at 1920×1080 the whole figure. Screenshots of that first screen go to
 artifacts/screenshots/presenter/ (git-ignored, like the other browser screenshots), named
 p<page>_<lesson>_step<k>_<step>_<width>[_lecture].png, for a person to look at."""
 
@@ -31,6 +32,9 @@ NO_FIGURE = {(4, "classes")}  # "two implementations, one result": numbers and c
 BAR = ".st-key-walkthrough_stepper"
 SELECTOR = f"{BAR} [data-testid='stButtonGroup']"
 OUT = SHOTS / "presenter"
+# lecture mode, 1280 x 720: the figure's top at most here, so that 250 px of it show (a 6 x 6 map's
+# title and rotated key names take ~130 of them: its first rows of numbers are in the room's view)
+LECTURE_FIGURE_TOP = 470
 
 # positions (px from the top of the window) of the step bar, the step heading and the first chart
 # below that heading, read in the page itself
@@ -78,8 +82,9 @@ def wait_for_step(page, steps, step: str) -> None:
     settle(page)
 
 
-def check_first_screen(page, number: int, steps, step: str, height: int) -> dict:
-    """The step bar, the selector, the heading and the top of the figure are inside the window."""
+def check_first_screen(page, number: int, steps, step: str, height: int, lecture: bool = False) -> dict:
+    """The step bar, the selector, the heading and the top of the figure are inside the window;
+    in lecture mode at least 250 px of the figure too."""
     pos = page.evaluate(POSITIONS, heading_of(steps, step))
     where = f"page {number}, step {step}: {pos}"
     for part in ("bar", "selector", "heading"):
@@ -89,6 +94,8 @@ def check_first_screen(page, number: int, steps, step: str, height: int) -> dict
     else:
         assert pos["figure"] is not None and 0 <= pos["figure"] < height, where
         assert pos["heading"] < pos["figure"], where
+        if lecture:
+            assert pos["figure"] <= LECTURE_FIGURE_TOP, where
     return pos
 
 
@@ -112,6 +119,7 @@ def shoot(page, number: int, slug: str, steps, step: str, width: int, lecture: b
 def test_every_step_is_on_the_first_screen(browser, warm_url, width, height, lecture):
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
+    tops = []  # the measured positions, written next to the screenshots for a person to read
     try:
         for number, slug, path, field, steps in WALKS:
             query = f"?{field}={steps[0]}" + ("&lecture=1" if lecture else "")
@@ -121,7 +129,8 @@ def test_every_step_is_on_the_first_screen(browser, warm_url, width, height, lec
             assert page.get_by_text("Page not found").count() == 0
             by_key = number == KEY_PAGE
             for i, step in enumerate(steps):
-                pos = check_first_screen(page, number, steps, step, height)
+                pos = check_first_screen(page, number, steps, step, height, lecture)
+                tops.append(f"p{number} {step}: figure top {pos['figure']}, heading {pos['heading']}")
                 if not lecture and pos["figure"] is not None:
                     # full HD: the whole first figure fits on the first screen, not only its top
                     assert pos["figureBottom"] <= height, pos
@@ -141,6 +150,8 @@ def test_every_step_is_on_the_first_screen(browser, warm_url, width, height, lec
                 wait_for_step(page, steps, steps[i + 1])
     finally:
         context.close()
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / f"figure_tops_{width}{'_lecture' if lecture else ''}.txt").write_text("\n".join(tops) + "\n")
 
 
 def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
@@ -163,7 +174,7 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         page.keyboard.press("ArrowRight")
         wait_for_step(page, steps, "softmax")
         page.wait_for_timeout(500)
-        check_first_screen(page, number, steps, "softmax", 720)
+        check_first_screen(page, number, steps, "softmax", 720, lecture=True)
         # typing in a field does not step: there the arrows move the cursor
         page.locator(BAR).get_by_role("button", name=re.compile("Settings")).click()
         field_input = page.locator("[data-testid='stNumberInput'] input[aria-label='d_out']")
