@@ -12,6 +12,7 @@ from core.lessons import embeddings as emb
 from core.lessons import simple_attention
 from core.lessons import walkthrough as wt
 from ui import formatting as fmt
+from ui import state
 from ui import walkthrough as page
 from ui.code import show_code
 from ui.layout import friendly_errors
@@ -136,25 +137,31 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
 
 def matrix_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "matrix", "all tokens at once")
-    # the sentence, the formulas and the check beside the first map: above it, they pushed the
-    # maps below a projector's screen
-    chart_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+    # the sentence and the formulas beside the first map: above it, they pushed the maps below a
+    # projector's screen. Lecture mode stacks the maps; on a wide screen the first two share a row
+    if state.lecture_mode():
+        scores_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+        weights_col = st.container()
+    else:
+        scores_col, weights_col, text_col = st.columns(3, gap="large")
     with text_col:
         st.markdown("The same three steps for every query at once, as matrix products. Row "
                     f"**{q_name}** of each matrix is exactly what the first three steps computed.")
         st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
                  rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
                  rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
-        page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
-    with chart_col:
+    with scores_col:
         page.show_matrix(result.all_scores, labels, labels, name="simple-attention-all-scores",
                          title="Ω = X Xᵀ", x_title="key j", y_title="query i", highlight_row=query,
                          max_width=320, lecture_width=page.LECTURE_COLUMN_W,
                          caption=f"Every pair's dot product; {where}.")
-    page.show_matrix(result.all_weights, labels, labels, name="simple-attention-all-weights",
-                     title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
-                     domain=(0, 1), highlight_row=query, max_width=320,
-                     caption=f"Row-wise softmax: each row sums to 1; {where}.")
+    with weights_col:
+        page.show_matrix(result.all_weights, labels, labels, name="simple-attention-all-weights",
+                         title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
+                         domain=(0, 1), highlight_row=query, max_width=320,
+                         caption=f"Row-wise softmax: each row sums to 1; {where}.")
+    # full width: a badge does not wrap, in the text column its end was cut off
+    page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
     page.show_matrix(result.all_context, labels, emb.dim_names(d_in), name="simple-attention-all-context",
                      title="Z = A X", x_title="dimension", y_title="query i", decimals=4,
                      highlight_row=query, caption=f"One context vector per token; {where}.")

@@ -220,16 +220,18 @@ def order_step(steps) -> None:
     page.step_header(STEPS, "order", "where does the mask go?")
     orders = bundle.orders
     sums = orders.row_sums()
-    if state.lecture_mode():  # the panels stacked; the words and the check beside the first one
+    if state.lecture_mode():  # the panels stacked; the words beside the first one
         first_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+        check_row = st.container()  # full width: a badge does not wrap, in the column it was cut
         cols = [first_col, st.container(), st.container()]
     else:
-        text_col = st.container()
+        text_col = check_row = st.container()
         cols = page.columns([1.3, 1, 1])  # the first panel also carries the row names
     with text_col:
         st.markdown("Three ways to hide the future, always with the causal mask here: mask "
                     "**before** the softmax (the book); mask **after** it and divide each row by "
                     "its new sum; mask after it **without** renormalising.")
+    with check_row:
         page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
     hidden = attention.causal_mask(num_tokens).numpy()
     undefined = np.zeros_like(hidden, dtype=object)
