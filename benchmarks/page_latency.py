@@ -45,8 +45,8 @@ PAGES = {
     "multi_head": ("pages/4_multi_head.py", "mh_step", wt.MULTI_STEPS),
 }
 RECOMPUTE = {"simple_attention": "embed_seed", "multi_head": "heads_seed"}  # the others: weight_seed
-OPEN_FOR = {"embed_seed": f"{PREFIX}.embeddings_open.1",  # expanders holding those controls
-            "weight_seed@pages/3_causal_attention.py": f"{PREFIX}.qkv_open"}
+# the expander holding that control (the weight seeds are in the always-built Settings popover)
+OPEN_FOR = {"embed_seed": f"{PREFIX}.embeddings_open.0"}
 
 
 def large_params() -> dict[str, str]:

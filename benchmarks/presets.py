@@ -7,6 +7,19 @@ Goals (2 CPU cores): "quick_demo" reaches a validation loss <= 2.10 nats/char wi
 lecture's own settings converge (about 2.4). The time counted is the whole run as the app would do it,
 validation passes included. The machine's load average and the process's CPU seconds are printed too,
 since other processes may share the machine (CPU seconds do not grow when others take the cores).
+
+--live trains each preset the way the Train page does, and is what the page's preset labels come
+from (core.train_settings.PRESET_SECONDS): a `core.runs.Run` advanced by the live fragment's own
+tick (`ui.live.tick`, Streamlit in bare mode) with the page's drawing (`ui.training.draw_live`)
+after every slice, a slice per tick in a training slot, with the app's torch threads
+(core.budget) unless --threads is given. The time counted is from Start to the last step.
+
+--browser measures what a student waits for: a real `streamlit run` server (loopback) and headless
+Chromium (tests/browser/conftest.py's flags), the Train page at 1280x900, the preset's button, then
+Start; the time runs from the click on Start until the progress line says "finished" (read twice
+a second), with the app's torch threads. The labels of the preset buttons come from this
+(core.train_settings.PRESET_SECONDS).
+
 Last line: one JSON object.
 """
 
@@ -47,8 +60,20 @@ def load_average() -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(PRESETS), choices=list(PRESETS))
-    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch.set_num_threads (default: 2, or the app's with --live)")
+    parser.add_argument("--live", action="store_true", help="train through the Train page's tick")
+    parser.add_argument("--browser-limit-s", type=float, default=600.0, help="longest wait per preset")
+    parser.add_argument("--browser", action="store_true",
+                        help="time each preset in Chromium against a real server, Start to finish")
     args = parser.parse_args()
+    if args.live:
+        live_main(args)
+        return
+    if args.browser:
+        browser_main(args)
+        return
+    args.threads = args.threads or 2
     torch.set_num_threads(args.threads)
 
     data = build_names_data(context_size=12, val_size=0.1, seed=101)
@@ -83,6 +108,126 @@ def main() -> None:
               f"({entry['tokens_per_s']} tokens/s; load {load_before} -> {entry['load_average_after']})")
         print(f"  validation curve: {curve}", flush=True)
     print(json.dumps({"threads": args.threads, "presets": results}))
+
+
+def live_main(args) -> None:
+    """Each preset from Start to its last step through the page's tick; see the docstring."""
+    import logging
+
+    from core import budget, runs, train_settings
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    else:
+        budget.configure_torch_threads()
+    logging.disable(logging.WARNING)  # bare mode warns on every Streamlit call
+    from ui import live as ui_live, training
+
+    results = {}
+    for name in args.only:
+        if name == "gpu" and not torch.cuda.is_available():
+            print("gpu: skipped (no CUDA GPU here)", flush=True)
+            continue
+        settings = train_settings.preset_settings(name)
+        runs.names_data(settings.context_size)  # the data is loaded once per server, not per run
+        book = runs.RunBook(owner=f"presets-{name}")
+        load_before, cpu_start = load_average(), time.process_time()
+        start = time.perf_counter()
+        run = book.create(settings)
+        runs.start(run)
+        ticks = 0
+        while run.active:
+            ui_live.tick(run, lambda: training.draw_live(book, settings), ui_live.SLICE_S,
+                         running=lambda: run.active)
+            ticks += 1
+        seconds = time.perf_counter() - start
+        entry = {"steps": run.step, "seconds": round(seconds, 1),
+                 "cpu_seconds": round(time.process_time() - cpu_start, 1),
+                 "training_seconds": round(run.history["elapsed"][-1], 1),
+                 "val_loss": round(run.trainer.last_val_loss, 4), "ticks": ticks,
+                 "steps_per_s": round(run.step / seconds, 1),
+                 "load_average_before": load_before, "load_average_after": load_average()}
+        results[name] = entry
+        print(f"{name}: {run.step} steps in {seconds:.1f} s through the page's tick "
+              f"({entry['cpu_seconds']} CPU s, {entry['training_seconds']} s inside steps), val "
+              f"{entry['val_loss']:.4f}; load {load_before} -> {entry['load_average_after']}", flush=True)
+    print(json.dumps({"mode": "live", "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+                      "date": time.strftime("%Y-%m-%d"), "presets": results}))
+
+
+def browser_main(args) -> None:
+    """Each preset in a real browser against a real server, Start to finished; see the docstring."""
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    from core.engine import PRESETS as ALL
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_server
+    from ui.training import PRESET_NAMES
+
+    env = {"ATTENTION_LAB_TORCH_THREADS": str(args.threads)} if args.threads else None
+    port = free_port()
+    server = start_server(port, env=env)
+    url = f"http://127.0.0.1:{port}"
+    idle = "[data-testid='stApp'][data-test-script-state='notRunning']"
+    results = {}
+
+    def progress(page) -> str:
+        bar = page.locator("[data-testid='stProgress']")
+        return bar.first.inner_text(timeout=5000) if bar.count() else ""
+
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            for name in args.only:
+                if name == "gpu":
+                    print("gpu: skipped (its button is offered only with a CUDA GPU)", flush=True)
+                    continue
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(60_000)
+                page.goto(url, wait_until="domcontentloaded")
+                page.wait_for_selector(idle)
+                for _ in range(4):  # a fresh server may answer a page's URL with "Page not found" once
+                    page.goto(f"{url}/train_gpt", wait_until="domcontentloaded")
+                    page.wait_for_timeout(300)
+                    page.wait_for_selector(idle)
+                    if page.get_by_role("heading", name="Train the names GPT").count():
+                        break
+                page.get_by_role("button", name=re.compile("^" + re.escape(PRESET_NAMES[name]))).click()
+                page.wait_for_timeout(300)
+                page.wait_for_selector(idle)
+                load_before = load_average()
+                start = time.perf_counter()
+                page.get_by_role("button", name="Start", exact=True).click()
+                limit = time.perf_counter() + args.browser_limit_s
+                text = ""
+                while time.perf_counter() < limit:
+                    text = progress(page)
+                    if " · finished · " in text or "stopped on an error" in text:
+                        break
+                    page.wait_for_timeout(500)
+                seconds = time.perf_counter() - start
+                val = [m for m in page.locator("[data-testid='stMetric']").all_inner_texts() if "Val loss" in m]
+                steps = re.search(r"step ([\d,]+) of ([\d,]+)", text)
+                entry = {"seconds": round(seconds, 1), "finished": " · finished · " in text,
+                         "steps": steps.group(1) if steps else None,
+                         "max_steps": ALL[name]().max_steps,
+                         "val_loss": (re.findall(r"\d\.\d{3}", val[0]) or [None])[0] if val else None,
+                         "load_average_before": load_before, "load_average_after": load_average()}
+                results[name] = entry
+                print(f"{name}: {entry['seconds']} s from Start to finished in Chromium "
+                      f"(val {entry['val_loss']}; load {load_before} -> {entry['load_average_after']})",
+                      flush=True)
+                page.close()
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - always stop the server
+            server.kill()
+    print(json.dumps({"mode": "browser", "threads": args.threads or "app default",
+                      "cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "presets": results}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ few sessions may run a training slice at the same moment; the others wait their 
 their place in the queue.
 
 Settings (environment variables, read once at import):
-- ATTENTION_LAB_TORCH_THREADS     threads per torch op (default 2, or 1 when hosted)
+- ATTENTION_LAB_TORCH_THREADS     threads per torch op (default: half the usable cores, at most 2, at
+                                  least 1; so 1 on a 2-core machine, and 1 when hosted)
 - ATTENTION_LAB_MAX_CONCURRENT    training slices running at once (default 2, hosted 1)
 - ATTENTION_LAB_HOSTED            "1" applies the hosted caps below (default off)
 - ATTENTION_LAB_MAX_STEPS         cap on steps of one run (default 20000, hosted 3000)
@@ -21,6 +22,14 @@ page rerun of the other students shared the core (and the GIL) with training all
 a slice of d seconds the slot now stays closed for d * (1 / share - 1) seconds: with share 0.3,
 training takes at most 30% of the core and page reruns get the rest; the trainers still all
 advance, in turn, more slowly.
+
+Why at most half the cores: a torch op split over 2 threads waits at its end for the slower of
+them. On a 2-core machine, as soon as anything else wants a core (the browser drawing the chart,
+another session's rerun, sampling on another page), one of the two threads is descheduled and every
+op waits for it. benchmarks/page_switch.py traced the "training crawls after a page switch" report
+to this: the quick demo at 2 threads fell to 3-6 steps/s whenever another process was busy (38-58
+at 1 thread in the same conditions), and headless with one core kept busy by another process, 2.7
+steps/s at 2 threads against 23-33 at 1. On an idle machine the quick demo is no faster at 2.
 
 Training is not given a lower thread priority (a Linux nice value per thread), though it was tried:
 the training thread holds Python's GIL for much of a small model's step, so a deprioritised holder
@@ -60,11 +69,27 @@ class Limits:
     train_share: float = 1.0  # most of the wall time training may take per slot (1.0 = no limit)
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity: taskset, a container's cpuset)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_torch_threads(hosted: bool, cores: int | None = None) -> int:
+    """1 when hosted; else half the usable cores, at most 2 (see the module docstring)."""
+    if hosted:
+        return 1
+    cores = usable_cores() if cores is None else cores
+    return max(1, min(2, cores // 2))
+
+
 def load_limits() -> Limits:
     hosted = os.environ.get("ATTENTION_LAB_HOSTED", "0") == "1"
     return Limits(
         hosted=hosted,
-        torch_threads=_env_int("ATTENTION_LAB_TORCH_THREADS", 1 if hosted else 2),
+        torch_threads=_env_int("ATTENTION_LAB_TORCH_THREADS", default_torch_threads(hosted)),
         # hosted: one training slice at a time, so a core is always left for page reruns
         max_concurrent=_env_int("ATTENTION_LAB_MAX_CONCURRENT", 1 if hosted else 2),
         max_steps=_env_int("ATTENTION_LAB_MAX_STEPS", 3000 if hosted else 20000),

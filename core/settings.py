@@ -23,6 +23,7 @@ import base64
 import dataclasses
 import json
 import math
+import re
 import zlib
 from types import UnionType
 from typing import Any, Mapping, Sequence, Union, get_args, get_origin, get_type_hints
@@ -178,6 +179,55 @@ def _parse_number(value: Any, kind: type) -> int | float:
                             f"got {str(value)[:40]!r}") from exc
     if kind is float and not math.isfinite(number):
         raise SettingsError("expected a finite number")
+    return number
+
+
+def _number_words(value: int | float, kind: type) -> str:
+    return f"{value:,}" if kind is int else f"{value:g}"
+
+
+def number_range(kind: type, rules: Mapping[str, Any]) -> str:
+    """What a number box takes, in words: "a whole number from 1 to 100,000"."""
+    what = "a whole number" if kind is int else "a number"
+    low, high = rules.get("min"), rules.get("max")
+    if low is not None and high is not None:
+        return f"{what} from {_number_words(low, kind)} to {_number_words(high, kind)}"
+    if low is not None:
+        return f"{what} of at least {_number_words(low, kind)}"
+    if high is not None:
+        return f"{what} of at most {_number_words(high, kind)}"
+    return what
+
+
+def parse_number_text(text: str, kind: type, rules: Mapping[str, Any]) -> int | float:
+    """A number typed into a box, checked against its field's rules, or SettingsError saying why.
+
+    Nothing is rounded, clamped or guessed ("12.7" is not a whole number, "1e30" is too large), so
+    a page can refuse the text with this message and keep the last valid value. Accepted: spaces
+    and "_" anywhere, "1,000" thousands groups in whole numbers, and "1e3" for 1000.
+    """
+    raw = str(text).strip()
+    shown = raw if len(raw) <= 24 else raw[:24] + "…"
+    cleaned = raw.replace(" ", "").replace("_", "")
+    if kind is int and re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+", cleaned):
+        cleaned = cleaned.replace(",", "")
+    if not cleaned:
+        raise SettingsError("the box is empty")
+    try:
+        number = float(cleaned)
+    except ValueError:
+        hint = " (use a dot for decimals)" if "," in cleaned and kind is float else ""
+        raise SettingsError(f"“{shown}” is not a number{hint}") from None
+    if not math.isfinite(number):
+        raise SettingsError(f"“{shown}” is not a finite number")
+    if kind is int:
+        if not number.is_integer():
+            raise SettingsError(f"“{shown}” is not a whole number")
+        number = int(number)  # exact below 2**53; anything larger is out of every field's range
+    if "min" in rules and number < rules["min"]:
+        raise SettingsError(f"“{shown}” is less than the minimum, {_number_words(rules['min'], kind)}")
+    if "max" in rules and number > rules["max"]:
+        raise SettingsError(f"“{shown}” is more than the maximum, {_number_words(rules['max'], kind)}")
     return number
 
 

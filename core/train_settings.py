@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from core import settings as core_settings
-from core.engine import PRESETS, TrainConfig
+from core.engine import GPU_PRESETS, PRESETS, TrainConfig, preset_config
 from core.models import GPTConfig
 from core.settings import spec
 
@@ -69,7 +69,7 @@ def settings_problems(settings) -> list[str]:
 
 TrainSettings = core_settings.derive_settings(
     "TrainSettings", SOURCES,
-    defaults=page_values(PRESETS["quick_demo"]()),  # the page opens on the ~30 s preset
+    defaults=page_values(PRESETS["quick_demo"]()),  # the page opens on the quick-demo preset
     extra=[("overlay", bool, spec(True, widget="checkbox",
                                   label="Show the session's earlier runs on the same chart"))],
     module=__name__,
@@ -104,20 +104,54 @@ def to_train_config(settings: TrainSettings, vocab_size: int = 27) -> TrainConfi
     return TrainConfig(model=GPTConfig(**values[GPTConfig]), **values[TrainConfig])
 
 
-def preset_settings(name: str) -> TrainSettings:
-    """Settings of a named preset ("lecture", "quick_demo", "best")."""
+def preset_settings(name: str, device: str | None = None) -> TrainSettings:
+    """Settings of a named preset ("lecture", "quick_demo", "best", "gpu"). With a `device`, the
+    preset for a run there (core.engine.preset_config): on a CUDA GPU the quick demo and the best
+    preset take their GPU versions (many more packed rows per step)."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
-    return settings_from_config(PRESETS[name]())
+    config = PRESETS[name]() if device is None else preset_config(name, device)
+    return settings_from_config(config)
 
 
 def matching_preset(settings: TrainSettings) -> str | None:
-    """The preset these settings equal (device and chart options aside), or None."""
+    """The preset these settings equal (device and chart options aside), or None; the GPU version
+    of a preset counts as that preset."""
     for name in PRESETS:
-        preset = preset_settings(name)
-        if all(getattr(settings, f) == getattr(preset, f) for f in TRAINING_FIELDS if f != "device"):
-            return name
+        versions = [PRESETS[name]] + ([GPU_PRESETS[name]] if name in GPU_PRESETS else [])
+        for make in versions:
+            preset = settings_from_config(make())
+            if all(getattr(settings, f) == getattr(preset, f) for f in TRAINING_FIELDS if f != "device"):
+                return name
     return None
+
+
+# Wall-clock seconds from Start to the last step, as a student waits for them: what the preset
+# buttons say. CPU: benchmarks/presets.py --browser on 2026-11-23 (a real server and Chromium on this
+# project's 2-core machine, shared with three other servers and their browsers: load average 5-10;
+# the app's torch threads, 1 on 2 cores). The mean of two runs (quick demo 42.4 and 34.3 s, Lecture 7
+# 25.3 and 35.6 s) and one run of the best preset (484.8 s). In-process through the page's own tick
+# (presets.py --live, load 2-6) the same presets took 15.6, 12.1 and 328.9 s: on a quiet machine
+# expect about half the label. GPU: benchmarks/gpu_train.py on one H100 (core/engine.py's GPU
+# presets). A preset with no figure for a device gets no time in its label, rather than a guess.
+PRESET_SECONDS: dict[tuple[str, str], tuple[float, str]] = {
+    ("lecture", "cpu"): (30.5, "in the browser on a busy 2-core server (load 5-10; about half that "
+                               "on a quiet one)"),
+    ("quick_demo", "cpu"): (38.4, "in the browser on a busy 2-core server (load 5-10; about half "
+                                  "that on a quiet one)"),
+    ("best", "cpu"): (484.8, "in the browser on a busy 2-core server (load 5-10; 329 s through "
+                             "the page's tick in-process)"),
+    ("best", "cuda"): (3.6, "on one H100 (the GPU version of the preset)"),
+    ("gpu", "cuda"): (7.8, "on one H100"),
+}
+
+
+def preset_seconds(name: str, device: str) -> tuple[float, str] | None:
+    """(measured seconds, where) of preset `name` for a run on `device` ("auto" resolves here)."""
+    from core.device import resolve_device
+
+    kind = resolve_device(device)[0].type
+    return PRESET_SECONDS.get((name, kind))  # nothing measured on MPS: no figure rather than a guess
 
 
 def widget_spec(name: str) -> dict:

@@ -12,6 +12,7 @@ from core.lessons import embeddings as emb
 from core.lessons import simple_attention
 from core.lessons import walkthrough as wt
 from ui import formatting as fmt
+from ui import state
 from ui import walkthrough as page
 from ui.code import show_code
 from ui.layout import friendly_errors
@@ -75,9 +76,9 @@ def scores_step(result: simple_attention.SimpleAttention) -> None:
 
 def weights_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "weights", "α, the attention weights")
-    st.markdown("Softmax turns the scores into positive weights that add up to 1. Plain "
-                "normalisation (divide by the sum) also adds up to 1, but keeps negative scores "
-                "negative and breaks when the sum is 0.")
+    # one sentence above the formulas, the comparison under the bars: all above them, the words
+    # pushed the bars below a projector's screen
+    st.markdown("Softmax turns the scores into positive weights that add up to 1.")
     soft_col, plain_col = page.columns(2, side_by_side=True)
     with soft_col:
         st.latex(rf"\alpha_{{{qi}j}} = \mathrm{{softmax}}(\omega_{{{qi}}})_j = "
@@ -100,6 +101,8 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
             page.numbers_line("α (plain) =", result.attn_weights_plain.tolist())
             sums += f", {float(result.attn_weights_plain.sum()):.4f} (plain)"
         st.markdown(sums)
+    st.markdown("Plain normalisation (divide by the sum) also adds up to 1, but keeps negative "
+                "scores negative and breaks when the sum is 0.")
     if result.plain_note:
         st.info(f"Plain normalisation: {result.plain_note}", icon=":material/info:")
     show_code([attention.attn_weights_softmax, attention.attn_weights_plain])
@@ -108,7 +111,8 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
 def context_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "context", "z, the context vector")
     dims = emb.dim_names(d_in)
-    chart_col, text_col = page.columns([1, 1], gap="large", side_by_side=True)
+    # a few bars need little room: the weighted sum beside them needs more
+    chart_col, text_col = page.columns([2, 3] if d_in <= 4 else [1, 1], gap="large", side_by_side=True)
     with text_col:
         st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
                     "by its attention weight: the table's rows add up to z.")
@@ -133,22 +137,31 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
 
 def matrix_step(result: simple_attention.SimpleAttention) -> None:
     page.step_header(STEPS, "matrix", "all tokens at once")
-    st.markdown("The same three steps for every query at once, as matrix products. Row "
-                f"**{q_name}** of each matrix is exactly what the first three steps computed.")
-    st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
-             rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
-             rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
-    page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
-    left_col, right_col = page.columns(2)
-    with left_col:
+    # the sentence and the formulas beside the first map: above it, they pushed the maps below a
+    # projector's screen. Lecture mode stacks the maps; on a wide screen the first two share a row
+    if state.lecture_mode():
+        scores_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+        weights_col = st.container()
+    else:
+        scores_col, weights_col, text_col = st.columns(3, gap="large")
+    with text_col:
+        st.markdown("The same three steps for every query at once, as matrix products. Row "
+                    f"**{q_name}** of each matrix is exactly what the first three steps computed.")
+        st.latex(rf"\begin{{aligned}} \Omega &= X X^\top & ({num_tokens}\times{num_tokens}) \\ "
+                 rf"A &= \mathrm{{softmax}}_{{\text{{row}}}}(\Omega) & ({num_tokens}\times{num_tokens}) \\ "
+                 rf"Z &= A X & ({num_tokens}\times{d_in}) \end{{aligned}}")
+    with scores_col:
         page.show_matrix(result.all_scores, labels, labels, name="simple-attention-all-scores",
                          title="Ω = X Xᵀ", x_title="key j", y_title="query i", highlight_row=query,
-                         max_width=320, caption=f"Every pair's dot product; {where}.")
-    with right_col:
+                         max_width=320, lecture_width=page.LECTURE_COLUMN_W,
+                         caption=f"Every pair's dot product; {where}.")
+    with weights_col:
         page.show_matrix(result.all_weights, labels, labels, name="simple-attention-all-weights",
                          title="A = softmax(Ω) by row", x_title="key j", y_title="query i",
                          domain=(0, 1), highlight_row=query, max_width=320,
                          caption=f"Row-wise softmax: each row sums to 1; {where}.")
+    # full width: a badge does not wrap, in the text column its end was cut off
+    page.check_badge(f"row “{q_name}” of A and Z = the one-query α and z", result.row_vs_single)
     page.show_matrix(result.all_context, labels, emb.dim_names(d_in), name="simple-attention-all-context",
                      title="Z = A X", x_title="dimension", y_title="query i", decimals=4,
                      highlight_row=query, caption=f"One context vector per token; {where}.")

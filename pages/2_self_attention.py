@@ -40,8 +40,9 @@ step = bar.step
 with bar.controls:
     query = page.query_select(settings, labels, width=300)
     projection = page.projection_controls(settings, d_in)
-    page.book_setup_button("v1", "Book: SelfAttention_v1, seed 123")
-    page.book_setup_button("v2", "Book: SelfAttention_v2, seed 789")
+    with st.container(horizontal=True, gap="small"):
+        page.book_setup_button("v1", "Book: SelfAttention_v1, seed 123")
+        page.book_setup_button("v2", "Book: SelfAttention_v2, seed 789")
 projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
 
 q_name, qi = labels[query], query + 1
@@ -60,7 +61,6 @@ def steps_code() -> None:
 
 def weights_step(steps) -> None:
     page.step_header(STEPS, "weights", "the trainable weights W_q, W_k, W_v")
-    st.markdown(self_attention.weights_words(projection))
     st.latex(rf"W_q,\ W_k,\ W_v \in \mathbb{{R}}^{{d_{{in}} \times d_{{out}}}} = "
              rf"\mathbb{{R}}^{{{d_in} \times {d_out}}}")
     cols = page.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row
@@ -73,6 +73,8 @@ def weights_step(steps) -> None:
     if biases:
         for name, b in zip(("b_q", "b_k", "b_v"), biases):
             page.numbers_line(f"{name} `{wt.shape_text(b)}` =", b.tolist())
+    # how they were made, under the matrices: above them, it pushed them below a projector's screen
+    st.markdown(self_attention.weights_words(projection))
     # the weights on screen: the book's class built after torch.manual_seed (or edited by hand)
     show_code([self_attention.seeded_module, module_cls, self_attention.projection_for])
 
@@ -80,17 +82,22 @@ def weights_step(steps) -> None:
 def qkv_step(steps) -> None:
     page.step_header(STEPS, "qkv", "queries, keys and values")
     bias = " + b" if projection.b_query is not None else ""
-    st.latex(rf"Q = X W_q{bias},\quad K = X W_k{bias},\quad V = X W_v{bias}")
-    st.latex(rf"({num_tokens} \times {d_in}) \cdot ({d_in} \times {d_out}) = "
-             rf"({num_tokens} \times {d_out})")
-    st.markdown(f"Row **{q_name}** of Q is its query q^({qi}); every row of K is a key, "
-                "every row of V a value.")
+    # the formula and its shapes side by side, the sentence on rows under the matrices: stacked
+    # above them, the three pushed the matrices below a projector's screen
+    formula_col, shape_col = page.columns([3, 2], side_by_side=True)
+    with formula_col:
+        st.latex(rf"Q = X W_q{bias},\quad K = X W_k{bias},\quad V = X W_v{bias}")
+    with shape_col:
+        st.latex(rf"({num_tokens} \times {d_in}) \cdot ({d_in} \times {d_out}) = "
+                 rf"({num_tokens} \times {d_out})")
     cols = page.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row
     for col, name, t in zip(cols, ("Q", "K", "V"), (steps.queries, steps.keys, steps.values)):
         with col:
             page.show_matrix(t, labels, outs, name=f"self-attention-{name}", title=name,
                              x_title="dimension", y_title="token", decimals=4, highlight_row=query,
                              max_width=300, caption=f"{name} = X W_{name.lower()}; {where}.")
+    st.markdown(f"Row **{q_name}** of Q is its query q^({qi}); every row of K is a key, "
+                "every row of V a value.")
     page.numbers_line(f"q^({qi}) =", steps.queries[query].tolist())
     steps_code()
 
@@ -109,13 +116,18 @@ def scores_step(steps) -> None:
 def scaled_step(steps) -> None:
     page.step_header(STEPS, "scaled", "scaled scores Q Kᵀ / √d_k")
     head_dim = steps.head_dim
-    st.latex(rf"\frac{{Q K^\top}}{{\sqrt{{d_k}}}},\quad d_k = d_{{out}} = {head_dim},\quad "
-             rf"\sqrt{{d_k}} = {math.sqrt(head_dim):.4f}")
-    st.markdown("Dividing by √d_k keeps the scores' spread near 1 however wide the keys are, "
-                "so softmax does not collapse to one-hot (see the panel below).")
-    page.show_matrix(steps.scaled_scores[0], labels, labels, name="self-attention-scaled",
-                     title="Q Kᵀ / √d_k", x_title="key j", y_title="query i", highlight_row=query,
-                     caption=f"The scores divided by √{head_dim}; {where}.")
+    # the formula and the sentence beside the map: above it, they pushed it below a projector's screen
+    chart_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+    with text_col:
+        st.latex(r"\frac{Q K^\top}{\sqrt{d_k}}")
+        st.latex(rf"d_k = d_{{out}} = {head_dim},\quad \sqrt{{d_k}} = {math.sqrt(head_dim):.4f}")
+        st.markdown("Dividing by √d_k keeps the scores' spread near 1 however wide the keys are, "
+                    "so softmax does not collapse to one-hot (see the panel below).")
+    with chart_col:
+        page.show_matrix(steps.scaled_scores[0], labels, labels, name="self-attention-scaled",
+                         title="Q Kᵀ / √d_k", x_title="key j", y_title="query i",
+                         highlight_row=query, lecture_width=page.LECTURE_COLUMN_W,
+                         caption=f"The scores divided by √{head_dim}; {where}.")
     page.numbers_line(f"row {q_name} =", steps.scaled_scores[0, query].tolist())
     steps_code()
     with friendly_errors("the scaling panel"):

@@ -38,19 +38,21 @@ num_tokens, d_in = inputs.shape
 
 bar = page.stepper(settings, "causal_step", STEPS, LABELS, area.lesson)
 step = bar.step
-with bar.controls:
-    query = page.query_select(settings, labels, width=300)
-    state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
-                help="Hide every later token (j > i) from query i.")
-    state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
-                max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
-                help="Probability of zeroing each attention weight (only in training mode).")
+with bar.controls:  # compact rows: the popover should fit a projector's screen
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
-                          max_value=emb.MAX_SEED, width=150)
+        query = page.query_select(settings, labels, width=300)
+        page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+        state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
+                    help="Hide every later token (j > i) from query i.")
         state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                     help="model.train(): dropout active. model.eval(): dropout off.")
-    page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
+                    max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
+                    help="Probability of zeroing each attention weight (only in training mode).")
+        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
+                          max_value=emb.MAX_SEED, width=210)  # room for 4 digits, − and +
     st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")
     projection = page.projection_controls(settings, d_in)
 projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
@@ -159,10 +161,32 @@ def dropout_step(steps) -> None:
     if view.active:
         st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
                  r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
-    else:  # the definition, and what it does now
+    else:  # the definition here, what it does now beside the map
         st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{in training mode; "
-                 r"here } \text{dropout}(A) = A")
+                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{(in training mode)}")
+    # what dropout did beside the map: above it, the words pushed it below a projector's screen
+    chart_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+    with text_col:
+        dropout_effect(view)
+    special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
+    special = np.where(steps.mask.numpy(), "0", special)
+    words = causal_attention.dropout_words(settings)
+    with chart_col:
+        page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
+                         title=words.title, x_title="key j", y_title="query i",
+                         highlight_row=query, lecture_width=page.LECTURE_COLUMN_W,
+                         caption=f"{words.caption}; {where}.")
+    page.numbers_line("row sums =", view.row_sums())
+    # the dropout draw runs only in training mode with p > 0
+    steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
+                if view.active else [])
+               + [causal_attention.dropout_view])
+
+
+def dropout_effect(view) -> None:
+    """What dropout does with the current switches: nothing (eval mode, p = 0), or how much."""
+    if not view.active:
+        st.latex(r"\text{here: } \text{dropout}(A) = A")
     if not settings.train_mode:
         st.info("Eval mode (`model.eval()`): dropout is off, the weights pass through unchanged. "
                 "Switch on **Training mode** to see it.", icon=":material/info:")
@@ -177,17 +201,6 @@ def dropout_step(steps) -> None:
                     f"`torch.manual_seed({settings.dropout_seed})`"
                     + (", so `CausalAttention` in training mode drops the same weights (badge "
                        "at the top)." if settings.causal else "."))
-    special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
-    special = np.where(steps.mask.numpy(), "0", special)
-    words = causal_attention.dropout_words(settings)
-    page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
-                     title=words.title, x_title="key j", y_title="query i",
-                     highlight_row=query, caption=f"{words.caption}; {where}.")
-    page.numbers_line("row sums =", view.row_sums())
-    # the dropout draw runs only in training mode with p > 0
-    steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
-                if view.active else [])
-               + [causal_attention.dropout_view])
 
 
 def context_step(steps) -> None:
@@ -205,13 +218,21 @@ def context_step(steps) -> None:
 
 def order_step(steps) -> None:
     page.step_header(STEPS, "order", "where does the mask go?")
-    st.markdown("Three ways to hide the future, always with the causal mask here: mask **before** "
-                "the softmax (the book); mask **after** it and divide each row by its new sum; "
-                "mask after it **without** renormalising.")
     orders = bundle.orders
     sums = orders.row_sums()
-    page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
-    cols = page.columns([1.3, 1, 1])  # the first panel also carries the row names
+    if state.lecture_mode():  # the panels stacked; the words beside the first one
+        first_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+        check_row = st.container()  # full width: a badge does not wrap, in the column it was cut
+        cols = [first_col, st.container(), st.container()]
+    else:
+        text_col = check_row = st.container()
+        cols = page.columns([1.3, 1, 1])  # the first panel also carries the row names
+    with text_col:
+        st.markdown("Three ways to hide the future, always with the causal mask here: mask "
+                    "**before** the softmax (the book); mask **after** it and divide each row by "
+                    "its new sum; mask after it **without** renormalising.")
+    with check_row:
+        page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
     hidden = attention.causal_mask(num_tokens).numpy()
     undefined = np.zeros_like(hidden, dtype=object)
     undefined[:] = ""
@@ -236,6 +257,7 @@ def order_step(steps) -> None:
                 continue
             page.show_matrix(matrix, labels, labels, name=f"masking-order-{key}", title=title,
                              domain=(0, 1), max_width=240, special=special, row_axis=i == 0,
+                             lecture_width=page.LECTURE_COLUMN_W if i == 0 else page.LECTURE_FILL_W,
                              x_title="key j", y_title="query i",
                              caption=f"Row sums: {'  '.join(f'{s:.3f}' for s in sums[key])}.")
     if orders.undefined_rows:

@@ -37,7 +37,9 @@ num_tokens, d_in = inputs.shape
 
 bar = page.stepper(settings, "mh_step", STEPS, LABELS, area.lesson)
 step = bar.step
-with bar.controls:
+with bar.controls:  # compact rows: the popover should fit a projector's screen
+    sizes = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+with sizes:
     page.whole_number("d_out", settings, "heads_d_out", min_value=1, max_value=emb.MAX_DIMS,
                       width=130, help="Width of all heads together (this page's own; pages 2–3 "
                                       "keep theirs).")
@@ -49,18 +51,21 @@ if settings.num_heads not in choices:
     st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
     heads_note = (f"{wanted} heads do not divide d_out = {settings.heads_d_out} evenly (each head needs "
                   f"d_out / heads dimensions): using {settings.num_heads}.")
-with bar.controls:
+with sizes:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
-    page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
-                      width=160, help="torch.manual_seed(seed) before building the heads.")
-    state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
-                options=list(wt.QK_SCALES), width=130,
-                help="Multiply every head's W_q and W_k by this: each score grows by its square. "
-                     "nn.Linear starts small, so at 1 (the book) every map is nearly uniform; "
-                     "trained heads have larger weights and sharper maps.")
-    state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
-    state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
+with bar.controls:
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+        page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
+                          width=210, help="torch.manual_seed(seed) before building the heads.")
+        state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
+                    options=list(wt.QK_SCALES), width=180,
+                    help="Multiply every head's W_q and W_k by this: each score grows by its "
+                         "square. nn.Linear starts small, so at 1 (the book) every map is nearly "
+                         "uniform; trained heads have larger weights and sharper maps.")
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):
+        state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX)
+        state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
     state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
                 help="Give every head head 1's initial weights: what if they all started equal?")
     page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
@@ -147,30 +152,41 @@ def two_classes(result: multi_head.MultiHead) -> None:
 
 def why_heads_differ(result: multi_head.MultiHead) -> None:
     page.step_header(STEPS, "why", "why do the heads differ?")
-    st.markdown(multi_head.why_words(settings, num_heads))
+    # the reasons beside the heads' weights: stacked, the figure would start below a projector's
+    # first screen (a narrow W_q fits beside the text)
+    text_col, figure_col = page.columns([1, 1] if state.lecture_mode() else [3, 2], gap="large",
+                                        side_by_side=settings.heads_d_out <= 4)
+    with text_col:
+        st.markdown(multi_head.why_words(settings, num_heads))
     if num_heads < 2:
-        st.info("Choose at least 2 heads to compare them.", icon=":material/info:")
+        with text_col:
+            st.info("Choose at least 2 heads to compare them.", icon=":material/info:")
         return
     differs = result.head_diffs[1] > 1e-12
-    revealed = page.predict_then_reveal(
-        settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
-                                 settings.heads_seed, settings.same_init, num_heads,
-                                 settings.heads_d_out, settings.qk_scale),
-        "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
-        lambda g: g == ("no" if differs else "yes"),
-        f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."
-        if differs else "They are identical: same weights, same input, same map.")
+    with figure_col:
+        revealed = page.predict_then_reveal(
+            settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
+                                     settings.heads_seed, settings.same_init, num_heads,
+                                     settings.heads_d_out, settings.qk_scale),
+            "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
+            lambda g: g == ("no" if differs else "yes"),
+            f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."
+            if differs else "They are identical: same weights, same input, same map.")
     if not revealed:
         return
     diffs = "  ".join(f"head {h + 1}: {d:.4f}" for h, d in enumerate(result.head_diffs))
-    st.markdown(f"Largest difference from head 1's map: `{diffs}`")
+    with text_col:
+        st.markdown(f"Largest difference from head 1's map: `{diffs}`")
     W_all = torch.cat(result.head_W_query, dim=1)  # (d_in, d_out): head h owns a block of columns
     cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
-    page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
-                     title="initial W_q of every head, side by side", x_title="head · output dimension",
-                     y_title="input dimension", caption="Each head's initial W_q"
-                     + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
-                     + f" (its block of {result.head_dim} columns); {where}.")
+    with figure_col:
+        page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
+                         title="initial W_q of every head, side by side",
+                         x_title="head · output dimension", y_title="input dimension",
+                         lecture_width=300,  # its half of the page, with the row names
+                         caption="Each head's initial W_q"
+                         + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
+                         + f" (its block of {result.head_dim} columns); {where}.")
     show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 

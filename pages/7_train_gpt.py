@@ -1,5 +1,7 @@
-"""Train the names GPT (lecture 7) live: settings and presets, controls, the live loss curve,
-sampled names at each validation point, runs overlaid, "break it", checkpoints."""
+"""Train the names GPT (lecture 7) live. The first screen holds what a lecture needs while it
+trains: the presets, the run's controls, its progress and the live loss curve. Every setting sits
+in one collapsed panel above the controls (tabs: model, training, device, more, structure); below
+the curve: runs overlaid, "break it", checkpoints."""
 
 import streamlit as st
 
@@ -12,39 +14,31 @@ from ui.layout import friendly_errors, lesson_panel
 from ui.state import page_settings, replace_settings, spec_widget, sync_url, widget_key
 
 PREFIX = "train"
-PRESET_BUTTONS = [
-    ("lecture", "Lecture 7", "The document's values: SGD at lr 0.01, batch 32, 1,000 steps, dropout 0.1 "
-                             "(converges slowly, about 2.4 nats/char)."),
-    ("quick_demo", "Quick demo (~30 s)", "AdamW with warm-up and cosine decay: a good model in about "
-                                         "30 s on a laptop CPU (validation ≈ 2.1 nats/char)."),
-    ("best", "Best (a few minutes)", "Wider, deeper, longer context: about 1.9 nats/char in a few "
-                                     "minutes on 2 CPU cores."),
-]
-if available_devices()["cuda"][0]:  # offered only where it can run: on a CPU it would crawl
-    PRESET_BUTTONS.append(("gpu", "GPU (~10 s)", "A larger model with big packed batches, bf16 and "
-                                                 "CUDA graphs: about 1.89 nats/char in ~8 s on an H100."))
+CUDA_HERE = available_devices()["cuda"][0]
+PRESETS_SHOWN = ["lecture", "quick_demo", "best"] + (["gpu"] if CUDA_HERE else [])  # gpu: only where it runs
 
 st.title("Train the names GPT")
-st.markdown(
-    "Lecture 7's character-level GPT learns to write first names from 32,033 real ones. Each "
-    "optimisation step shows it a batch of name windows and nudges the weights to make the next "
-    "character more likely. Watch the loss fall: **3.30 nats** (ln 27) is a uniform guess over "
-    "27 characters; a good model reaches about **2.1**, the best here about **1.9**.")
+INTRO = ("A character-level GPT learns to write first names from 32,033 real ones, a batch of name "
+         "windows per step. Watch the loss fall: **3.30 nats** (ln 27) is a uniform guess over 27 "
+         "characters; a good model reaches about **2.1**, the best here about **1.9**.")
 
 settings = page_settings(PREFIX, train_settings.TrainSettings)
 settings = lesson_panel(PREFIX, train_settings.TrainSettings, "train", settings)
 book = training.runbook()
+if book.current is None:  # before the first run the words lead; while training, the curve does
+    st.markdown(INTRO)
 
-# ------------------------------------------------------------------ presets
-st.subheader("Settings")
-preset_cols = st.columns(len(PRESET_BUTTONS) + 1)
-for col, (name, title, help_text) in zip(preset_cols, PRESET_BUTTONS):
-    if col.button(title, key=f"{PREFIX}.preset.{name}", help=help_text, width="stretch"):
-        chosen = train_settings.preset_settings(name)
-        chosen.device, chosen.overlay = settings.device, settings.overlay
-        replace_settings(PREFIX, chosen)
-        settings = st.session_state[PREFIX]
-preset_label = preset_cols[-1].empty()  # filled once the widgets below have written their values
+# ------------------------------------------------------------------ presets (one row)
+with st.container(horizontal=True, vertical_alignment="center"):
+    for name in PRESETS_SHOWN:
+        title, help_text = training.preset_button(name, settings.device)
+        if st.button(title, key=f"{PREFIX}.preset.{name}", help=help_text):
+            # on a CUDA run the quick demo and best presets take their GPU versions (bigger batches)
+            chosen = train_settings.preset_settings(name, device=settings.device)
+            chosen.device, chosen.overlay = settings.device, settings.overlay
+            replace_settings(PREFIX, chosen)
+            settings = st.session_state[PREFIX]
+    summary_box = st.empty()  # filled once the widgets below have written their values
 
 # ------------------------------------------------------------------ device (clamped before its widget)
 offered, absent = runs.device_options()
@@ -59,88 +53,101 @@ def _clear_device_notice() -> None:
 
 
 def _setting(name: str, **overrides) -> None:
-    """One control, built from the metadata of its config field (label, bounds, choices)."""
-    spec_widget(settings, name, prefix=PREFIX, **overrides)
+    """One control, built from the metadata of its config field (label, bounds, choices); number
+    boxes refuse what is not a number in range, with a message (ui.state.checked_number)."""
+    spec_widget(settings, name, prefix=PREFIX, typed=True, **overrides)
 
 
-model_col, train_col, device_col = st.columns(3)
-with model_col:
-    st.markdown("**Model**")
-    for name in train_settings.fields_in("model"):
-        _setting(name)
-with train_col:
-    st.markdown("**Training**")
-    for name in train_settings.fields_in("training"):
-        _setting(name)
-with device_col:
-    st.markdown("**Device and fine print**")
-    _setting("device", options=offered, on_change=_clear_device_notice)  # only what this machine has
-    if absent:
-        st.caption("Not offered on this machine: " + "; ".join(
-            f"{name.upper()}: {reason}" for name, reason in absent.items()) + ".")
-    notice = st.session_state.get(f"{PREFIX}.device_notice")
-    if notice:
-        st.warning(notice, icon=":material/memory:")
-    for name in train_settings.fields_in("fine print"):
-        if name != "device":
-            _setting(name)
-    if settings.pack_length and not settings.causal:
-        st.caption("Packing needs the causal mask (names in a row must not see each other), so this "
-                   "mask-off run trains one window per row.")
-with st.expander("More settings: evaluation, speed, biases", icon=":material/tune:"):
-    for name in train_settings.fields_in("more"):
-        _setting(name)
+# ------------------------------------------------------------------ every setting, in one panel
+with st.expander("All settings: model, training, device", icon=":material/tune:"):
+    model_tab, train_tab, device_tab, more_tab, structure_tab = st.tabs(
+        ["Model", "Training", "Device and fine print", "More", "Model structure"])
+    with model_tab:
+        cols = st.columns(2)
+        for i, name in enumerate(train_settings.fields_in("model")):
+            with cols[i % 2]:
+                _setting(name)
+    with train_tab:
+        cols = st.columns(2)
+        for i, name in enumerate(train_settings.fields_in("training")):
+            with cols[i % 2]:
+                _setting(name)
+    with device_tab:
+        cols = st.columns(2)
+        with cols[0]:
+            _setting("device", options=offered, on_change=_clear_device_notice)  # only what this machine has
+            if absent:
+                st.caption("Not offered on this machine: " + "; ".join(
+                    f"{name.upper()}: {reason}" for name, reason in absent.items()) + ".")
+        fine_print = [n for n in train_settings.fields_in("fine print") if n != "device"]
+        for i, name in enumerate(fine_print):
+            with cols[(i + 1) % 2]:
+                _setting(name)
+        if settings.pack_length and not settings.causal:
+            st.caption("Packing needs the causal mask (names in a row must not see each other), so "
+                       "this mask-off run trains one window per row.")
+    with more_tab:
+        st.caption("Evaluation, speed and biases.")
+        cols = st.columns(2)
+        for i, name in enumerate(train_settings.fields_in("more")):
+            with cols[i % 2]:
+                _setting(name)
 
-matched = train_settings.matching_preset(settings)
-preset_label.markdown(f"Preset: **{train_settings.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**")
+notice = st.session_state.get(f"{PREFIX}.device_notice")
+if notice:  # outside the panel: a fallback must be seen
+    st.warning(notice, icon=":material/memory:")
 
 # ------------------------------------------------------------------ what will be trained
 problems = train_settings.settings_problems(settings)
 for problem in problems:
-    st.error(problem, icon="🚫")
+    st.error(problem, icon=":material/block:")
 blocked = bool(problems)
 shown_before_training = [train_settings.settings_problems]  # what computed the numbers above
+n_params = None
 if not problems:
     with friendly_errors("the model's structure"):
         config = train_settings.to_train_config(settings)
         n_params = config.model.num_params()
         size_problems = budget.check_run_size(n_params, config.max_steps)
-        info_col, table_col = st.columns([1, 2])
-        info_col.metric("Parameters", f"{n_params:,}")
-        info_col.caption(f"{settings.n_layer} decoder layers × {settings.n_head} heads of "
-                         f"{settings.d_embed // settings.n_head} dimensions each; a vocabulary of 27 "
-                         "characters (“.” + a–z).")
         if size_problems:
             blocked = True
-            st.error("This run is too large for this server: " + " ".join(size_problems), icon="🚫")
+            st.error("This run is too large for this server: " + " ".join(size_problems), icon=":material/block:")
         else:  # the structure is built only for a model this server would train
             _, module_text, parts = runs.model_structure(config)
             shown_before_training += [train_settings.to_train_config, runs.model_structure]
-            with table_col.expander("Model structure (before training)", icon=":material/account_tree:"):
+            with structure_tab:
+                st.metric("Parameters", f"{n_params:,}")
+                st.caption(f"{settings.n_layer} decoder layers × {settings.n_head} heads of "
+                           f"{settings.d_embed // settings.n_head} dimensions each; a vocabulary of "
+                           "27 characters (“.” + a–z).")
                 st.dataframe(parts.style.format({"parameters": "{:,}", "share": "{:.1%}"}),
                              hide_index=True)
                 st.code(module_text, language="text")
+if n_params is None:
+    with structure_tab:
+        st.caption("The structure appears once the settings above can be trained.")
+summary_box.markdown(training.settings_summary(settings, n_params))
 
 # ------------------------------------------------------------------ controls + the live panel
-st.subheader("Train")
 run = book.current
 if run is not None and run.status in ("running", "paused") and run.settings != settings \
         and not problems:
     differing = [f for f in train_settings.TRAINING_FIELDS if getattr(run.settings, f) != getattr(settings, f)]
     if differing:
         st.caption(f"The settings differ from {run.label} ({', '.join(differing)}); they apply to the "
-                   "next run (**Start**). The current run keeps its own settings.")
+                   "next run (**Start a new run**). The current run keeps its own settings.")
 training.run_controls(book, settings, blocked=blocked)
-training.continue_controls(book)
-spec_widget(settings, "overlay", prefix=PREFIX)
-training.live_panel(book, settings)
-if len(book.runs) > 1:
-    if st.button("Clear earlier runs", key=f"{PREFIX}.clear_runs", icon=":material/delete_sweep:"):
-        book.clear_others()
-        st.rerun()
+live_slot = st.container()  # the live panel goes here, drawn after the overlay switch below has its value
+with st.container(horizontal=True, vertical_alignment="center"):
+    spec_widget(settings, "overlay", prefix=PREFIX)
+    training.run_housekeeping(book)
+with live_slot:
+    training.live_panel(book, settings)
 
 # ------------------------------------------------------------------ break it
 current = book.current
+if current is not None:
+    st.markdown(INTRO)
 with st.expander("Break it: what happens without the causal mask?", icon=":material/heart_broken:",
                  expanded=current is not None and not current.settings.causal):
     st.markdown(

@@ -23,17 +23,32 @@ h1 { font-size: 2.4rem !important; } h2 { font-size: 1.9rem !important; }
 h1 { padding-top: 0 !important; padding-bottom: 0.4rem !important; }
 [data-testid="stHeader"], [data-testid="stToolbar"], footer { display: none; }
 .katex { font-size: 1.35em !important; }
+/* a formula beside a figure has half the width: a little smaller, so that it is not cut off */
+[data-testid="stColumn"] .katex { font-size: 1.0em !important; }
+.katex-display { overflow-x: auto; overflow-y: hidden; }
 [data-testid="stSidebar"] { font-size: 16px; }
 [data-testid="stSidebarNavLink"] span { font-size: 1rem; white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; line-height: 1.25; }
 [data-testid="stSidebarNavLink"] { height: auto !important; min-height: 2rem; }
+/* the label's own markdown box is nowrap + hidden, and wider than the link beside the icon: wrap it */
+[data-testid="stSidebarNavLink"] > span:last-child { min-width: 0; flex: 1 1 auto; }
+[data-testid="stSidebarNavLink"] [data-testid="stMarkdownContainer"],
+[data-testid="stSidebarNavLink"] [data-testid="stMarkdownContainer"] p { white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; max-width: 100%; }
 /* the first screen is precious on a projector: no empty band above the page title */
-[data-testid="stMainBlockContainer"], .block-container { padding-top: 1.5rem !important; }
+[data-testid="stMainBlockContainer"], .block-container { padding-top: 0.75rem !important; }
+h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 /* the page's rem padding grows with the 20 px font: give that width back to the figures */
 [data-testid="stMainBlockContainer"], .block-container { padding-left: 2rem !important;
   padding-right: 2rem !important; max-width: none !important; }
 /* tables are drawn on a canvas that ignores font-size: scale the whole grid instead */
 [data-testid="stDataFrame"] { zoom: 1.3; }
+/* inline code (a caption naming the function shown) and the text typed in boxes: 16 px at least */
+[data-testid="stMain"] code { font-size: 0.9em !important; }
+[data-testid="stMain"] [data-testid="stCode"] code, [data-testid="stMain"] [data-testid="stCode"] span {
+  font-size: 16px !important; }
+[data-testid="stMain"] input, [data-testid="stMain"] textarea,
+[data-testid="stSidebar"] input { font-size: 18px !important; }
 [data-testid="stMetricValue"] { font-size: 2.6rem !important; }
 [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 2.6rem !important; }
 </style>

@@ -99,12 +99,70 @@ def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefi
     return getattr(obj, field)
 
 
-def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
+def format_number(value: int | float, kind: type) -> str:
+    """How a number box shows a value: 700, 0.008, 1e-06 (the shortest text that reads back as the
+    very same float, so showing a value never changes it)."""
+    return str(int(value)) if kind is int else repr(float(value))
+
+
+REFUSED = "{key}.refused"  # session key of the message about the last text a number box refused
+
+
+def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int | float,
+                   on_valid: Callable[[int | float], None] | None = None, help: str | None = None,
+                   disabled: bool = False, **kwargs: Any) -> int | float:
+    """A number box that never changes what was typed into something else.
+
+    Streamlit's number input turns "1e30" into 1 and "abc" into the minimum in the browser, so the
+    server cannot tell them from a real 1. This box is a text input checked here
+    (core.settings.parse_number_text): text that is not a number of the field's type and range is
+    refused with a message under the box, and the box goes back to the last valid value, which
+    stays in force. Returns the value in force; `on_valid(value)` runs when a new value is taken.
+    """
+    refused_key = REFUSED.format(key=key)
+    if key not in st.session_state:
+        st.session_state[key] = format_number(value, kind)
+
+    def check() -> None:
+        text = st.session_state[key]
+        try:
+            number = core_settings.parse_number_text(text, kind, rules)
+        except core_settings.SettingsError as exc:
+            kept = st.session_state.get(f"{key}.value", value)
+            st.session_state[refused_key] = (
+                f"{label}: {exc}. Kept {format_number(kept, kind)}; type "
+                f"{core_settings.number_range(kind, rules)}.")
+            st.session_state[key] = format_number(kept, kind)
+        else:
+            st.session_state.pop(refused_key, None)
+            st.session_state[f"{key}.value"] = number
+            st.session_state[key] = format_number(number, kind)
+            if on_valid is not None:
+                on_valid(number)
+
+    words = core_settings.number_range(kind, rules)
+    help_text = f"{help} " if help else ""
+    st.text_input(label, key=key, on_change=check, disabled=disabled,
+                  help=f"{help_text}Type {words}; anything else is refused and the last value kept.",
+                  **kwargs)
+    if st.session_state.get(refused_key):
+        st.error(st.session_state[refused_key], icon=":material/block:")
+    try:
+        number = core_settings.parse_number_text(st.session_state[key], kind, rules)
+    except core_settings.SettingsError:  # a value set from code that does not fit: keep the old one
+        number = value
+    st.session_state[f"{key}.value"] = number
+    return number
+
+
+def spec_widget(obj: Any, field: str, *, prefix: str, typed: bool = False, **overrides: Any) -> Any:
     """The widget of a settings field, built from its metadata (core.settings.spec): a toggle for
     a bool, a select box for `choices` (shown with `choice_labels`), a text input for a string
     (at most `max_len` characters), a slider or a number input with the declared bounds, step
     and format. `overrides` replace any widget argument
-    (e.g. `options=` for the devices this machine has)."""
+    (e.g. `options=` for the devices this machine has). `typed=True` makes a number field a
+    `checked_number` box (refuses what is not a number in range, with a message) instead of
+    Streamlit's number input (which silently turns "1e30" into 1)."""
     rules = next(f for f in dataclasses.fields(obj) if f.name == field).metadata
     label = rules.get("label", field)
     kwargs: dict[str, Any] = {k: rules[k] for k in ("help", "step", "format") if k in rules}
@@ -122,6 +180,9 @@ def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
         widget = st.text_input
         kwargs = {"max_chars": rules["max_len"]} if "max_len" in rules else {}
         kwargs.update({"help": rules["help"]} if "help" in rules else {})
+    elif typed and rules.get("widget") != "slider":
+        return _checked_field(obj, field, prefix=prefix, rules=rules, label=label,
+                              help=rules.get("help"), **overrides)
     else:
         widget = st.slider if rules.get("widget") == "slider" else st.number_input
         for bound_name, arg in (("min", "min_value"), ("max", "max_value")):
@@ -129,6 +190,22 @@ def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
                 kwargs[arg] = rules[bound_name]
     kwargs.update(overrides)
     return bound(widget, label, obj, field, prefix=prefix, **kwargs)
+
+
+def _checked_field(obj: Any, field: str, *, prefix: str, rules: Any, label: str,
+                   help: str | None = None, **kwargs: Any) -> Any:
+    """A settings field in a `checked_number` box (see spec_widget's `typed`)."""
+    kind = core_settings.field_type(type(obj), field)
+    is_locked = field in locked_fields(prefix)
+    key = widget_key(prefix, field)
+    if is_locked:
+        st.session_state[key] = format_number(getattr(obj, field), kind)  # a locked value cannot drift
+        help = ((help or "") + " 🔒 Locked by the lesson.").strip()
+    value = checked_number(label, key=key, kind=kind, rules=dict(rules), value=getattr(obj, field),
+                           help=help, disabled=is_locked or kwargs.pop("disabled", False), **kwargs)
+    if not is_locked:
+        setattr(obj, field, value)
+    return getattr(obj, field)
 
 
 def set_field(prefix: str, field: str, value: Any) -> None:

@@ -51,48 +51,103 @@ def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) ->
         run = book.create(settings)
         runs.start(run)
     except ValueError as exc:
-        st.error(f"Training not started: {exc}", icon="🚫")
+        st.error(f"Training not started: {exc}", icon=":material/block:")
         return None
     return run
 
 
+PRESET_HELP = {
+    "lecture": "Lecture 7's values: SGD at lr 0.01, batch 32, 1,000 steps, dropout 0.1 (converges "
+               "slowly, about 2.3 nats/char).",
+    "quick_demo": "AdamW with warm-up and cosine decay, names packed into rows: a good model "
+                  "(validation ≈ 2.06 nats/char).",
+    "best": "Wider, deeper, with dropout: about 1.91 nats/char.",
+    "gpu": "A larger model with big packed batches, bf16 and CUDA graphs: about 1.89 nats/char.",
+}
+PRESET_NAMES = {"lecture": "Lecture 7", "quick_demo": "Quick demo", "best": "Best", "gpu": "GPU"}
+
+
+def preset_button(name: str, device: str) -> tuple[str, str]:
+    """(button title, help) of a preset: its measured wall time on this kind of device, and where
+    that figure comes from (core.train_settings.PRESET_SECONDS)."""
+    title, help_text = PRESET_NAMES[name], PRESET_HELP[name]
+    measured = train_settings.preset_seconds(name, device)
+    if measured is None:
+        return title, help_text
+    seconds, where = measured
+    return (f"{title} (~{_fmt_duration(seconds)})",
+            f"{help_text} Measured: {seconds:.0f} s from Start to the last step, {where}.")
+
+
+def _fmt_duration(seconds: float) -> str:
+    """30 -> "30 s", 200 -> "3½ min": how long a preset takes, rounded for a button."""
+    if seconds < 90:
+        return f"{max(5, round(seconds / 5) * 5):.0f} s"
+    halves = round(seconds / 30)
+    return f"{halves // 2}{'½' if halves % 2 else ''} min"
+
+
+def settings_summary(settings: train_settings.TrainSettings, n_params: int | None) -> str:
+    """One line: the preset the settings match and the main numbers (shown beside the presets)."""
+    matched = train_settings.matching_preset(settings)
+    preset = f"Preset: **{train_settings.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**"
+    parts = [f"{settings.n_layer} layers × {settings.n_head} heads, width {settings.d_embed}"]
+    if n_params is not None:
+        parts.append(f"{n_params:,} parameters")
+    parts.append(f"{settings.max_steps:,} steps")
+    return preset + " · " + " · ".join(parts)
+
+
+def run_state(run: runs.Run | None) -> str:
+    """What the controls offer: "none" (no run), "running", "paused" (can resume) or "ended"
+    (stopped, finished, failed or out of steps: it can only train N more steps)."""
+    if run is None:
+        return "none"
+    if run.status == "running":
+        return "running"
+    if run.status in ("paused", "idle") and not run.trainer.done:
+        return "paused"
+    return "ended"
+
+
 def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, blocked: bool) -> None:
-    """Start / pause / resume / stop / reset / break it. Each click reruns the whole page, so the
-    ticking fragment starts or stops with it."""
+    """The current run's controls, only those that apply to its state, each saying what it does:
+
+    * running: Pause, Stop here;
+    * paused:  Resume (from this step), Stop here;
+    * ended (stopped, finished, failed): Train N more steps (with the box for N);
+    * always: Start (named "New run" while a run is running or paused), Break it (a new run
+      with the mask off).
+    Forgetting runs is below the chart (`run_housekeeping`), away from the buttons of a lecture.
+
+    Each click reruns the whole page, so the ticking fragment starts or stops with it."""
     run = book.current
-    status = run.status if run else None
-    cols = st.columns([1, 1.25, 1, 1, 1.15])
-    with cols[0]:
-        if st.button("Start", key="train.start", type="primary", icon=":material/play_arrow:",
-                     disabled=blocked, help="Start a new run: train a new model with the settings "
-                     "above; earlier runs stay on the chart."):
-            if start_new_run(book, settings) is not None:
-                st.rerun()  # otherwise the error stays on screen
-    with cols[1]:
-        if status == "running":
-            if st.button("Pause", key="train.pause", icon=":material/pause:"):
+    state_now = run_state(run)
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        if state_now == "running":
+            if st.button("Pause", key="train.pause", icon=":material/pause:", type="primary",
+                         help="Pause here; Resume carries on from this step."):
                 runs.pause(run)
                 leave_queue()
                 st.rerun()
-        else:
-            can_resume = run is not None and status in ("idle", "paused") and not run.trainer.done
-            if st.button("Resume", key="train.resume", icon=":material/resume:", disabled=not can_resume):
+            _stop_button(run)
+        elif state_now == "paused":
+            if st.button("Resume", key="train.resume", type="primary", icon=":material/play_arrow:",
+                         help=f"Carry on training this run from step {run.step:,} to step "
+                              f"{run.max_steps:,}."):
                 if _resume(run):
                     st.rerun()
-    with cols[2]:
-        if st.button("Stop", key="train.stop", icon=":material/stop:",
-                     disabled=status not in ("running", "paused", "idle"),
-                     help="End this run where it is; its model stays available to sample and download."):
-            runs.stop(run)
-            leave_queue()
-            st.rerun()
-    with cols[3]:
-        if st.button("Reset", key="train.reset", icon=":material/restart_alt:", disabled=run is None,
-                     help="Forget the current run (its model and curve); the settings stay."):
-            book.remove(run.run_id)
-            leave_queue()
-            st.rerun()
-    with cols[4]:
+            _stop_button(run)
+        elif state_now == "ended":
+            _more_steps(run)
+        idle = state_now in ("none", "ended")  # nothing to pause: Start; else a second run is "New run"
+        if st.button("Start" if idle else "New run", key="train.start",
+                     type="primary" if state_now == "none" else "secondary",
+                     icon=":material/play_arrow:" if idle else ":material/add:", disabled=blocked,
+                     help="Start a new run: train a new model with the settings above; earlier "
+                          "runs stay on the chart (a run in progress is paused)."):
+            if start_new_run(book, settings) is not None:
+                st.rerun()  # otherwise the error stays on screen
         if st.button("Break it", key="train.break", icon=":material/heart_broken:",
                      disabled=blocked, help="Start a new run of the same model with the causal "
                      "mask off: each position can read the character it must predict."):
@@ -101,36 +156,54 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
                 st.rerun()
 
 
+def run_housekeeping(book: runs.RunBook) -> None:
+    """Forget the current run; clear the earlier ones (beside the chart's overlay switch)."""
+    run = book.current
+    if run is not None and st.button("Forget this run", key="train.reset", icon=":material/delete:",
+                                     type="tertiary", help="Forget the current run (its model and "
+                                                           "curve); the settings stay."):
+        book.remove(run.run_id)
+        leave_queue()
+        st.rerun()
+    if len(book.runs) > 1 and st.button("Clear earlier runs", key="train.clear_runs", type="tertiary",
+                                        icon=":material/delete_sweep:"):
+        book.clear_others()
+        st.rerun()
+
+
+def _stop_button(run: runs.Run) -> None:
+    if st.button("Stop here", key="train.stop", icon=":material/stop:",
+                 help="End this run at this step. Its model stays: sample it, download it, or "
+                      "train it N more steps."):
+        runs.stop(run)
+        leave_queue()
+        st.rerun()
+
+
 def _resume(run: runs.Run) -> bool:
     try:
         runs.start(run)
     except ValueError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
         return False
     return True
 
 
-def continue_controls(book: runs.RunBook) -> None:
-    """For a finished, stopped or uploaded run: train some more steps."""
-    run = book.current
-    finished = run is not None and (run.status in ("done", "stopped")
-                                    or (run.status == "paused" and run.trainer.done))
-    if not finished:
-        return
-    left, right = st.columns([1, 2])
-    with left:
-        extra = st.number_input("More steps", min_value=1, max_value=budget.LIMITS.max_steps,
-                                value=500, step=100, key="train.extra")
-    with right:
-        st.write("")
-        if st.button(f"Train {int(extra):,} more steps", key="train.extend", icon=":material/fast_forward:"):
-            try:
-                runs.extend(run, int(extra))
-                runs.start(run)
-            except ValueError as exc:
-                st.error(str(exc), icon="🚫")
-            else:
-                st.rerun()
+def _more_steps(run: runs.Run) -> None:
+    """For a stopped, finished or uploaded run: train N more steps (N refused unless in range)."""
+    extra = state.checked_number("More steps", key="train.extra", kind=int,
+                                 rules={"min": 1, "max": budget.LIMITS.max_steps}, value=500,
+                                 width=150)
+    if st.button(f"Train {int(extra):,} more steps", key="train.extend", type="primary",
+                 icon=":material/fast_forward:",
+                 help=f"Carry on from step {run.step:,} to step {run.step + int(extra):,}."):
+        try:
+            runs.extend(run, int(extra))
+            runs.start(run)
+        except ValueError as exc:
+            st.error(str(exc), icon=":material/block:")
+        else:
+            st.rerun()
 
 
 # ----------------------------------------------------------------------------------- live panel
@@ -144,11 +217,12 @@ def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> No
 
 
 def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
-    """The Train page's live view: progress and metrics, the loss curve, the sampled names."""
+    """The Train page's live view: the progress line, the loss curve right under it (so both fit
+    the first screen with the controls), then the metrics, the sampled names and the download."""
     run = book.current
     frame = runs.loss_frame(runs.chart_runs(book, settings.overlay))
     if run is None:
-        st.info("No run yet. Pick a preset or set the values above, then press **Start**. "
+        st.info("No run yet. Pick a preset (or open **All settings**), then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
                 icon=":material/model_training:")
     else:
@@ -157,7 +231,9 @@ def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> Non
         _loss_chart(frame, run.tokenizer.vocab_size if run is not None else 27,
                     _chart_caption(book, settings))
     if run is not None:
+        _metrics(run)
         _samples(run)
+    download_checkpoint(run)
 
 
 def _loss_chart(frame, vocab_size: int, caption: str) -> None:
@@ -218,6 +294,13 @@ def _progress(run: runs.Run) -> None:
             f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
             f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
     st.progress(run.progress, text=text)
+    if run.message:
+        st.error(run.message, icon=":material/block:")
+    if run.trainer.device_message:
+        st.warning(run.trainer.device_message, icon=":material/memory:")
+
+
+def _metrics(run: runs.Run) -> None:
     history = run.history
     smoothed = runs.smooth(history["train_loss"])
     cols = st.columns(5)
@@ -231,10 +314,6 @@ def _progress(run: runs.Run) -> None:
     cols[3].metric("Steps/s", f"{run.steps_per_s:,.1f}")
     cols[4].metric("Tokens/s", _compact(run.tokens_per_s),
                    help="Non-padding target characters per second of training.")
-    if run.message:
-        st.error(run.message, icon="🚫")
-    if run.trainer.device_message:
-        st.warning(run.trainer.device_message, icon=":material/memory:")
 
 
 def _compact(value: float) -> str:
@@ -262,23 +341,24 @@ def _samples(run: runs.Run) -> None:
 # ----------------------------------------------------------------------------------- checkpoints
 
 
+def download_checkpoint(run: runs.Run | None) -> None:
+    """The current model as a .pt file. Drawn inside the live fragment (draw_live), so while a run
+    trains the button is redrawn every tick and always offers the model as it is now."""
+    can_save = run is not None and run.step > 0
+    st.download_button(
+        "Download checkpoint (.pt)", data=(lambda: runs.run_to_checkpoint(run)) if can_save else b"",
+        file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
+        mime="application/octet-stream", key="train.download", on_click="ignore",
+        disabled=not can_save, icon=":material/download:",
+        help="Weights, settings, vocabulary and loss history of the model as it is now; load it "
+             "here again later (Checkpoints, below).")
+
+
 def checkpoint_panel(book: runs.RunBook) -> None:
-    """Download the current model; upload one to continue training or to sample."""
-    run = book.current
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Download the model**")
-        can_save = run is not None and run.step > 0
-        st.download_button(
-            "Download checkpoint (.pt)", data=(lambda: runs.run_to_checkpoint(run)) if can_save else b"",
-            file_name=f"names-gpt-run{run.run_id}-step{run.step}.pt" if can_save else "names-gpt.pt",
-            mime="application/octet-stream", key="train.download", on_click="ignore",
-            disabled=not can_save, icon=":material/download:",
-            help="Weights, settings, vocabulary and loss history; load it here again later.")
-        if not can_save:
-            st.caption("Train at least one step to download a checkpoint.")
-    with right:
-        upload_panel(book)
+    """Upload a checkpoint to continue training or to sample (its download sits under the chart)."""
+    st.caption("**Download checkpoint**, under the loss curve, saves the current model at its "
+               "latest step.")
+    upload_panel(book)
 
 
 def upload_panel(book: runs.RunBook) -> None:
@@ -309,9 +389,10 @@ def upload_panel(book: runs.RunBook) -> None:
                                                 "running averages, so further training starts the "
                                                 "optimizer afresh: the loss can jump for a few steps."
                                                 if run.trainer.config.optimizer == "adamw" else ""))
+            st.rerun()  # once: the controls above were drawn for the old current run
     kind, message = results[upload.file_id]
     if kind == "error":
-        st.error(message, icon="🚫")
+        st.error(message, icon=":material/block:")
     else:
         st.success(message, icon="✅")
 
@@ -349,8 +430,10 @@ def _picker_label(run: runs.Run | None) -> str:
 
 def empty_state(book: runs.RunBook, what: str) -> None:
     """No model yet: say so, and offer to train the quick demo (it opens the Train page)."""
+    measured = train_settings.preset_seconds("quick_demo", "auto")
+    takes = f" (the quick demo takes about {_fmt_duration(measured[0])})" if measured else ""
     st.info(f"There is no trained model in this session yet, so there is nothing to {what}. "
-            "Train one on the **Train the names GPT** page (the quick demo takes about 30 s), "
+            f"Train one on the **Train the names GPT** page{takes}, "
             "or upload a checkpoint there.", icon=":material/info:")
     if st.button("Train the quick demo now", key=f"empty.{what}.quick", type="primary",
                  icon=":material/model_training:"):

@@ -6,9 +6,11 @@
   dimension, random embeddings with a seed, reset to the book, and a CSV box. It keeps the last
   VALID table in the settings: an invalid edit stays visible with a message, the math goes on
   with the last valid embeddings;
+- `areas`: the page's lesson and its (collapsed) editors; lecture mode puts the editors below;
 - `stepper`: the presenter's bar: named steps (segmented control), Previous / Next buttons with
-  the ← / → keys, and a "Settings" popover that holds the page's controls (so that they never
-  push the lesson below the first screen); a step change scrolls the bar back into view;
+  the ← / → keys, a "Settings" popover that holds the page's controls and a "Checks" popover
+  for the agreement badges (`badge_row`), so that neither pushes the lesson below the first
+  screen; a step change scrolls the bar back into view;
 - `sdpa_badge`: agreement with PyTorch's `F.scaled_dot_product_attention`;
 - `predict_then_reveal`: hides a result until the student commits a guess;
 - `show_matrix` / `show_bars`: charts with their shape, caption and a note when values are hidden.
@@ -43,6 +45,7 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
     """Title, lesson presets, the predict switch; returns the shared settings object."""
     settings = state.page_settings(PREFIX, WalkthroughSettings)
     settings = lesson_panel(PREFIX, WalkthroughSettings, page, settings)
+    _resend_widget_values()
     if state.lecture_mode():  # the first screen of a projector is for the step: intro on hover
         st.title(title, help=intro)
     else:
@@ -57,6 +60,21 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
                   help="Back to the book's example and every default (all four pages).")
     clamp_query(settings)
     return settings
+
+
+def _resend_widget_values() -> None:
+    """Send every control its current value again, on every run.
+
+    The page's controls live in a popover, which the browser draws only when it is opened. A
+    control drawn for the first time after some reruns showed its declared default (query
+    "Your", empty d_out and seed boxes), not the value in use, and the next click sent those
+    defaults back. A value assigned through st.session_state before the control is created is
+    sent with it, so the control always opens showing, and keeping, the value in use."""
+    ss = st.session_state
+    for field in dataclasses.fields(WalkthroughSettings):
+        key = state.widget_key(PREFIX, field.name)
+        if key in ss:
+            ss[key] = ss[key]
 
 
 def _reset_all() -> None:
@@ -501,7 +519,7 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attent
                          "(uniform ±1/√d_in, optional bias).")
         whole_number("d_out", settings, "d_out", min_value=1, max_value=emb.MAX_DIMS, width=130,
                      help="Width of each query, key and value vector.")
-        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=160,
+        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=210,
                      help="torch.manual_seed(seed) before building the weights.")
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
                     disabled=settings.variant == "v1",
@@ -664,6 +682,7 @@ LECTURE_WIDTH = 720  # plot width available to one chart when lecture mode stack
 # lecture mode: heatmap cells grow to use the width (up to LECTURE_FILL_W for the panel) but stay
 # short enough that a 6 x 6 map fits under the step bar of a 1280 x 720 projector (LECTURE_FILL_H)
 LECTURE_FILL_W, LECTURE_FILL_H, LECTURE_CELL_MIN, LECTURE_CELL_MAX = 720, 400, 54, 90
+LECTURE_COLUMN_W = 400  # the cells' share of a map drawn in the wider (3/5) of two columns
 
 
 def columns(spec, *, side_by_side: bool = False, **kwargs):
@@ -671,31 +690,35 @@ def columns(spec, *, side_by_side: bool = False, **kwargs):
     projector fonts still fit every value in its cell. `side_by_side` keeps the columns there
     too, for panels narrow enough (a figure and its formula, 3 narrow matrices): stacked, they
     would push the step below the first screen."""
-    if state.lecture_mode() and not side_by_side:
-        count = spec if isinstance(spec, int) else len(spec)
-        return [st.container() for _ in range(count)]
+    if state.lecture_mode():
+        if not side_by_side:
+            count = spec if isinstance(spec, int) else len(spec)
+            return [st.container() for _ in range(count)]
+        kwargs["gap"] = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
     return st.columns(spec, **kwargs)
 
 
-def lecture_cell(n_rows: int, n_cols: int) -> int:
+def lecture_cell(n_rows: int, n_cols: int, panel_width: int = LECTURE_FILL_W) -> int:
     """The side of a heatmap cell in lecture mode (px): as large as the panel allows."""
-    fill = min(LECTURE_FILL_W / max(n_cols, 1), LECTURE_FILL_H / max(n_rows, 1))
+    fill = min(panel_width / max(n_cols, 1), LECTURE_FILL_H / max(n_rows, 1))
     return int(max(LECTURE_CELL_MIN, min(LECTURE_CELL_MAX, fill)))
 
 
 def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, title: str,
                 caption: str, x_title: str = "", y_title: str = "", decimals: int = 2,
                 domain=None, special=None, highlight_row: int | None = None,
-                max_width: int = 640, row_axis: bool = True) -> None:
+                max_width: int = 640, row_axis: bool = True,
+                lecture_width: int = LECTURE_FILL_W) -> None:
     """A labelled heatmap (viz.heatmap) with its shape in the title; says so when the cells are
-    too small for their numbers, and then offers the numbers as a table."""
+    too small for their numbers, and then offers the numbers as a table. `lecture_width`: the
+    cells' share of the width in lecture mode (less in a column)."""
     values = np.asarray(matrix, dtype=np.float64)
     lecture = state.lecture_mode()
     cell = None
     if lecture:
         max_width = LECTURE_WIDTH
         if values.ndim == 2 and values.shape[1] * LECTURE_CELL_MIN <= max_width:
-            cell = lecture_cell(*values.shape)
+            cell = lecture_cell(*values.shape, panel_width=lecture_width)
             max_width = max(max_width, cell * values.shape[1])
     chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
                         x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
@@ -729,7 +752,7 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
     chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
                              x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
                              highlight=highlight, domain=domain,
-                             width=max(200, min((70 if lecture else 56) * n_bars, max_width)),
+                             width=max(200, min(56 * n_bars, max_width)),
                              height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."

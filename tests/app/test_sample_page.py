@@ -40,7 +40,7 @@ def test_without_a_model_the_page_explains_and_offers_the_quick_demo():
     assert run is not None and run.status == "running"
     assert train_settings.matching_preset(run.settings) == "quick_demo"
     assert at.session_state["train"] == train_settings.preset_settings("quick_demo")
-    assert "Start" in [b.label for b in at.button]  # we are on the Train page now
+    assert "train.start" in [b.key for b in at.button]  # we are on the Train page now
 
 
 def test_names_are_sampled_labelled_and_shared():

@@ -50,7 +50,9 @@ def test_default_page_shows_the_quick_demo_and_its_structure():
     params = train_settings.TrainSettings()
     n_params = train_settings.to_train_config(params).model.num_params()
     assert at.metric[0].label == "Parameters" and at.metric[0].value == f"{n_params:,}"
-    assert any("Model structure" in e.label for e in at.expander)
+    assert any(e.label == "All settings: model, training, device" for e in at.expander)
+    assert [t.label for t in at.tabs] == ["Model", "Training", "Device and fine print", "More",
+                                          "Model structure"]
     assert "DecoderLayer" in texts(at.code)
     assert "No run yet" in texts(at.info)
     offered, absent = runs.device_options()
@@ -69,13 +71,13 @@ def test_presets_and_controls_change_the_model():
     at.button(key="train.preset.best").click().run()
     best = train_settings.to_train_config(train_settings.preset_settings("best")).model.num_params()
     assert at.metric[0].value == f"{best:,}"
-    layers = next(n for n in at.number_input if n.label == "Layers")
-    layers.set_value(2).run()
+    layers = next(n for n in at.text_input if n.label == "Layers")
+    layers.set_value("2").run()
     smaller = train_settings.to_train_config(train_settings.TrainSettings(**{**vars(train_settings.preset_settings("best")), "n_layer": 2}))
     assert at.metric[0].value == f"{smaller.model.num_params():,}"
     assert "Preset: **custom**" in texts(at.markdown)
-    lr = next(n for n in at.number_input if n.label == "Learning rate")
-    lr.set_value(0.02).run()
+    lr = next(n for n in at.text_input if n.label == "Learning rate")
+    lr.set_value("0.02").run()
     assert at.session_state["train"].lr == 0.02
     next(s for s in at.selectbox if s.label == "Optimizer").set_value("sgd").run()
     assert at.session_state["train"].optimizer == "sgd"
@@ -88,8 +90,8 @@ def test_bad_settings_get_a_message_and_block_training():
     at = tiny_page()
     at.button(key="train.start").click().run()
     run_id = current(at).run_id
-    heads = next(n for n in at.number_input if n.label == "Heads per layer")
-    heads.set_value(3).run()  # 16 is not divisible by 3
+    heads = next(n for n in at.text_input if n.label == "Heads per layer")
+    heads.set_value("3").run()  # 16 is not divisible by 3
     assert_no_exception(at)
     assert "divisible" in texts(at.error)
     assert at.button(key="train.start").disabled and at.button(key="train.break").disabled
@@ -131,9 +133,12 @@ def test_training_starts_advances_pauses_resumes_and_stops():
     assert run.status == "stopped"
     stopped_at = run.step
     at.run()
-    assert run.step == stopped_at and at.button(key="train.resume").disabled
-    # a stopped run can train on
-    at.number_input(key="train.extra").set_value(3).run()
+    assert run.step == stopped_at
+    keys = {b.key for b in at.button}
+    assert "train.resume" not in keys and "train.pause" not in keys and "train.stop" not in keys
+    # a stopped run can train on: that is the one way on, and it says so
+    at.text_input(key="train.extra").set_value("3").run()
+    assert at.button(key="train.extend").label == "Train 3 more steps"
     at.button(key="train.extend").click().run()
     assert run.status in ("running", "done") and run.step > stopped_at
     at.button(key="train.reset").click().run()
@@ -150,7 +155,8 @@ def test_a_run_finishes_and_a_page_switch_does_not_lose_it():
         at.run()
     run = current(at)
     assert run.status == "done" and run.step == 12
-    assert at.button(key="train.resume").disabled and at.button(key="train.extend")
+    keys = {b.key for b in at.button}
+    assert "train.resume" not in keys and "train.extend" in keys  # finished: only "N more steps"
     at.switch_page(str(ROOT / "pages/home.py"))
     at.run()
     at.switch_page(str(ROOT / PAGE))
@@ -252,9 +258,9 @@ def test_bad_uploads_get_a_clear_error_and_the_model_survives(kind):
 
 def test_url_round_trip():
     at = tiny_page()
-    next(n for n in at.number_input if n.label == "Learning rate").set_value(0.004).run()
+    next(n for n in at.text_input if n.label == "Learning rate").set_value("0.004").run()
     next(s for s in at.selectbox if s.label == "Optimizer").set_value("sgd").run()
-    next(n for n in at.number_input if n.label == "Layers").set_value(2).run()
+    next(n for n in at.text_input if n.label == "Layers").set_value("2").run()
     params = core_settings.to_params(at.session_state["train"])
     assert params["lr"] == "0.004" and params["optimizer"] == "sgd" and params["n_layer"] == "2"
     again = open_page(PAGE, query=params)
@@ -296,8 +302,9 @@ def test_every_config_field_is_a_control_with_its_declared_bounds():
 
     at = open_page(PAGE)
     assert_no_exception(at)
-    widgets = {w.key: w for kind in ("number_input", "slider", "selectbox", "toggle", "checkbox")
+    widgets = {w.key: w for kind in ("text_input", "slider", "selectbox", "toggle", "checkbox")
                for w in at.get(kind)}
+    boxes = {}  # number fields typed into checked boxes: field -> (kind, rules)
     offered, _ = runs.device_options()
     shown = []
     for source in (GPTConfig, TrainConfig):
@@ -316,15 +323,39 @@ def test_every_config_field_is_a_control_with_its_declared_bounds():
                 names = rules.get("choice_labels", {})
                 assert widget.options == [names.get(c, c) for c in wanted], f.name
                 assert set(wanted) <= set(rules["choices"])
-            elif widget.type in ("number_input", "slider"):
+            elif widget.type == "slider":
+                assert rules.get("widget") == "slider", f.name
                 assert (widget.min, widget.max) == (rules["min"], rules["max"]), f.name
                 assert widget.step == rules["step"], f.name
-                assert widget.type == ("slider" if rules.get("widget") == "slider" else "number_input")
+            elif widget.type == "text_input":  # a number box checked against the declared bounds
+                kind = core_settings.field_type(train_settings.TrainSettings, f.name)
+                assert kind in (int, float) and "min" in rules and "max" in rules, f.name
+                assert core_settings.number_range(kind, rules) in widget.help, f.name
+                boxes[f.name] = (kind, rules)
             else:
                 assert widget.type == "toggle" and isinstance(widget.value, bool), f.name
             shown.append(f.name)
     assert len(shown) == len(train_settings.TRAINING_FIELDS) >= 22
     assert set(shown) == set(train_settings.TRAINING_FIELDS)
+    assert len(boxes) >= 15
+    # the declared bounds hold: one past them is refused (the value stays), the bounds are taken
+    before = dataclasses.replace(at.session_state["train"])
+    for name, (kind, rules) in boxes.items():
+        past = rules["max"] + (1 if kind is int else rules["max"])
+        at.text_input(key=f"{PREFIX_KEY}{name}").set_value(str(past))
+    at.run()
+    assert_no_exception(at)
+    assert at.session_state["train"] == before
+    refused = texts(at.error)
+    for name, (kind, rules) in boxes.items():
+        assert f"{rules['label']}: “" in refused and "more than the maximum" in refused, name
+    for bound in ("max", "min"):
+        for name, (kind, rules) in boxes.items():
+            at.text_input(key=f"{PREFIX_KEY}{name}").set_value(str(rules[bound]))
+        at.run()
+        assert_no_exception(at)
+        for name, (kind, rules) in boxes.items():
+            assert getattr(at.session_state["train"], name) == rules[bound], (name, bound)
 
 
 PREFIX_KEY = "train.0."  # widget keys: prefix, generation (0 until a lesson or preset replaces all), field
@@ -356,3 +387,110 @@ def test_the_gpu_preset_is_offered_only_with_a_gpu_and_a_link_to_it_is_named(mon
     at = open_page(PAGE, query=query)
     assert_no_exception(at)
     assert "Preset: **GPU**" in texts(at.markdown)
+
+
+# ------------------------------------------------------------------------------ no silent coercion
+
+
+@pytest.mark.parametrize("text, why", [("abc", "“abc” is not a number"),
+                                       ("1e30", "“1e30” is more than the maximum, 100,000"),
+                                       ("12.7", "“12.7” is not a whole number"),
+                                       ("-5", "“-5” is less than the minimum, 1"),
+                                       ("", "the box is empty")])
+def test_a_number_box_refuses_bad_text_and_keeps_the_last_valid_value(text, why):
+    """Streamlit's number input turned "abc" and "1e30" into 1 in the browser (then Start trained
+    one step); the Train page's boxes refuse them with a message and keep the value in force."""
+    at = tiny_page()
+    steps = next(t for t in at.text_input if t.label == "Steps")
+    steps.set_value(text).run()
+    assert_no_exception(at)
+    assert at.session_state["train"].max_steps == 2000
+    message = texts(at.error)
+    assert f"Steps: {why}. Kept 2000; type a whole number from 1 to 100,000." in message
+    assert next(t for t in at.text_input if t.label == "Steps").value == "2000"  # the box shows it
+    at.button(key="train.start").click().run()
+    assert current(at).max_steps == 2000
+    next(t for t in at.text_input if t.label == "Steps").set_value(" 1,500 ").run()
+    assert at.session_state["train"].max_steps == 1500 and "Steps:" not in texts(at.error)
+    assert next(t for t in at.text_input if t.label == "Steps").value == "1500"
+
+
+def test_the_more_steps_box_refuses_bad_text_too():
+    at = tiny_page(max_steps="3")
+    at.button(key="train.start").click().run()
+    for _ in range(20):
+        if current(at).status == "done":
+            break
+        at.run()
+    assert current(at).status == "done"
+    at.text_input(key="train.extra").set_value("1e30").run()
+    assert "More steps: “1e30” is more than the maximum" in texts(at.error)
+    assert at.button(key="train.extend").label == "Train 500 more steps"
+    at.button(key="train.extend").click().run()
+    assert current(at).max_steps == 503
+
+
+# ------------------------------------------------------------------------------ presets on a GPU
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_a_preset_chosen_for_a_cuda_run_takes_its_gpu_version(monkeypatch, cuda):
+    """core.engine.preset_config scales the quick demo and the best preset for a GPU: the page's
+    preset buttons use it for the run's device (CUDA here is monkeypatched in: no GPU is needed)."""
+    import core.device as device_module
+    from core.engine import GPU_PRESETS, PRESETS
+
+    monkeypatch.setattr(device_module, "_cuda_status", lambda: (cuda, "CUDA GPU: X" if cuda else "no CUDA GPU"))
+    at = open_page(PAGE)
+    for name in ("quick_demo", "best", "lecture"):
+        at.button(key=f"train.preset.{name}").click().run()
+        assert_no_exception(at)
+        chosen = at.session_state["train"]
+        wanted = (GPU_PRESETS if cuda and name in GPU_PRESETS else PRESETS)[name]()
+        assert (chosen.batch_size, chosen.lr, chosen.max_steps) == (wanted.batch_size, wanted.lr, wanted.max_steps)
+        assert chosen.device == "auto"  # the student's device choice is kept
+        assert f"Preset: **{train_settings.PRESET_TITLES[name]}**" in texts(at.markdown)
+    if cuda:  # the GPU version differs from the CPU one (or this test would prove nothing)
+        assert GPU_PRESETS["quick_demo"]().batch_size != PRESETS["quick_demo"]().batch_size
+    # asking for the CPU on that machine gives the CPU preset
+    next(s for s in at.selectbox if s.label == "Device").set_value("cpu").run()
+    at.button(key="train.preset.quick_demo").click().run()
+    assert at.session_state["train"].batch_size == PRESETS["quick_demo"]().batch_size
+
+
+def test_after_an_upload_the_controls_are_those_of_the_uploaded_run_at_once():
+    """The upload box is below the controls: the page reruns once after a new checkpoint, so Resume
+    is there on the very run that loaded it (not one click later)."""
+    book = runs.RunBook(owner="apptest")
+    stopped = book.create(train_settings.TrainSettings(
+        **{**{k: int(v) for k, v in {"context_size": 8, "n_layer": 1, "n_head": 2, "d_embed": 16,
+                                     "d_ff": 32, "batch_size": 16}.items()}, "max_steps": 2000}))
+    runs.start(stopped)
+    stopped.advance(None, n_steps=7)
+    runs.stop(stopped)
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = book
+    at.run()
+    assert "train.resume" not in {b.key for b in at.button}  # a stopped run cannot resume
+    _upload(at, "half.pt", runs.run_to_checkpoint(stopped))
+    assert_no_exception(at)
+    assert current(at).origin == "half.pt" and current(at).status == "paused"
+    assert at.button(key="train.resume").label == "Resume" and "from step 7" in at.button(key="train.resume").help
+    assert not at.button(key="train.resume").disabled
+    download = next(b for b in at.get("download_button") if b.label == "Download checkpoint (.pt)")
+    assert not download.proto.disabled
+
+
+def test_preset_labels_come_from_measured_times():
+    """No hoped-for times: each CPU preset's label is its measured wall time
+    (core.train_settings.PRESET_SECONDS, from benchmarks/presets.py --browser)."""
+    from ui.training import _fmt_duration
+
+    at = open_page(PAGE)
+    for name, title in (("lecture", "Lecture 7"), ("quick_demo", "Quick demo"), ("best", "Best")):
+        seconds, where = train_settings.PRESET_SECONDS[(name, "cpu")]
+        assert seconds > 0 and where
+        button = at.button(key=f"train.preset.{name}")
+        assert button.label == f"{title} (~{_fmt_duration(seconds)})"
+        assert f"Measured: {seconds:.0f} s from Start to the last step" in button.help
+    assert _fmt_duration(38.4) == "40 s" and _fmt_duration(484.8) == "8 min" and _fmt_duration(200) == "3½ min"

@@ -1,7 +1,8 @@
 """The presenter layout of the four walkthrough pages, in a real browser: every step of every page
 at 1280×720 in lecture mode (a projector) and at 1920×1080, stepping with the Next button (and with
-the → / ← keys on page 3). At each step the step bar, the step's heading and the top of its figure
-must be on the first screen, without scrolling. Screenshots of that first screen go to
+the → key on page 3). At each step the step bar, the step's heading and the top of its figure must
+be on the first screen, without scrolling; in lecture mode at least 250 px of that figure (its top
+at most LECTURE_FIGURE_TOP); at 1920×1080 the whole figure. Screenshots of that first screen go to
 artifacts/screenshots/presenter/ (git-ignored, like the other browser screenshots), named
 p<page>_<lesson>_step<k>_<step>_<width>[_lecture].png, for a person to look at."""
 
@@ -31,6 +32,9 @@ NO_FIGURE = {(4, "classes")}  # "two implementations, one result": numbers and c
 BAR = ".st-key-walkthrough_stepper"
 SELECTOR = f"{BAR} [data-testid='stButtonGroup']"
 OUT = SHOTS / "presenter"
+# lecture mode, 1280 x 720: the figure's top at most here, so that 250 px of it show (a 6 x 6 map's
+# title and rotated key names take ~130 of them: its first rows of numbers are in the room's view)
+LECTURE_FIGURE_TOP = 470
 
 # positions (px from the top of the window) of the step bar, the step heading and the first chart
 # below that heading, read in the page itself
@@ -43,6 +47,7 @@ POSITIONS = """(heading) => {
   return {bar: top(document.querySelector(arguments_bar)), selector: top(document.querySelector(arguments_sel)),
           heading: top(h), figure: top(figure),
           figureWidth: figure ? figure.getBoundingClientRect().width : null,
+          figureBottom: figure ? figure.getBoundingClientRect().bottom : null,
           mainWidth: document.querySelector("[data-testid='stMainBlockContainer'] [data-testid='stVerticalBlock']").getBoundingClientRect().width};
 }""".replace("arguments_bar", repr(BAR)).replace("arguments_sel", repr(SELECTOR))
 
@@ -77,8 +82,9 @@ def wait_for_step(page, steps, step: str) -> None:
     settle(page)
 
 
-def check_first_screen(page, number: int, steps, step: str, height: int) -> dict:
-    """The step bar, the selector, the heading and the top of the figure are inside the window."""
+def check_first_screen(page, number: int, steps, step: str, height: int, lecture: bool = False) -> dict:
+    """The step bar, the selector, the heading and the top of the figure are inside the window;
+    in lecture mode at least 250 px of the figure too."""
     pos = page.evaluate(POSITIONS, heading_of(steps, step))
     where = f"page {number}, step {step}: {pos}"
     for part in ("bar", "selector", "heading"):
@@ -88,13 +94,21 @@ def check_first_screen(page, number: int, steps, step: str, height: int) -> dict
     else:
         assert pos["figure"] is not None and 0 <= pos["figure"] < height, where
         assert pos["heading"] < pos["figure"], where
+        if lecture:
+            assert pos["figure"] <= LECTURE_FIGURE_TOP, where
     return pos
+
+
+def height_of(page) -> int:
+    return page.viewport_size["height"]
 
 
 def shoot(page, number: int, slug: str, steps, step: str, width: int, lecture: bool) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    page.mouse.move(5, 5)  # no hover tooltip or heading link over the picture
-    page.wait_for_timeout(200)
+    # no tooltip of the button just clicked (hover or focus), no heading link, over the picture
+    page.mouse.move(5, height_of(page) - 5)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.wait_for_timeout(500)
     k = list(steps).index(step) + 1
     path = OUT / f"p{number}_{slug}_step{k}_{step}_{width}{'_lecture' if lecture else ''}.png"
     page.screenshot(path=str(path), full_page=False)  # the first screen, as the room sees it
@@ -105,6 +119,7 @@ def shoot(page, number: int, slug: str, steps, step: str, width: int, lecture: b
 def test_every_step_is_on_the_first_screen(browser, warm_url, width, height, lecture):
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
+    tops = []  # the measured positions, written next to the screenshots for a person to read
     try:
         for number, slug, path, field, steps in WALKS:
             query = f"?{field}={steps[0]}" + ("&lecture=1" if lecture else "")
@@ -114,7 +129,11 @@ def test_every_step_is_on_the_first_screen(browser, warm_url, width, height, lec
             assert page.get_by_text("Page not found").count() == 0
             by_key = number == KEY_PAGE
             for i, step in enumerate(steps):
-                pos = check_first_screen(page, number, steps, step, height)
+                pos = check_first_screen(page, number, steps, step, height, lecture)
+                tops.append(f"p{number} {step}: figure top {pos['figure']}, heading {pos['heading']}")
+                if not lecture and pos["figure"] is not None:
+                    # full HD: the whole first figure fits on the first screen, not only its top
+                    assert pos["figureBottom"] <= height, pos
                 if lecture and number == KEY_PAGE and step not in ("order", "context"):
                     # a lecture 6 x 6 map uses the width: it was a third of the page column
                     assert pos["figureWidth"] > 0.45 * pos["mainWidth"], pos
@@ -131,6 +150,8 @@ def test_every_step_is_on_the_first_screen(browser, warm_url, width, height, lec
                 wait_for_step(page, steps, steps[i + 1])
     finally:
         context.close()
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / f"figure_tops_{width}{'_lecture' if lecture else ''}.txt").write_text("\n".join(tops) + "\n")
 
 
 def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
@@ -153,16 +174,29 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         page.keyboard.press("ArrowRight")
         wait_for_step(page, steps, "softmax")
         page.wait_for_timeout(500)
-        check_first_screen(page, number, steps, "softmax", 720)
+        check_first_screen(page, number, steps, "softmax", 720, lecture=True)
         # typing in a field does not step: there the arrows move the cursor
         page.locator(BAR).get_by_role("button", name=re.compile("Settings")).click()
         field_input = page.locator("[data-testid='stNumberInput'] input[aria-label='d_out']")
+        field_input.wait_for(timeout=10_000)
+        page.mouse.move(5, 715)
+        page.wait_for_timeout(400)
+        OUT.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(OUT / "p2_self_settings_open_1280_lecture.png"))  # every control in reach
+        # opened for the first time after several reruns, the controls show the values in use
+        # (they showed their defaults: query "Your", empty d_out and seed, and sent them back)
+        query_box = page.locator("[data-testid='stSelectbox']").filter(has_text="Query token").first
+        assert "journey" in (query_box.text_content() or "") + " ".join(
+            query_box.locator("input").evaluate_all("els => els.map(e => e.value)"))
+        assert field_input.input_value() == "2"
+        assert page.locator("[data-testid='stNumberInput'] input[aria-label='Seed']").input_value() == "123"
         field_input.click()
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "d_out"
         page.keyboard.press("ArrowRight")
         page.wait_for_timeout(1_000)
         wait_idle(page)
         assert f"{field}=softmax" in page.url
+        assert "query=" not in page.url and "d_out=" not in page.url and "seed=" not in page.url
         assert page.get_by_role("heading", name=re.compile("^Step 5 of 6 ")).count() == 1
         assert_no_error(page)
     finally:

@@ -90,3 +90,13 @@ def test_train_share_is_read_from_the_environment(monkeypatch):
     monkeypatch.delenv("ATTENTION_LAB_HOSTED")
     monkeypatch.delenv("ATTENTION_LAB_TRAIN_SHARE")
     assert budget.load_limits().train_share == 1.0
+
+
+def test_torch_threads_leave_a_core_free():
+    """Two torch threads on two cores collapse as soon as anything else runs (page_switch.py)."""
+    assert budget.default_torch_threads(hosted=False, cores=2) == 1
+    assert budget.default_torch_threads(hosted=False, cores=1) == 1
+    assert budget.default_torch_threads(hosted=False, cores=4) == 2
+    assert budget.default_torch_threads(hosted=False, cores=64) == 2
+    assert budget.default_torch_threads(hosted=True, cores=64) == 1
+    assert 1 <= budget.usable_cores() <= (__import__("os").cpu_count() or 1)

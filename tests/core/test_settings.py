@@ -120,3 +120,22 @@ def test_lesson_with_bad_values_loads_defaults_for_them():
     lesson, errors = cs.from_lesson(Demo, text, page="p")
     assert lesson.settings.dropout_p == 0.0 and lesson.settings.variant == "v2"
     assert len(errors) == 2 and lesson.locked == set()
+
+
+def test_a_typed_number_is_taken_exactly_or_refused_with_the_reason():
+    from core.settings import SettingsError, number_range, parse_number_text
+
+    steps = {"min": 1, "max": 100_000}
+    assert parse_number_text("3000", int, steps) == 3000
+    assert parse_number_text(" 1,000 ", int, steps) == 1000 and parse_number_text("1_000", int, steps) == 1000
+    assert parse_number_text("1e3", int, steps) == 1000
+    assert parse_number_text("0.008", float, {"min": 1e-6, "max": 10.0}) == 0.008
+    for text, why in [("abc", "is not a number"), ("1e30", "more than the maximum, 100,000"),
+                      ("12.7", "not a whole number"), ("-5", "less than the minimum, 1"),
+                      ("", "empty"), ("nan", "not a finite number"), ("inf", "not a finite number")]:
+        with pytest.raises(SettingsError, match=why):
+            parse_number_text(text, int, steps)
+    with pytest.raises(SettingsError, match="use a dot for decimals"):
+        parse_number_text("0,5", float, {})
+    assert number_range(int, steps) == "a whole number from 1 to 100,000"
+    assert number_range(float, {"min": 0.0, "max": 1.0}) == "a number from 0 to 1"

@@ -1,0 +1,74 @@
+"""Lecture mode on every page, in a real browser at 1280×720 (a projector): every piece of text that
+is drawn as text (not inside a chart, a formula or the data grid's canvas) is at least 16 px, the
+text typed in boxes too, and no page name in the sidebar is cut off. Charts hold their own floors
+(axes ≥ 16 px, values ≥ 14 px), checked for every builder in tests/core/test_viz.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import SHOTS, assert_no_error, wait_idle
+from ui.nav import LESSONS
+
+pytestmark = pytest.mark.browser
+
+MIN_PX = 16  # the smallest text we hold to on a projector
+
+# text elements under 16 px, with their text; skips charts (own floors), KaTeX (scaled by its own
+# rule) and the data grid (a canvas, zoomed as a whole)
+SMALL_TEXT = """(minPx) => {
+  const small = [];
+  const all = document.querySelectorAll("[data-testid='stMain'] *, [data-testid='stSidebar'] *");
+  for (const el of all) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if (!el.checkVisibility({visibilityProperty: true})) continue;  // e.g. inside a closed expander
+    if (el.closest(".katex, [data-testid='stVegaLiteChart'], [data-testid='stDataFrame'], "
+                   + "[data-testid='stTooltipIcon']")) continue;
+    const typed = el.matches("input, textarea") && el.type !== "checkbox" && el.type !== "radio";
+    const ownText = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!typed && !ownText) continue;
+    const px = parseFloat(getComputedStyle(el).fontSize);
+    if (px < minPx) small.push(`${el.tagName} ${px}px: ${(el.value || el.textContent).trim().slice(0, 40)}`);
+  }
+  return small;
+}"""
+
+# sidebar page names whose text runs past their link or the sidebar
+CUT_NAMES = """() => {
+  const sidebar = document.querySelector("[data-testid='stSidebar']").getBoundingClientRect();
+  return [...document.querySelectorAll("[data-testid='stSidebarNavLink']")].flatMap((link) => {
+    const box = link.getBoundingClientRect();
+    const text = link.querySelector("[data-testid='stMarkdownContainer'] p") || link;
+    const range = document.createRange(); range.selectNodeContents(text);
+    const right = Math.max(...[...range.getClientRects()].map((r) => r.right));
+    return right > Math.min(box.right, sidebar.right) + 0.5 ? [`${text.textContent}: ${right} > ${box.right}`] : [];
+  });
+}"""
+
+
+@pytest.fixture(scope="module")
+def lecture_page(browser, server_url):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{server_url}/?lecture=1", wait_until="domcontentloaded")  # first visit: home
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    yield page
+    context.close()
+
+
+@pytest.mark.parametrize("url", ["", *[lesson.url for lesson in LESSONS]], ids=lambda u: u or "home")
+def test_lecture_text_is_readable_and_sidebar_names_whole(lecture_page, server_url, url):
+    page = lecture_page
+    page.goto(f"{server_url}/{url}?lecture=1", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(800)  # let fonts and lazy elements settle
+    assert_no_error(page)
+    assert page.locator("[data-testid='stSidebarNavLink']").count() >= 10, "lecture mode lost the sidebar"
+    assert page.evaluate(SMALL_TEXT, MIN_PX) == []
+    assert page.evaluate(CUT_NAMES) == []
+    if url in ("", "causal_attention"):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"lecture_{url or 'home'}_1280.png"))
