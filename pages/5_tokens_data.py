@@ -243,7 +243,11 @@ st.header("4 · One batch becomes embeddings")
 if view is not None:
     vs = view.settings
     if settings.batch_index > view.n_batches - 1:  # clamp before the widget (batches can shrink)
-        state.set_field(PREFIX, "batch_index", view.n_batches - 1)
+        last = max(view.n_batches - 1, 0)
+        st.info(f"Batch {settings.batch_index} no longer exists: these settings make "
+                f"{view.n_batches} batch(es), so batch {last} (the last) is shown.",
+                icon=":material/info:")
+        state.set_field(PREFIX, "batch_index", last)
     c1, c2, c3 = st.columns(3)
     with c1:
         state.bound(st.number_input, "Batch shown", settings, "batch_index", prefix=PREFIX,

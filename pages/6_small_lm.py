@@ -165,7 +165,7 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
     if race_.last_eval_step == 0:
         st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "
                 f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
-                "Press **Start**.", icon="▶️")
+                "Press **Start**.", icon=":material/play_arrow:")
     else:
         best = latest["attention"]["val"]
         if best < bigram_val:
@@ -204,7 +204,7 @@ else:
               help="New models with the current corpus and settings.")
     if stale:
         st.info("The models below were built with another corpus or other settings. "
-                "Press **Reset** to start new models with the current ones.", icon="ℹ️")
+                "Press **Reset** to start new models with the current ones.", icon=":material/info:")
 
     # the app's one live-training fragment trains the race a slice per tick and redraws it
     live_fragment(f"{PREFIX}.live", race, lambda: draw_race(race),

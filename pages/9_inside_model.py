@@ -62,7 +62,7 @@ if inspection is None:
 if inspection is not None:
     if inspection.truncated:
         st.warning(f"The name is longer than the model's context: only the first "
-                   f"{len(inspection.tokens) - 1} letters are shown.", icon="✂️")
+                   f"{len(inspection.tokens) - 1} letters are shown.", icon=":material/content_cut:")
     T = len(inspection.tokens)
     n_layer, n_head = inspection.attn.shape[:2]
     text = "".join(inspection.tokens)

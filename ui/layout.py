@@ -117,6 +117,6 @@ def load_lesson_bytes(prefix: str, cls: type, page: str, data: bytes) -> bool:
         return False
     state.replace_settings(prefix, lesson.settings, lesson.locked)
     if errors:
-        st.warning("Lesson loaded with defaults for: " + "; ".join(errors[:6]), icon="⚠️")
-    st.success(f"Lesson “{lesson.name}” loaded.", icon="✅")
+        st.warning("Lesson loaded with defaults for: " + "; ".join(errors[:6]), icon=":material/warning:")
+    st.success(f"Lesson “{lesson.name}” loaded.", icon=":material/check_circle:")
     return True

@@ -61,7 +61,7 @@ def page_settings(prefix: str, cls: type) -> Any:
     notice = ss.pop(f"{prefix}.__notice", None)
     if notice:
         st.warning("Some settings in the link could not be used and were set to their defaults: "
-                   + "; ".join(notice[:6]), icon="⚠️")
+                   + "; ".join(notice[:6]), icon=":material/warning:")
     return ss[prefix]
 
 

@@ -48,7 +48,7 @@ def _read_upload(prefix: str, text_key: str, min_chars: int) -> None:
             st.session_state[error_key] = (upload.file_id, str(exc))
         else:
             st.session_state[text_key] = text  # the text box shows (and can edit) the file's text
-            st.toast(f"Loaded {upload.name}: {len(text):,} characters.", icon="✅")
+            st.toast(f"Loaded {upload.name}: {len(text):,} characters.", icon=":material/check_circle:")
     refused = st.session_state.get(error_key)
     if refused and refused[0] == upload.file_id:
         st.error(f"{refused[1]} The last valid text stays in use.", icon=":material/block:")

@@ -394,7 +394,7 @@ def upload_panel(book: runs.RunBook) -> None:
     if kind == "error":
         st.error(message, icon=":material/block:")
     else:
-        st.success(message, icon="✅")
+        st.success(message, icon=":material/check_circle:")
 
 
 # ----------------------------------------------------------------------------------- other pages

@@ -98,6 +98,10 @@ def test_batch_index_is_clamped_when_batches_shrink():
     at.number_input(key=key("stride")).set_value(5).run()
     assert_no_exception(at)
     assert "Batch 4 of 5" in " ".join(m.value for m in at.markdown)
+    # lowered with a visible notice, not silently
+    assert any("Batch 20 no longer exists" in i.value and "batch 4 (the last)" in i.value for i in at.info)
+    # lowered with a visible notice, not silently
+    assert any("Batch 20 no longer exists" in i.value and "batch 4 (the last)" in i.value for i in at.info)
 
 
 @pytest.mark.parametrize("field, value, message", [
