@@ -88,6 +88,19 @@ def page(browser):
     context.close()
 
 
+@pytest.fixture(scope="module")
+def warm_url(server_url, browser):
+    """Visit the home page once: the first visit to a non-default page of a fresh server shows
+    Streamlit's spurious "Page not found" dialog (streamlit/streamlit#9992)."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server_url, wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    context.close()
+    return server_url
+
+
 def wait_idle(page, timeout: float = 60_000) -> None:
     """Wait until the script has finished running after a load or an interaction."""
     page.wait_for_timeout(300)  # let the rerun start before waiting for it to end

@@ -52,19 +52,6 @@ POSITIONS = """(heading) => {
 }""".replace("arguments_bar", repr(BAR)).replace("arguments_sel", repr(SELECTOR))
 
 
-@pytest.fixture(scope="module")
-def warm_url(server_url, browser):
-    """Visit the home page once: the first visit to a non-default page of a fresh server shows
-    Streamlit's spurious "Page not found" dialog (streamlit/streamlit#9992)."""
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(server_url, wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
-    context.close()
-    return server_url
-
-
 def settle(page) -> None:
     """Streamlit loads chart code lazily: wait until no skeleton is left and the charts are drawn."""
     page.wait_for_function(

@@ -20,19 +20,6 @@ SIMPLE, SELF = URL["pages/1_simple_attention.py"], URL["pages/2_self_attention.p
 CAUSAL, MULTI = URL["pages/3_causal_attention.py"], URL["pages/4_multi_head.py"]
 
 
-@pytest.fixture(scope="module")
-def warm_url(server_url, browser):
-    """Visit the home page once: the first visit to a non-default page of a fresh server shows
-    Streamlit's spurious "Page not found" dialog (streamlit/streamlit#9992)."""
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(server_url, wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
-    context.close()
-    return server_url
-
-
 def open_walk(page, url: str) -> None:
     """Open a page and wait until its script ran and its charts and grids are drawn."""
     page.set_viewport_size(TALL)
