@@ -37,12 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_server  # noqa: E402
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, open_page_url, start_server  # noqa: E402
 
 TARGET = 0.9
 CLOCK = os.sysconf("SC_CLK_TCK")
 PROGRESS = "[data-testid='stProgress']"
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 PAGE_TITLES = {"train_gpt": "Train the names GPT", "sample_names": "Sample names",
                "inside_model": "Inside the model", "home": "Home"}
 
@@ -150,15 +149,8 @@ def run(args) -> dict:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(60_000)
-            page.goto(url, wait_until="domcontentloaded")
-            page.wait_for_selector(IDLE)
             # the quick demo's settings with more steps, so the run outlasts the three phases
-            for _ in range(4):  # a fresh server may answer a page's URL with "Page not found" once
-                page.goto(f"{url}/train_gpt?max_steps={args.steps}", wait_until="domcontentloaded")
-                page.wait_for_timeout(300)
-                page.wait_for_selector(IDLE)
-                if page.get_by_role("heading", name="Train the names GPT").count():
-                    break
+            open_page_url(page, url, f"train_gpt?max_steps={args.steps}", "Train the names GPT")
             page.get_by_role("button", name="Start", exact=True).first.click()
             deadline = time.monotonic() + 60
             while progress(page)[0] < 1 and time.monotonic() < deadline:

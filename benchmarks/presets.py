@@ -162,7 +162,7 @@ def browser_main(args) -> None:
     from playwright.sync_api import sync_playwright
 
     from core.engine import PRESETS as ALL
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, start_server
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, open_page_url, start_server
     from ui.training import PRESET_NAMES
 
     env = {"ATTENTION_LAB_TORCH_THREADS": str(args.threads)} if args.threads else None
@@ -185,14 +185,7 @@ def browser_main(args) -> None:
                     continue
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.set_default_timeout(60_000)
-                page.goto(url, wait_until="domcontentloaded")
-                page.wait_for_selector(idle)
-                for _ in range(4):  # a fresh server may answer a page's URL with "Page not found" once
-                    page.goto(f"{url}/train_gpt", wait_until="domcontentloaded")
-                    page.wait_for_timeout(300)
-                    page.wait_for_selector(idle)
-                    if page.get_by_role("heading", name="Train the names GPT").count():
-                        break
+                open_page_url(page, url, "train_gpt", "Train the names GPT")
                 page.get_by_role("button", name=re.compile("^" + re.escape(PRESET_NAMES[name]))).click()
                 page.wait_for_timeout(300)
                 page.wait_for_selector(idle)

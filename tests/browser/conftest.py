@@ -113,6 +113,20 @@ def open_app(page, url: str) -> None:
     wait_idle(page)
 
 
+def open_page_url(page, server_url: str, path: str, heading: str) -> None:
+    """Open a page by its own URL (`path` may carry a query). The root is visited first (it registers
+    the st.navigation pages); a fresh server may still answer a page's URL with a spurious "Page not
+    found" (streamlit/streamlit#9992), so the URL is loaded again until the page's heading is there."""
+    open_app(page, server_url)
+    for _ in range(4):
+        open_app(page, f"{server_url}/{path}")
+        if page.get_by_text("Page not found").count() == 0 and \
+                page.get_by_role("heading", name=heading).count():
+            return
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"{path} did not open from its URL")
+
+
 def screenshot(page, name: str, full_page: bool = True) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"

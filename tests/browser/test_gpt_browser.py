@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
@@ -51,17 +51,7 @@ def shoot(page, name: str) -> None:
 
 
 def open_train_page(page, server_url: str, query: dict) -> None:
-    """Open the Train page by its URL. The root is visited first (it registers the st.navigation
-    pages); a fresh server may still show a spurious "Page not found" for a page's own URL
-    (streamlit/streamlit#9992), so the URL is loaded again until the page is there."""
-    open_app(page, server_url)
-    for _ in range(4):
-        open_app(page, f"{server_url}/{TRAIN_URL}?{urlencode(query)}")
-        if page.get_by_text("Page not found").count() == 0 and \
-                page.get_by_role("heading", name="Train the names GPT").count():
-            return
-        page.wait_for_timeout(1000)
-    raise AssertionError("the Train page did not open from its URL")
+    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(query)}", "Train the names GPT")
 
 
 def test_train_live_then_sample_and_look_inside(page, server_url):

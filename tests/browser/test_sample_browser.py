@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
@@ -22,12 +22,7 @@ TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_
 
 def test_sample_page_after_a_refused_prefix(page, server_url):
     page.set_viewport_size({"width": 1400, "height": 1600})
-    open_app(page, server_url)
-    for _ in range(4):  # a fresh server may answer a page's own URL with "Page not found" once
-        open_app(page, f"{server_url}/{TRAIN_URL}?{urlencode(TINY)}")
-        if page.get_by_role("button", name="Start", exact=True).count():
-            break
-        page.wait_for_timeout(1000)
+    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(TINY)}", "Train the names GPT")
     page.get_by_role("button", name="Start", exact=True).click()
     deadline = time.monotonic() + 180
     bar = page.locator("[data-testid='stProgress']")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_app, screenshot
+from tests.browser.conftest import assert_no_error, open_page_url, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -26,15 +26,7 @@ def _step(page) -> int:
 
 
 def _open_train_page(page, server_url: str, query: str) -> None:
-    """The root first (it registers the pages); a fresh server may answer a page's own URL with
-    "Page not found" once (streamlit/streamlit#9992), so the URL is loaded again until it is there."""
-    open_app(page, server_url)
-    for _ in range(4):
-        open_app(page, f"{server_url}/train_gpt?{query}")
-        if page.get_by_role("heading", name=TITLE).count():
-            return
-        page.wait_for_timeout(1000)
-    raise AssertionError("the Train page did not open from its URL")
+    open_page_url(page, server_url, f"train_gpt?{query}", TITLE)
 
 
 def _inside(page, box, height: int, what: str, *, shown: float = 1.0) -> None:
