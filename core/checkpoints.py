@@ -5,7 +5,11 @@ written with `torch.save`:
 
     {"format": FORMAT_TAG, "version": FORMAT_VERSION,
      "model_config": {...GPTConfig...}, "train_config": {...TrainConfig without model...} or None,
-     "vocab": ["." , "a", ...], "state_dict": {name: tensor}, "history": {...}}
+     "vocab": ["." , "a", ...], "state_dict": {name: tensor}, "history": {...},
+     "weights_step": int or None}   # optional: the step the weights come from when not the last one
+
+`weights_step` is set when a run with TrainConfig.restore_best ended on the weights of its best
+validation point; older files have no such key and read as None.
 
 An uploaded file is untrusted. A pickle can run any code while it is being read, so `load_checkpoint`
 reads ONLY with `torch.load(..., weights_only=True)`, whose restricted unpickler refuses anything but
@@ -47,6 +51,7 @@ class Checkpoint:
     tokenizer: CharTokenizer  # the vocabulary the model was trained with
     history: dict  # loss history as saved (plain lists)
     model_config: GPTConfig  # always the architecture (config.model for a TrainConfig)
+    weights_step: int | None = None  # the step the weights come from, when not the history's last (restore_best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,8 +77,10 @@ def _plain(value, where: str = "history"):
     raise CheckpointError(f"{where} holds a {type(value).__name__}; only numbers, text, lists and dicts can be saved")
 
 
-def save_checkpoint(model: GPT, config: GPTConfig | TrainConfig, tokenizer: CharTokenizer, history: dict) -> bytes:
-    """The model, its config, vocabulary and history as the bytes of one torch.save file."""
+def save_checkpoint(model: GPT, config: GPTConfig | TrainConfig, tokenizer: CharTokenizer, history: dict,
+                    weights_step: int | None = None) -> bytes:
+    """The model, its config, vocabulary and history as the bytes of one torch.save file; `weights_step`:
+    the step the weights come from when it is not the history's last (a run that kept its best weights)."""
     if not isinstance(model, GPT):
         raise CheckpointError(f"only GPT models can be saved, got {type(model).__name__}")
     if isinstance(config, TrainConfig):
@@ -102,6 +109,7 @@ def save_checkpoint(model: GPT, config: GPTConfig | TrainConfig, tokenizer: Char
         "vocab": tokenizer.to_list(),
         "state_dict": state_dict,
         "history": _plain(history or {}),
+        "weights_step": None if weights_step is None else int(weights_step),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -244,7 +252,12 @@ def load_checkpoint(data: bytes, max_bytes: int = MAX_BYTES) -> Checkpoint:
 
     history = payload["history"]
     _expect(isinstance(history, dict), "the checkpoint's history is not a mapping")
-    return Checkpoint(model=model, config=config, tokenizer=tokenizer, history=history, model_config=model_config)
+    weights_step = payload.get("weights_step")
+    _expect(weights_step is None or (isinstance(weights_step, int) and not isinstance(weights_step, bool)
+                                     and weights_step >= 0),
+            "the checkpoint's weights_step is not a step number")
+    return Checkpoint(model=model, config=config, tokenizer=tokenizer, history=history, model_config=model_config,
+                      weights_step=weights_step)
 
 
 def _key_message(absent: list[str], unexpected: list[str]) -> str:

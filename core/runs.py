@@ -281,17 +281,25 @@ def stop(run: Run) -> None:
         run.status = "stopped"
 
 
-def extend(run: Run, extra_steps: int) -> None:
-    """Train `extra_steps` more steps (a finished, stopped or uploaded run continues)."""
+def extend(run: Run, extra_steps: int, lr: float | None = None) -> None:
+    """Train `extra_steps` more steps (a finished, stopped, uploaded or diverged run continues),
+    with the peak learning rate `lr` from here on if given (e.g. smaller after the loss diverged).
+
+    A run stopped by a non-finite loss continues from a consistent state: the engine went back to
+    its last good step (weights, optimizer state and step agree; core.engine.Trainer._go_back)."""
     if isinstance(extra_steps, bool) or not isinstance(extra_steps, int) or extra_steps < 1:
         raise ValueError(f"extra steps must be a whole number of at least 1, got {extra_steps!r}")
     new_total = run.step + extra_steps
     problems = budget.check_run_size(run.n_params, new_total)
     if problems:
         raise ValueError("Cannot train that long on this server: " + " ".join(problems))
+    if lr is not None:
+        run.trainer.set_lr(lr)  # ValueError (readable) when out of range
+        run.settings.lr = run.trainer.config.lr
     run.trainer.set_max_steps(new_total)
     run.settings.max_steps = new_total
-    if run.status == "done":
+    run.trainer.clear_error()
+    if run.status in ("done", "error"):
         run.status = "paused"
     run.message = ""
 
@@ -397,6 +405,19 @@ def run_labels(settings: list[TrainSettings], origins: list[str] | None = None,
     return labels
 
 
+def weights_note(run: Run) -> str | None:
+    """A sentence when the model's weights are not those of the run's last step (restore_best put
+    back the best validation point's); None otherwise."""
+    trainer = run.trainer
+    if trainer.weights_step is None:
+        return None
+    val = trainer.weights_val_loss
+    at = f" (validation loss {val:.3f})" if val is not None else ""
+    last = f", validation loss {trainer.last_val_loss:.3f}" if trainer.last_val_loss is not None else ""
+    return (f"The weights are from step {trainer.weights_step:,}, the lowest validation loss of the run{at}; "
+            f"training went on to step {run.step:,}{last}, and the best weights were kept.")
+
+
 SUMMARY_FIELDS = ("n_layer", "n_head", "d_embed", "d_ff", "context_size", "dropout", "optimizer", "lr",
                   "batch_size", "causal", "seed")  # what a figure's caption says about each run
 
@@ -479,7 +500,8 @@ def chart_runs(book: RunBook, overlay: bool) -> list[Run]:
 def run_to_checkpoint(run: Run) -> bytes:
     """The run's model, training config, vocabulary and loss history as a .pt file's bytes."""
     with run.lock:  # never between two halves of an optimizer step (see Run.lock)
-        return save_checkpoint(run.model, run.trainer.config, run.tokenizer, run.history)
+        return save_checkpoint(run.model, run.trainer.config, run.tokenizer, run.history,
+                               weights_step=run.trainer.weights_step)
 
 
 def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
@@ -513,6 +535,8 @@ def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
     state["elapsed"] = float(history["elapsed"][-1]) if history["elapsed"] else 0.0
     state["tokens"] = int(history["tokens"][-1]) if history["tokens"] else 0
     state["config"]["max_steps"] = max(config.max_steps, state["step"], 1)
+    if checkpoint.weights_step is not None and checkpoint.weights_step < state["step"]:
+        state["weights_step"] = checkpoint.weights_step  # kept best weights: say which step they are from
     trainer.load_state_dict(state)
     run = Run(run_id=0, settings=settings_from_config(trainer.config), trainer=trainer,
               status="paused", origin=str(file_name)[:80] or "checkpoint.pt")

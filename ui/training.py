@@ -190,15 +190,23 @@ def _resume(run: runs.Run) -> bool:
 
 
 def _more_steps(run: runs.Run) -> None:
-    """For a stopped, finished or uploaded run: train N more steps (N refused unless in range)."""
+    """For a stopped, finished, uploaded or diverged run: train N more steps (N refused unless in
+    range); after a diverged loss, with a learning rate to choose (half the run's, to start with)."""
     extra = state.checked_number("More steps", key="train.extra", kind=int,
                                  rules={"min": 1, "max": budget.LIMITS.max_steps}, value=500,
                                  width=150)
+    lr = None
+    if run.status == "error":
+        rules = train_settings.widget_spec("lr")
+        lr = state.checked_number("Learning rate from here", key=f"train.extra_lr.{run.run_id}", kind=float,
+                                  rules=rules, value=max(rules["min"], run.trainer.config.lr / 2), width=150,
+                                  help="The loss diverged: train on from the step the run went back to, "
+                                       "with a smaller peak learning rate.")
     if st.button(f"Train {int(extra):,} more steps", key="train.extend", type="primary",
                  icon=":material/fast_forward:",
                  help=f"Carry on from step {run.step:,} to step {run.step + int(extra):,}."):
         try:
-            runs.extend(run, int(extra))
+            runs.extend(run, int(extra), lr=lr)
             runs.start(run)
         except ValueError as exc:
             st.error(str(exc), icon=":material/block:")
@@ -296,6 +304,7 @@ def _progress(run: runs.Run) -> None:
     st.progress(run.progress, text=text)
     if run.message:
         st.error(run.message, icon=":material/block:")
+    weights_caption(run)
     if run.trainer.device_message:
         st.warning(run.trainer.device_message, icon=":material/memory:")
 
@@ -417,15 +426,24 @@ def model_picker(book: runs.RunBook, key: str) -> runs.Run | None:
     if run.active:
         st.caption(f"{run.label} is still training (step {run.step:,} of {run.max_steps:,}); it carries on "
                    "when you go back to the Train page. What you see here is the model as it is now.")
+    weights_caption(run)
     return run
+
+
+def weights_caption(run: runs.Run) -> None:
+    """A caption when the model holds the weights of an earlier step (restore_best kept the best)."""
+    note = runs.weights_note(run)
+    if note:
+        st.caption(note)
 
 
 def _picker_label(run: runs.Run | None) -> str:
     if run is None:
         return "?"
-    val = run.trainer.last_val_loss
+    val, weights_step = run.trainer.weights_val_loss, run.trainer.weights_step
+    kept = f" (weights of step {weights_step:,})" if weights_step is not None else ""
     return (f"{run.label} · step {run.step:,} · {STATUS_TEXT.get(run.status, run.status)}"
-            + (f" · val {val:.3f}" if val is not None else ""))
+            + (f" · val {val:.3f}{kept}" if val is not None else ""))
 
 
 def empty_state(book: runs.RunBook, what: str) -> None:
