@@ -3,6 +3,7 @@
 import contextlib
 import math
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -65,6 +66,7 @@ def tiny_config(**changes) -> TrainConfig:
         ({"min_lr_ratio": 2.0}, "min_lr_ratio"),
         ({"pack_length": 8}, "pack_length"),
         ({"pack_length": 24, "model": GPTConfig(causal=False)}, "causal"),
+        ({"restore_best": "yes"}, "restore_best must be true or false"),
     ],
 )
 def test_train_config_validation(changes, message):
@@ -275,9 +277,10 @@ def test_same_seed_same_losses_with_schedule_and_clipping(small_data):
     assert runs[0] == runs[1]
 
 
-@pytest.mark.parametrize("pack_length", [None, 24])
-def test_resume_from_state_dict_continues_identically(small_data, pack_length):
-    config = tiny_config(max_steps=20, optimizer="adamw", schedule="cosine", warmup_steps=3, pack_length=pack_length)
+@pytest.mark.parametrize("pack_length, restore_best", [(None, False), (24, False), (24, True)])
+def test_resume_from_state_dict_continues_identically(small_data, pack_length, restore_best):
+    config = tiny_config(max_steps=20, optimizer="adamw", schedule="cosine", warmup_steps=3, pack_length=pack_length,
+                         restore_best=restore_best)
     straight = Trainer(config, small_data)
     straight.train()
 
@@ -290,6 +293,9 @@ def test_resume_from_state_dict_continues_identically(small_data, pack_length):
     resumed.train()
     assert resumed.history["train_loss"] == straight.history["train_loss"]
     assert resumed.history["val_loss"] == straight.history["val_loss"]
+    assert (resumed.best_step, resumed.weights_step) == (straight.best_step, straight.weights_step)
+    for mine, theirs in zip(resumed.model.parameters(), straight.model.parameters()):
+        assert torch.equal(mine, theirs)
 
 
 def test_state_dict_survives_torch_save_with_weights_only(small_data):
@@ -304,6 +310,69 @@ def test_state_dict_survives_torch_save_with_weights_only(small_data):
     trainer.train(n_steps=4)
     resumed.train(n_steps=4)
     assert resumed.history["train_loss"] == trainer.history["train_loss"]
+
+
+# ---------------------------------------------------------------------------------------------
+# restore_best: the weights of the best validation point
+# ---------------------------------------------------------------------------------------------
+
+SCRIPTED_VAL = {10: 3.0, 20: 2.5, 30: 2.0, 40: 2.2, 50: 2.4, 60: 2.6}  # lowest at step 30
+
+
+def scripted_validation(trainer: Trainer, losses: dict[int, float] = SCRIPTED_VAL) -> Trainer:
+    """Validation losses fixed per step, so where the best point lies is known (training is untouched)."""
+    trainer.evaluate = lambda split="val", max_batches=None: losses[trainer.step]
+    return trainer
+
+
+def same_weights(a: Trainer, b: Trainer) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+
+
+def test_restore_best_ends_with_the_weights_of_the_best_validation_point(small_data):
+    config = tiny_config(max_steps=60, val_interval=10, restore_best=True)
+    trainer = scripted_validation(Trainer(config, small_data))
+    plain = scripted_validation(Trainer(replace(config, restore_best=False), small_data))
+    trainer.train()
+    plain.train()
+    assert trainer.history["train_loss"] == plain.history["train_loss"]  # keeping a copy changes no step
+    assert trainer.history["val_steps"] == [10, 20, 30, 40, 50, 60]  # the curve shows the whole run
+    assert trainer.step == 60 and trainer.done
+    assert (trainer.best_step, trainer.best_val_loss, trainer.weights_step) == (30, 2.0, 30)
+    assert trainer.weights_val_loss == 2.0 and trainer.last_val_loss == 2.6
+    assert plain.weights_step is None and plain.weights_val_loss == 2.6
+    stopped_at_best = Trainer(replace(config, restore_best=False), small_data)
+    stopped_at_best.train(n_steps=30)
+    assert same_weights(trainer, stopped_at_best) and not same_weights(trainer, plain)
+
+    # training on: the weights are those of the current step again, until a better point is kept
+    losses = {**SCRIPTED_VAL, 70: 1.5, 80: 1.7}
+    scripted_validation(trainer, losses)
+    trainer.set_max_steps(80)
+    trainer.train(n_steps=1)
+    assert trainer.step == 61 and trainer.weights_step is None
+    trainer.train()
+    assert (trainer.best_step, trainer.weights_step, trainer.weights_val_loss) == (70, 70, 1.5)
+
+
+def test_restore_best_survives_save_and_resume(small_data):
+    import io
+
+    config = tiny_config(max_steps=60, val_interval=10, restore_best=True, pack_length=24)
+    straight = scripted_validation(Trainer(config, small_data))
+    straight.train()
+    first = scripted_validation(Trainer(config, small_data))
+    first.train(n_steps=45)  # after the best point (30), before the end
+    buffer = io.BytesIO()
+    torch.save(first.state_dict(), buffer)
+    state = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)
+    resumed = scripted_validation(Trainer.from_state_dict(state, small_data))
+    assert (resumed.best_step, resumed.best_val_loss, resumed.weights_step) == (30, 2.0, None)
+    resumed.train()
+    assert resumed.history["train_loss"] == straight.history["train_loss"]
+    assert (resumed.best_step, resumed.weights_step) == (30, 30) and same_weights(resumed, straight)
+    finished = Trainer.from_state_dict(straight.state_dict(), small_data)  # saved after the weights went back
+    assert finished.weights_step == 30 and finished.weights_val_loss == 2.0 and same_weights(finished, straight)
 
 
 def test_packed_rows_compute_exactly_what_separate_windows_do(small_data):

@@ -85,12 +85,111 @@ def test_a_deferred_read_stops_at_the_first_non_finite_loss(small_data):
                 module.lm_head.weight.fill_(float("nan"))
 
     trainer.model.register_forward_pre_hook(poison)
-    with pytest.raises(TrainingError, match="step 6.*smaller learning rate"):
+    with pytest.raises(TrainingError, match="step 6.*went back to step 3.*smaller learning rate"):
         trainer.train()
-    # steps 1-5 were read and kept; the run stopped at the last good step
-    assert trainer.step == 5 and trainer.history["steps"] == [1, 2, 3, 4, 5]
+    # the read at step 4 (before its update) found steps 1-4 finite: the weights of step 3 were kept;
+    # the read at step 8 found step 6 NaN, after updates 6 and 7 had run: the run went back to step 3
+    assert trainer.step == 3 and trainer.history["steps"] == [1, 2, 3]
     assert all(math.isfinite(v) for v in trainer.history["train_loss"])
     assert trainer.done and "step 6" in trainer.error
+    stopped_there = Trainer(tiny_config(), small_data)
+    stopped_there.train(n_steps=3)
+    assert_same_training_state(trainer, stopped_there)
+
+
+def forward_with_nan_loss_at(trainer: Trainer, bad_step: int) -> None:
+    """Make the training forward pass of step `bad_step` return a NaN loss (validation passes untouched):
+    its backward then puts NaN into every gradient, and the updates after it into the weights."""
+    original, calls = trainer.model.forward, {"n": 0}
+
+    def forward(*args, **kwargs):
+        logits, loss = original(*args, **kwargs)
+        if trainer.model.training:
+            calls["n"] += 1
+            if calls["n"] == bad_step:
+                loss = loss * float("nan")
+        return logits, loss
+
+    trainer.model.forward = forward
+
+
+def training_tensors(trainer: Trainer) -> dict[str, torch.Tensor]:
+    """Every parameter, buffer and optimizer-state tensor of a trainer, by name."""
+    tensors = {**dict(trainer.model.named_parameters()), **dict(trainer.model.named_buffers())}
+    for index, state in enumerate(trainer.optimizer.state.values()):
+        tensors.update({f"optimizer.{index}.{k}": v for k, v in state.items() if isinstance(v, torch.Tensor)})
+    return tensors
+
+
+def assert_same_training_state(trainer: Trainer, other: Trainer) -> None:
+    """Bit-identical weights, optimizer state, step, history and batch order."""
+    mine, theirs = training_tensors(trainer), training_tensors(other)
+    assert mine.keys() == theirs.keys() and len(mine) > 2 * len(list(trainer.model.parameters()))
+    for name, tensor in mine.items():
+        assert torch.equal(tensor, theirs[name]), name
+    assert trainer.step == other.step
+    for key in ("steps", "train_loss", "tokens", "lr", "val_steps", "val_loss"):
+        assert trainer.history[key] == other.history[key], key
+    assert trainer._tokens == other._tokens
+    assert torch.equal(trainer._batch_generator.get_state(), other._batch_generator.get_state())
+    assert torch.equal(trainer._dropout_generator.get_state(), other._dropout_generator.get_state())
+
+
+@pytest.mark.parametrize("pack_length", [32, None])
+@pytest.mark.parametrize(
+    "val_interval, bad_step, back_to",
+    [(100, 25, 23),  # reads (before their update) at 8, 16, 24 kept steps 7, 15, 23; the read at 32 finds 25
+     (10, 21, 20)],  # the read before the validation at step 20 (all updates run) kept step 20
+)
+def test_after_a_nan_the_run_is_exactly_a_run_stopped_at_its_restore_point(small_data, pack_length, val_interval,
+                                                                             bad_step, back_to):
+    config = tiny_config(model=replace(TINY, dropout=0.1), loss_read_every=8, val_interval=val_interval,
+                         max_steps=80, pack_length=pack_length, weight_decay=0.1)
+    trainer = Trainer(config, small_data)
+    forward_with_nan_loss_at(trainer, bad_step)
+    with pytest.raises(TrainingError, match=f"step {bad_step}: the loss became nan.*went back to step {back_to} "):
+        trainer.train()
+    tensors = training_tensors(trainer)
+    assert all(bool(torch.isfinite(t).all()) for t in tensors.values() if t.is_floating_point())
+    stopped_there = Trainer(config, small_data)
+    stopped_there.train(n_steps=back_to)
+    assert_same_training_state(trainer, stopped_there)
+
+    # with a smaller learning rate both train on alike, and the loss stays finite
+    for t in (trainer, stopped_there):
+        t.clear_error()
+        t.set_lr(config.lr / 2)
+        t.set_max_steps(back_to + 20)
+        t.train()
+    assert trainer.history["train_loss"] == stopped_there.history["train_loss"]
+    assert trainer.step == back_to + 20 and all(math.isfinite(v) for v in trainer.history["train_loss"])
+    assert trainer.history["lr"][-1] == config.lr / 2
+
+
+def test_a_restore_point_that_is_itself_broken_is_reported(small_data):
+    trainer = Trainer(tiny_config(loss_read_every=4, val_interval=100), small_data)
+    trainer.train(n_steps=4)
+    for _, copy_of_tensor in trainer._restore_point._pairs:
+        if copy_of_tensor.is_floating_point():
+            copy_of_tensor.fill_(float("nan"))
+    forward_with_nan_loss_at(trainer, 2)  # the 2nd forward from here: step 6
+    with pytest.raises(TrainingError, match="weights were already not finite: start a new run"):
+        trainer.train()
+
+
+def test_reading_every_step_keeps_no_restore_point(small_data):
+    """The CPU's default: each loss is read before its own update, so a NaN never reaches the weights
+    and nothing is copied (the per-step path stays as it was)."""
+    trainer = Trainer(tiny_config(), small_data)
+    assert trainer.loss_read_every == 1 and trainer._restore_point is None
+    forward_with_nan_loss_at(trainer, 5)
+    with pytest.raises(TrainingError, match="step 5"):
+        trainer.train()
+    assert trainer.step == 4 and "went back" not in trainer.error
+    stopped_there = Trainer(tiny_config(), small_data)
+    stopped_there.train(n_steps=4)
+    for name, tensor in training_tensors(trainer).items():  # the NaN step's update never ran
+        assert torch.equal(tensor, training_tensors(stopped_there)[name]), name
 
 
 def test_defaults_read_every_step_on_the_cpu_and_in_batches_on_a_gpu():
@@ -233,11 +332,23 @@ def test_bf16_autocast_runs_on_a_gpu_that_supports_it(small_data):
 
 @needs_cuda
 def test_a_nan_stops_a_graphed_run(small_data):
+    """Replayed steps update before their loss is read: after a NaN the run goes back to its last good
+    read, with the very weights and optimizer state it had (copied back in place, so the graph's
+    addresses stay valid), and trains on with a smaller learning rate (the graph recorded again)."""
     trainer = Trainer(cuda_config(max_steps=200, val_interval=1000, loss_read_every=8), small_data)
-    trainer.train(n_steps=10)
+    trainer.train(n_steps=10)  # the slice ends with a read: step 10 is the restore point
     assert trainer._graph is not None
+    kept = {name: t.clone() for name, t in training_tensors(trainer).items()}
     with torch.no_grad():
         trainer.model.lm_head.weight.fill_(float("nan"))  # in place: the graph reads the same memory
-    with pytest.raises(TrainingError, match="smaller learning rate"):
+    with pytest.raises(TrainingError, match="went back to step 10 .*smaller learning rate"):
         trainer.train()
-    assert trainer.step == 10 and trainer.done
+    assert trainer.step == 10 and trainer.done and trainer.history["steps"] == list(range(1, 11))
+    for name, tensor in training_tensors(trainer).items():
+        assert torch.equal(tensor, kept[name]), name
+    trainer.clear_error()
+    trainer.set_lr(trainer.config.lr / 2)
+    trainer.train(n_steps=40)
+    assert trainer.step == 50 and trainer._graph is not None, trainer.graph_error
+    assert all(math.isfinite(v) for v in trainer.history["train_loss"])
+    assert all(bool(torch.isfinite(t).all()) for t in training_tensors(trainer).values() if t.is_floating_point())

@@ -186,6 +186,53 @@ def test_a_diverging_run_stops_with_a_message(monkeypatch):
     assert "diverged" in run.message and "learning rate" in run.message
 
 
+def train_to_the_end(run: runs.Run) -> runs.Run:
+    runs.start(run)
+    while run.active:
+        run.advance(5.0)
+    return run
+
+
+def test_a_diverged_run_trains_on_from_its_last_good_step_with_a_smaller_learning_rate():
+    run = runs.RunBook(owner="t").create(tiny(lr=0.004, schedule="constant"))
+    original, calls = run.model.forward, {"n": 0}
+
+    def forward(*args, **kwargs):  # the training forward pass of step 7 returns a NaN loss
+        logits, loss = original(*args, **kwargs)
+        calls["n"] += run.model.training
+        return logits, (loss * float("nan") if run.model.training and calls["n"] == 7 else loss)
+
+    run.model.forward = forward
+    train_to_the_end(run)
+    assert run.status == "error" and run.step == 6 and "step 7" in run.message
+    with pytest.raises(ValueError, match="lr must be above 0"):
+        runs.extend(run, 10, lr=0.0)
+    assert run.status == "error" and run.trainer.config.lr == 0.004  # a refused lr changes nothing
+    runs.extend(run, 10, lr=0.002)
+    assert run.status == "paused" and run.message == "" and not run.done
+    assert run.settings.lr == 0.002 and run.max_steps == 16
+    train_to_the_end(run)
+    assert run.status == "done" and run.step == 16
+    assert run.history["lr"][-1] == 0.002 and all(math.isfinite(v) for v in run.history["train_loss"])
+
+
+def test_a_run_that_kept_its_best_weights_says_so_and_its_checkpoint_too(monkeypatch):
+    run = runs.RunBook(owner="t").create(tiny(restore_best=True))
+    scripted = {10: 2.0, 20: 2.5, 30: 2.6}  # the lowest validation loss at step 10
+    monkeypatch.setattr(run.trainer, "evaluate", lambda split="val", max_batches=None: scripted[run.step])
+    train_to_the_end(run)
+    assert run.step == 30 and run.trainer.weights_step == 10
+    note = runs.weights_note(run)
+    assert "from step 10" in note and "2.000" in note and "step 30" in note and "2.600" in note
+    uploaded = runs.run_from_checkpoint(runs.run_to_checkpoint(run))
+    assert uploaded.trainer.weights_step == 10 and runs.weights_note(uploaded) == note
+    for mine, theirs in zip(uploaded.model.parameters(), run.model.parameters()):
+        assert torch.equal(mine, theirs)
+    assert runs.weights_note(trained(2)) is None
+    labels = runs.run_labels([tiny(restore_best=True), tiny()])
+    assert labels == ["#1 best weights kept", "#2 last weights"]
+
+
 def test_runbook_keeps_a_bounded_history_and_one_active_run():
     book = runs.RunBook(owner="t")
     first = book.create(tiny())

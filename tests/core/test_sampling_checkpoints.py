@@ -193,6 +193,16 @@ def test_checkpoint_round_trip_gives_identical_logits_and_samples(memorised, sav
     )
 
 
+def test_weights_step_is_saved_and_older_files_without_it_read_as_none(memorised, saved):
+    trainer, data = memorised
+    assert load_checkpoint(saved).weights_step is None
+    kept = save_checkpoint(trainer.model, trainer.config, data.tokenizer, trainer.history, weights_step=40)
+    assert load_checkpoint(kept).weights_step == 40
+    older = _payload(saved)
+    del older["weights_step"]  # a file written before restore_best existed
+    assert load_checkpoint(_bytes(older)).weights_step is None
+
+
 def test_checkpoint_of_a_bare_gpt_config():
     model = GPT(GPTConfig(n_layer=1))
     tokenizer = CharTokenizer.from_text("abcdefghijklmnopqrstuvwxyz")
@@ -308,6 +318,8 @@ def _edited(saved: bytes, edit) -> bytes:
         (lambda p: p["state_dict"]["lm_head.weight"].__setitem__((0, 0), float("nan")), "NaN or infinite"),
         (lambda p: p["state_dict"]["final_norm.weight"].__setitem__(0, float("inf")), "NaN or infinite"),
         (lambda p: p.update(state_dict=[1, 2]), "no weights|not all named tensors"),
+        (lambda p: p.update(weights_step="best"), "weights_step is not a step number"),
+        (lambda p: p.update(weights_step=-3), "weights_step is not a step number"),
     ],
 )
 def test_inconsistent_checkpoints_are_refused(saved, edit, message):
