@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from core import settings as core_settings, train_settings
+from core import runs, settings as core_settings, train_settings
 from core.lessons import sample_names
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.gpt_helpers import book_of, chart_rows, chart_titles, texts, tiny_trained_book
@@ -41,6 +41,26 @@ def test_without_a_model_the_page_explains_and_offers_the_quick_demo():
     assert train_settings.matching_preset(run.settings) == "quick_demo"
     assert at.session_state["train"] == train_settings.preset_settings("quick_demo")
     assert "train.start" in [b.key for b in at.button]  # we are on the Train page now
+
+
+def test_a_model_that_kept_its_best_weights_says_from_which_step(monkeypatch):
+    """restore_best: the model holds the weights of the lowest validation point, not of the last step;
+    the page (its model picker, shared with the Inside page) says so."""
+    book = runs.RunBook(owner="apptest")
+    run = book.create(train_settings.TrainSettings(context_size=8, n_layer=1, n_head=2, d_embed=16, d_ff=32,
+                                                   max_steps=20, val_interval=10, restore_best=True))
+    monkeypatch.setattr(run.trainer, "evaluate", lambda split="val", max_batches=None: {10: 2.0, 20: 2.5}[run.step])
+    runs.start(run)
+    while run.active:
+        run.advance(5.0)
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = book
+    at.run()
+    assert_no_exception(at)
+    assert "The weights are from step 10, the lowest validation loss of the run (validation loss 2.000)" \
+        in texts(at.caption)
+    picker = next(s for s in at.selectbox if s.label == "Model")
+    assert "val 2.000 (weights of step 10)" in picker.format_func(picker.value)
 
 
 def test_names_are_sampled_labelled_and_shared():

@@ -415,6 +415,34 @@ def test_a_number_box_refuses_bad_text_and_keeps_the_last_valid_value(text, why)
     assert next(t for t in at.text_input if t.label == "Steps").value == "1500"
 
 
+def test_after_a_diverged_loss_the_run_trains_on_with_a_smaller_learning_rate():
+    at = tiny_page(lr="0.004", schedule="constant")
+    at.button(key="train.start").click().run()
+    run = current(at)
+    original = run.model.forward
+
+    def forward(*args, **kwargs):  # from here on every training step's loss is NaN
+        logits, loss = original(*args, **kwargs)
+        return logits, (loss * float("nan") if run.model.training else loss)
+
+    run.model.forward = forward
+    for _ in range(5):
+        if run.status == "error":
+            break
+        at.run()
+    assert run.status == "error" and "diverged" in texts(at.error)
+    stopped_at = run.step
+    lr_key = f"train.extra_lr.{run.run_id}"
+    assert at.text_input(key=lr_key).value == "0.002"  # half the run's learning rate, to start with
+    at.text_input(key=lr_key).set_value("0.001").run()
+    run.model.forward = original
+    at.text_input(key="train.extra").set_value("4").run()
+    at.button(key="train.extend").click().run()
+    assert_no_exception(at)
+    assert run.status in ("running", "done") and run.step > stopped_at and run.trainer.config.lr == 0.001
+    assert "diverged" not in texts(at.error) and lr_key not in {t.key for t in at.text_input}
+
+
 def test_the_more_steps_box_refuses_bad_text_too():
     at = tiny_page(max_steps="3")
     at.button(key="train.start").click().run()
