@@ -108,6 +108,9 @@ def time_to_targets(config: TrainConfig, data: NamesData, cap_s: float) -> dict:
         "tokens": trainer.history["tokens"][-1] if trainer.history["tokens"] else 0,
         "final_val_loss": round(trainer.last_val_loss, 4) if trainer.last_val_loss is not None else None,
         "best_val_loss": round(min(trainer.history["val_loss"]), 4) if trainer.history["val_loss"] else None,
+        # the validation loss of the weights the run ends with (restore_best: those of its best point)
+        "weights_val_loss": round(trainer.weights_val_loss, 4) if trainer.weights_val_loss is not None else None,
+        "weights_step": trainer.weights_step if trainer.weights_step is not None else trainer.step,
         "seconds_to": reached,
         "curve": curve,
     }

@@ -86,7 +86,7 @@ def main() -> None:
         trainer.train()
         seconds = time.perf_counter() - start
         cpu_seconds = time.process_time() - cpu_start  # all threads of this process; robust to other load
-        val_loss = trainer.last_val_loss
+        val_loss = trainer.weights_val_loss  # of the weights it ends with (restore_best: its best point's)
         entry = {
             "steps": trainer.step,
             "seconds": round(seconds, 1),

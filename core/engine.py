@@ -21,6 +21,13 @@ after each step, each packed step is replayed from a recorded CUDA graph (`CudaG
 autocast, and `preset_config(name, device)` gives the GPU version of a preset (larger batches). On the CPU
 nothing of this applies and the results are exactly those of float32 eager steps.
 
+A NaN found at a delayed read has already reached the weights (the updates ran ahead of the check). So with
+reads every N > 1 steps the trainer keeps a restore point (`StateSnapshot`: device-side copies of the
+weights and optimizer state, plus where the batches stood) at each read that found only finite losses, and
+goes back to it when a read finds a NaN: step, weights, optimizer state, schedule, history and batch order
+are then exactly those of a run stopped at that step. With `restore_best` another snapshot keeps the weights
+of the lowest validation loss, and the model gets them back at max_steps (`weights_step` says from where).
+
 Losses are mean cross-entropy per non-padding target character, in nats (ln 27 = 3.30 is a uniform guess).
 """
 
