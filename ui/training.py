@@ -200,8 +200,9 @@ def _more_steps(run: runs.Run) -> None:
         rules = train_settings.widget_spec("lr")
         lr = state.checked_number("Learning rate from here", key=f"train.extra_lr.{run.run_id}", kind=float,
                                   rules=rules, value=max(rules["min"], run.trainer.config.lr / 2), width=150,
-                                  help="The loss diverged: train on from the step the run went back to, "
-                                       "with a smaller peak learning rate.")
+                                  help="The loss diverged: train on from the last good step, with a "
+                                       "smaller peak learning rate. If it diverges again at once, the "
+                                       "weights had already blown up: start a new run with a smaller one.")
     if st.button(f"Train {int(extra):,} more steps", key="train.extend", type="primary",
                  icon=":material/fast_forward:",
                  help=f"Carry on from step {run.step:,} to step {run.step + int(extra):,}."):
