@@ -49,3 +49,28 @@ def test_shared_caches_are_emptied_when_asked():
     assert not housekeeping.nobody_left()  # no Streamlit runtime here: nothing to say, nothing cleared
     housekeeping.clear_shared_caches()
     assert square(3) == 9 and calls == [3, 3]  # computed again
+
+
+def test_app_functools_caches_are_emptied_with_the_shared_ones():
+    from core.lessons.self_attention import scaling_run
+
+    scaling_run(4, seed=3)
+    assert scaling_run.cache_info().currsize >= 1
+    assert scaling_run in housekeeping.app_lru_caches()
+    assert housekeeping.clear_shared_caches() >= 1
+    assert scaling_run.cache_info().currsize == 0
+    assert all(f.__module__.partition(".")[0] in housekeeping.APP_PACKAGES for f in housekeeping.app_lru_caches())
+
+
+def test_memory_probe_splits_the_resident_size_by_mapping():
+    from ui import memory_probe
+
+    report = memory_probe._mappings()
+    if not report:
+        import pytest
+
+        pytest.skip("no /proc/self/smaps on this platform")
+    by_kind = report["rss_by_mapping_mb"]
+    assert by_kind.get("file", 0) > 1  # the interpreter and its libraries are mapped files
+    assert sum(by_kind.values()) <= memory_probe._rss_mb() * 1.05 + 1
+    assert report.get("pymalloc_arenas", 1) >= 1

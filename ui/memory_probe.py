@@ -49,6 +49,69 @@ def _malloc(libc: ctypes.CDLL | None) -> dict:
             "malloc_arena_mb": mb(info.arena), "malloc_mmap_mb": mb(info.hblkhd)}
 
 
+def _mappings() -> dict:
+    """Resident MB by kind of mapping (/proc/self/smaps): shared-library and other file pages, the
+    main heap, glibc's thread arenas (64 MiB aligned), and other anonymous blocks (Python's object
+    arenas, which glibc does not account for; large blocks glibc mmapped; thread stacks)."""
+    kinds: collections.Counter = collections.Counter()
+    try:
+        with open("/proc/self/smaps") as f:
+            kind = "other"
+            for line in f:
+                head = line.split()
+                if len(head) >= 5 and "-" in head[0] and not head[0].endswith(":"):
+                    start, end = (int(x, 16) for x in head[0].split("-"))
+                    size, path = end - start, (head[5] if len(head) > 5 else "")
+                    if path == "[heap]":
+                        kind = "heap"
+                    elif path.startswith("/"):
+                        kind = "file"
+                    elif path:
+                        kind = "other"
+                    elif start % (64 * 2**20) == 0:  # glibc aligns each thread arena to its 64 MiB
+                        kind = "thread_arena"
+                    else:
+                        kind = "anon_other"
+                elif head and head[0] == "Rss:":
+                    kinds[kind] += int(head[1])
+    except OSError:
+        return {}
+    out = {"rss_by_mapping_mb": {k: round(v / 1024, 1) for k, v in kinds.most_common()}}
+    out.update(_pymalloc())
+    return out
+
+
+def _pymalloc() -> dict:
+    """Python's small-object allocator: arenas held and bytes in use (sys._debugmallocstats, which
+    only prints to the C stderr, read back through a temporary file)."""
+    import re
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile("w+") as tmp:
+            saved = os.dup(2)
+            try:
+                sys.stderr.flush()
+                os.dup2(tmp.fileno(), 2)
+                sys._debugmallocstats()
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            tmp.seek(0)
+            text = tmp.read()
+    except (OSError, AttributeError):
+        return {}
+    found = {}
+    for key, pattern in (("pymalloc_arenas", r"# arenas allocated current\s*=\s*([\d,]+)"),
+                         ("pymalloc_in_use_mb", r"# bytes in allocated blocks\s*=\s*([\d,]+)"),
+                         ("pymalloc_arena_mb", r"# bytes in arenas\s*=\s*([\d,]+)|Total\s*=\s*([\d,]+)")):
+        m = re.search(pattern, text)
+        if m:
+            value = int(next(g for g in m.groups() if g).replace(",", ""))
+            found[key] = value if key == "pymalloc_arenas" else round(value / 2**20, 1)
+    return found
+
+
 def _sessions() -> dict:
     from streamlit.runtime import Runtime
 
@@ -199,7 +262,7 @@ def report(libc: ctypes.CDLL | None, label: str = "") -> dict:
 
 def _report(libc: ctypes.CDLL | None, label: str) -> dict:
     t0 = time.perf_counter()
-    out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc),
+    out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc), **_mappings(),
            **_sessions(), **_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders(),
            **_traced(),
            "threads": len(sys._current_frames())}
