@@ -182,13 +182,16 @@ def _session_state_sizes() -> dict:
 
 def _objects() -> dict:
     counts: collections.Counter = collections.Counter()
+    dict_kinds: collections.Counter = collections.Counter()  # what the dicts are, by their first keys
     for obj in gc.get_objects():
         counts[type(obj).__name__] += 1
+        if type(obj) is dict:
+            dict_kinds[",".join(str(k)[:20] for k in list(obj)[:3])] += 1
     wanted = ("AppSession", "SessionState", "Tensor", "Parameter", "DataFrame", "ndarray", "Module",
               "Trainer", "LiveRun", "ForwardMsg")
     return {"gc_objects": sum(counts.values()),
             "gc_types": {name: counts[name] for name in wanted if counts[name]},
-            "gc_top": counts.most_common(8)}
+            "gc_top": counts.most_common(8), "dict_kinds": dict_kinds.most_common(10)}
 
 
 def _tensor_holders() -> dict:
