@@ -74,3 +74,39 @@ def test_memory_probe_splits_the_resident_size_by_mapping():
     assert by_kind.get("file", 0) > 1  # the interpreter and its libraries are mapped files
     assert sum(by_kind.values()) <= memory_probe._rss_mb() * 1.05 + 1
     assert report.get("pymalloc_arenas", 1) >= 1
+
+
+def test_the_mmap_threshold_is_fixed_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("ATTENTION_LAB_MMAP_THRESHOLD", raising=False)
+    assert housekeeping.mmap_threshold() == housekeeping.MMAP_THRESHOLD == 2**20
+    monkeypatch.setenv("ATTENTION_LAB_MMAP_THRESHOLD", "0")
+    assert housekeeping.mmap_threshold() == 0
+    assert housekeeping.set_mmap_threshold(housekeeping._libc()) is False  # 0: glibc's own is left
+    monkeypatch.setenv("ATTENTION_LAB_MMAP_THRESHOLD", "lots")  # a typo falls back, with a log line
+    assert housekeeping.mmap_threshold() == 2**20
+    monkeypatch.setenv("ATTENTION_LAB_MMAP_THRESHOLD", "4194304")
+    assert housekeeping.mmap_threshold() == 4 * 2**20
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")  # glibc's own variable wins
+    assert housekeeping.mmap_threshold() == 0
+
+
+def test_a_fixed_mmap_threshold_gives_large_blocks_back_when_freed():
+    import ctypes
+
+    libc = housekeeping._libc()
+    if libc is None:
+        import pytest
+
+        pytest.skip("not glibc")
+    assert libc.mallopt(housekeeping.M_MMAP_THRESHOLD, 2**20) == 1
+    from ui import memory_probe
+
+    before = memory_probe._malloc(libc)["malloc_mmap_mb"]
+    malloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)(("malloc", libc))  # a pointer, not an int
+    free = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(("free", libc))
+    block = malloc(8 * 2**20)
+    during = memory_probe._malloc(libc)["malloc_mmap_mb"]
+    free(block)
+    after = memory_probe._malloc(libc)["malloc_mmap_mb"]
+    assert during >= before + 7.9 and after <= before + 0.1  # its own mapping, unmapped at free
