@@ -177,6 +177,7 @@ class Stats:
     reconnects: list = field(default_factory=list)     # seconds from the disconnect to a served page
     trainer_steps: dict = field(default_factory=dict)  # student -> [(t, cumulative steps)]
     soak: dict = field(default_factory=dict)
+    lesson: int = 0  # which class (--classes): trainers are told apart per class
 
 
 class Client:
@@ -798,7 +799,7 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
     """Open the Train page, press Start, watch the run tick; start another when it finishes."""
     rng = random.Random(2000 + i)
     await asyncio.sleep(arrival)
-    client = Client(f"trainer {i}", base, stats, rng)
+    client = Client(f"trainer {i}" + (f" (class {stats.lesson + 1})" if stats.lesson else ""), base, stats, rng)
     record = stats.trainer_steps.setdefault(client.name, [])
     done_before = 0  # steps of this trainer's finished runs
     last_step = 0
@@ -1149,6 +1150,7 @@ def run_once(args: argparse.Namespace) -> dict:
         result["cold_start_s"] = round(server.start(), 2)
         result["rss_idle_cold_mb"] = round(server.rss() / 2**20, 1)
         for lesson in range(args.classes):  # a second class on the same server: a leak grows
+            stats.lesson = lesson
             asyncio.run(classroom(args, server, stats, result))
             result["rss_end_of_class_mb"] = round(server.rss() / 2**20, 1)
             if args.leave_wait > 0:  # every student has left; their sessions expire after the TTL
