@@ -1043,6 +1043,29 @@ async def warm_up(base: str, stats: Stats) -> tuple[Client, float]:
     return client, 0.0
 
 
+async def one_student_class(args: argparse.Namespace, base: str, stats: Stats, result: dict,
+                            server: "Server") -> "Client":
+    """The one-student level after a class of one (--baseline-s): one student trains on the Train
+    page for half the time, then walks the other pages for the other half, and leaves; after the
+    sessions' TTL (--leave-wait) the RSS is read. Beside the level after a single visit of every
+    page, this one includes what training and a class's length load for good (PyTorch's autograd
+    and optimizer code, the pages' first-use caches), so the class of N is compared with a class of
+    one on the same protocol: what remains is what the N students added."""
+    half = args.baseline_s / 2
+    solo = Stats()  # its clicks are not the class's; its errors are
+    for role in (trainer, student):
+        plan = Plan(seconds=half, think=tuple(args.think_s), deadline=time.monotonic() + half)
+        await role(9000, base, solo, plan, 0.0)
+    stats.errors.extend(f"one-student class: {e}" for e in solo.errors)
+    steps = solo.trainer_steps.get("trainer 9000", [])
+    result["one_student_class_steps"] = steps[-1][1] if steps else 0
+    await asyncio.sleep(args.leave_wait)
+    result["rss_one_student_class_mb"] = round(server.rss() / 2**20, 1)
+    warm = Client("warm-up student", base, stats, random.Random(7))
+    await warm.connect("")
+    return warm
+
+
 async def browsers(base: str, count: int, stats: dict, seconds: float) -> None:
     """Real Chromium tabs walking the attention pages (classroom_load's student)."""
     if count <= 0:
@@ -1072,6 +1095,9 @@ async def classroom(args: argparse.Namespace, server: Server, stats: Stats, resu
     warm, _ = await warm_up(base, stats)
     await asyncio.sleep(35.0 if args.memory_probe else 3.0)  # the probe reports every 30 s
     result.setdefault("rss_one_student_mb", round(server.rss() / 2**20, 1))
+    if args.baseline_s > 0 and "rss_one_student_class_mb" not in result:
+        await warm.close()
+        warm = await one_student_class(args, base, stats, result, server)
     n, k = args.students, args.trainers
     start = time.monotonic()
     plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration,
@@ -1207,6 +1233,8 @@ def summarise(result: dict, stats: Stats, server: Server, tmp: Path, args: argpa
         "every_trainer_advances": bool(minutes) and all(v > 0 for v in minutes.values()),
         "peak_rss_mb": round(server.peak / 2**20, 1),
         "after_leave_vs_one_student": round(after / one - 1, 3) if after and one else None,
+        "after_leave_vs_one_student_class": (round(after / result["rss_one_student_class_mb"] - 1, 3)
+                                             if after and result.get("rss_one_student_class_mb") else None),
         "sim_cpu_per_client": round(result.get("sim_cpu_s", 0) / max(1, args.students)
                                     / max(1e-9, result.get("wall_s", 1)), 4),
         "browsers": args.browsers,
@@ -1304,6 +1332,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait after everyone left before reading RSS (default TTL + 40)")
     parser.add_argument("--classes", type=int, default=1,
                         help="classes one after the other on the same server (RSS after each)")
+    parser.add_argument("--baseline-s", type=float, default=0.0,
+                        help="before the class, a class of one student (trains, then walks the pages) "
+                             "for this many seconds; its RSS after leaving is a second one-student level")
     parser.add_argument("--skip-pages", default="", help="regex of page titles students never open")
     parser.add_argument("--not-hosted", action="store_true", help="without the hosted caps")
     parser.add_argument("--curve", action="store_true", help="N = 10, 30, 60, 90 and a table")
