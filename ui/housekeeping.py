@@ -19,7 +19,8 @@ once per process (`start()` is called by streamlit_app.py on every run and is id
   the first large free, so a class's data frames, chart specs and tensors of a few MB were carved
   out of the arenas, and the arenas could not shrink around the small blocks that outlived them.
   Measured (N 60, K 6, one core, 150 s): after the class left, RSS went from +21% over one student
-  to +7.5%, the peak from 836 to 763 MiB, with the same click times and training speed.
+  to +7.5%, the peak from 836 to 763 MiB, with the same click times and training speed. (A
+  10-minute class of 60 still leaves +12-16%: Python's own object arenas, docs/HOSTING.md.)
   ATTENTION_LAB_MMAP_THRESHOLD sets another size in bytes (0: glibc's default).
 * glibc's malloc arenas are NOT capped by default any more: with MALLOC_ARENA_MAX=2 from the start,
   60 students on one core saw a p95 click of 0.75-0.85 s against 0.47 s uncapped (threads wait
