@@ -104,20 +104,23 @@ def _pymalloc() -> dict:
     found = {}
     for key, pattern in (("pymalloc_arenas", r"# arenas allocated current\s*=\s*([\d,]+)"),
                          ("pymalloc_in_use_mb", r"# bytes in allocated blocks\s*=\s*([\d,]+)"),
-                         ("pymalloc_arena_mb", r"# bytes in arenas\s*=\s*([\d,]+)|Total\s*=\s*([\d,]+)")):
+                         ("pymalloc_arena_mb", r"Total\s*=\s*([\d,]+)")):
         m = re.search(pattern, text)
         if m:
-            value = int(next(g for g in m.groups() if g).replace(",", ""))
+            value = int(m.group(1).replace(",", ""))
             found[key] = value if key == "pymalloc_arenas" else round(value / 2**20, 1)
     return found
 
 
-def _sessions() -> dict:
+def _session_manager():
+    """Streamlit's session manager, or None (no runtime, or its internals changed)."""
     from streamlit.runtime import Runtime
 
-    if not Runtime.exists():
-        return {}
-    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    return getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
+
+
+def _sessions() -> dict:
+    manager = _session_manager()
     if manager is None:
         return {}
     try:
@@ -158,11 +161,7 @@ def deep_size(obj, seen: set[int]) -> int:
 
 def _session_state_sizes() -> dict:
     """Per session_state key (summed over the sessions held): the memory a session keeps."""
-    from streamlit.runtime import Runtime
-
-    if not Runtime.exists():
-        return {}
-    manager = getattr(Runtime.instance(), "_session_mgr", None)
+    manager = _session_manager()
     if manager is None:
         return {}
     by_key: collections.Counter = collections.Counter()
@@ -182,20 +181,20 @@ def _session_state_sizes() -> dict:
 
 def _objects() -> dict:
     counts: collections.Counter = collections.Counter()
-    dict_kinds: collections.Counter = collections.Counter()  # what the dicts are, by their first keys
     for obj in gc.get_objects():
         counts[type(obj).__name__] += 1
-        if type(obj) is dict:
-            dict_kinds[",".join(str(k)[:20] for k in list(obj)[:3])] += 1
     wanted = ("AppSession", "SessionState", "Tensor", "Parameter", "DataFrame", "ndarray", "Module",
               "Trainer", "LiveRun", "ForwardMsg")
     return {"gc_objects": sum(counts.values()),
             "gc_types": {name: counts[name] for name in wanted if counts[name]},
-            "gc_top": counts.most_common(8), "dict_kinds": dict_kinds.most_common(10)}
+            "gc_top": counts.most_common(8)}
 
 
 def _tensor_holders() -> dict:
-    """Who holds the live tensors: the class owning the dict or list a tensor sits in (bytes)."""
+    """Who holds the live tensors: the class owning the dict or list a tensor sits in (bytes).
+
+    Reading `__dict__` makes Python 3.11 build the instance dicts it otherwise keeps implicit, so
+    after the first report the collector counts ~17k more dicts: not a finding about the app."""
     import torch
 
     objects = gc.get_objects()

@@ -35,6 +35,17 @@ def tiny_page(**extra):
     return at
 
 
+def start_and_finish(at, reruns: int) -> runs.Run:
+    """Press Start and rerun the page (each rerun trains one slice) until the run is done, at most
+    `reruns` times; returns the run, whatever its status then."""
+    at.button(key="train.start").click().run()
+    for _ in range(reruns):
+        if current(at).status == "done":
+            break
+        at.run()
+    return current(at)
+
+
 def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> runs.RunBook:
     """A RunBook holding one finished tiny run, trained in the test process."""
     book = runs.RunBook(owner=owner)

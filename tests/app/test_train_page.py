@@ -13,7 +13,7 @@ from core.lessons import sample_names
 from core.device import resolve_device
 from tests.app.conftest import ROOT, assert_no_exception, open_page
 from tests.app.gpt_helpers import (
-    book_of, current, loss_rows, texts, tiny_page, tiny_trained_book)
+    book_of, current, loss_rows, start_and_finish, texts, tiny_page, tiny_trained_book)
 
 PAGE = "pages/7_train_gpt.py"
 
@@ -148,12 +148,7 @@ def test_training_starts_advances_pauses_resumes_and_stops():
 
 def test_a_run_finishes_and_a_page_switch_does_not_lose_it():
     at = tiny_page(max_steps="12")
-    at.button(key="train.start").click().run()
-    for _ in range(40):
-        if current(at).status == "done":
-            break
-        at.run()
-    run = current(at)
+    run = start_and_finish(at, reruns=40)
     assert run.status == "done" and run.step == 12
     keys = {b.key for b in at.button}
     assert "train.resume" not in keys and "train.extend" in keys  # finished: only "N more steps"
@@ -445,12 +440,7 @@ def test_after_a_diverged_loss_the_run_trains_on_with_a_smaller_learning_rate():
 
 def test_the_more_steps_box_refuses_bad_text_too():
     at = tiny_page(max_steps="3")
-    at.button(key="train.start").click().run()
-    for _ in range(20):
-        if current(at).status == "done":
-            break
-        at.run()
-    assert current(at).status == "done"
+    assert start_and_finish(at, reruns=20).status == "done"
     at.text_input(key="train.extra").set_value("1e30").run()
     assert "More steps: “1e30” is more than the maximum" in texts(at.error)
     assert at.button(key="train.extend").label == "Train 500 more steps"
