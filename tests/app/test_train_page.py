@@ -429,6 +429,11 @@ def test_after_a_diverged_loss_the_run_trains_on_with_a_smaller_learning_rate():
     stopped_at = run.step
     lr_key = f"train.extra_lr.{run.run_id}"
     assert at.text_input(key=lr_key).value == "0.002"  # half the run's learning rate, to start with
+    for bad in ("", "nan", "1e30", "fast"):  # refused with a message; the value in force is kept
+        at.text_input(key=lr_key).set_value(bad).run()
+        assert_no_exception(at)
+        assert "Learning rate from here: " in texts(at.error), (bad, texts(at.error))
+        assert at.text_input(key=lr_key).value == "0.002"
     at.text_input(key=lr_key).set_value("0.001").run()
     run.model.forward = original
     at.text_input(key="train.extra").set_value("4").run()
