@@ -110,3 +110,33 @@ def test_a_fixed_mmap_threshold_gives_large_blocks_back_when_freed():
     free(block)
     after = memory_probe._malloc(libc)["malloc_mmap_mb"]
     assert during >= before + 7.9 and after <= before + 0.1  # its own mapping, unmapped at free
+
+
+def test_caches_are_emptied_when_the_last_session_goes_even_if_streamlit_dropped_it(monkeypatch):
+    """Streamlit expires sessions itself on each disconnect, so the reaper may find none to reap when
+    the class has gone; the caches must still be emptied once, on the way from busy to empty."""
+    import linecache
+
+    held = {"sessions": 3, "reap": 0}
+    cleared = []
+    monkeypatch.setattr(housekeeping, "nobody_left", lambda: held["sessions"] == 0)
+    monkeypatch.setattr(housekeeping, "reap_expired_sessions", lambda: held["reap"])
+    monkeypatch.setattr(housekeeping, "clear_shared_caches", lambda: cleared.append(1) or 0)
+    monkeypatch.delenv("ATTENTION_LAB_MEMORY_PROBE", raising=False)
+
+    was_empty = housekeeping.tick(None, was_empty=True)  # a class is on
+    assert was_empty is False and cleared == []
+    held["sessions"] = 0  # ...and has gone, dropped by Streamlit: nothing left to reap
+    was_empty = housekeeping.tick(None, was_empty)
+    assert was_empty is True and cleared == [1]
+    housekeeping.tick(None, was_empty)  # still empty: not emptied again every round
+    assert cleared == [1]
+    held["sessions"], held["reap"] = 0, 2  # a reap that leaves nobody empties them again
+    housekeeping.tick(None, True)
+    assert cleared == [1, 1]
+
+    linecache.getline(housekeeping.__file__, 1)
+    assert housekeeping.__file__ in linecache.cache
+    monkeypatch.undo()
+    housekeeping.clear_shared_caches()  # the real one also forgets source lines read for the code views
+    assert housekeeping.__file__ not in linecache.cache

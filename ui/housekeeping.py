@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import linecache
 import logging
 import os
 import sys
@@ -109,6 +110,7 @@ def clear_shared_caches() -> int:
 
     st.cache_data.clear()
     st.cache_resource.clear()
+    linecache.clearcache()  # source lines the "show the code" views read (inspect keeps them)
     return len([f.cache_clear() for f in app_lru_caches()])
 
 
@@ -125,28 +127,48 @@ def app_lru_caches() -> list:
     return found
 
 
-def release_memory(libc: ctypes.CDLL | None) -> None:
-    if nobody_left():
+def release_memory(libc: ctypes.CDLL | None) -> bool:
+    """Collect, empty the caches if nobody is left, trim; True if the caches were emptied."""
+    emptied = nobody_left()
+    if emptied:
         clear_shared_caches()
     gc.collect()
     if libc is not None:
         libc.malloc_trim(0)  # ctypes releases the GIL: page reruns go on meanwhile
+    return emptied
+
+
+def tick(libc: ctypes.CDLL | None, was_empty: bool) -> bool:
+    """One round of housekeeping; `was_empty` is what the last round saw. Returns whether the
+    server is empty now.
+
+    The caches are emptied when the last session goes, whoever dropped it: Streamlit itself drops
+    expired sessions whenever another tab disconnects (its TTL cache expires entries on each write),
+    so when a class leaves, the last sessions may be gone before this thread looks, with nothing
+    left for it to reap. Measured: a class whose last sessions went that way kept every cache
+    entry it made (the names data, the pitfalls lesson's tables) for nobody."""
+    from ui import memory_probe
+
+    reaped = reap_expired_sessions()
+    empty_now = nobody_left()
+    label = ""
+    if reaped or (empty_now and not was_empty):
+        label = "caches emptied" if release_memory(libc) else ""
+    elif libc is not None:
+        # Freed pages inside glibc's arenas stay resident until trimmed; a trim is cheap
+        # (measured 0.5-6 ms with 30 sessions, without the GIL) and gave back 15-40 MB
+        # in the middle of a class. A full gc.collect() is not: only after a reap.
+        libc.malloc_trim(0)
+    memory_probe.write(libc, label)  # a diagnostic, only where ATTENTION_LAB_MEMORY_PROBE is set
+    return empty_now
 
 
 def _loop(libc: ctypes.CDLL | None) -> None:
-    from ui import memory_probe
-
+    was_empty = True  # nothing to empty before anyone came
     while True:
         time.sleep(REAP_S)
         try:
-            if reap_expired_sessions():
-                release_memory(libc)
-            elif libc is not None:
-                # Freed pages inside glibc's arenas stay resident until trimmed; a trim is cheap
-                # (measured 0.5-6 ms with 30 sessions, without the GIL) and gave back 15-40 MB
-                # in the middle of a class. A full gc.collect() is not: only after a reap.
-                libc.malloc_trim(0)
-            memory_probe.write(libc)  # a diagnostic, only where ATTENTION_LAB_MEMORY_PROBE is set
+            was_empty = tick(libc, was_empty)
         except Exception:  # noqa: BLE001 - housekeeping must never take the server down
             _log.warning("session housekeeping failed; it stops here", exc_info=True)
             return

@@ -244,10 +244,7 @@ def _caches() -> dict:
     return out
 
 
-def _traced() -> dict:
-    if not tracemalloc.is_tracing():
-        return {}
-    snapshot = tracemalloc.take_snapshot()
+def _traced(snapshot: tracemalloc.Snapshot) -> dict:
     stats = snapshot.statistics("filename")
     current, peak = tracemalloc.get_traced_memory()
     top = [(str(s.traceback[0].filename).split("site-packages/")[-1].split("attention-lab/")[-1],
@@ -256,18 +253,23 @@ def _traced() -> dict:
             "traced_top_mb": top}
 
 
-def report(libc: ctypes.CDLL | None, label: str = "") -> dict:
+def report(libc: ctypes.CDLL | None, label: str = "", snapshot: tracemalloc.Snapshot | None = None) -> dict:
     with warnings.catch_warnings():  # touching every object wakes some deprecated module attributes
         warnings.simplefilter("ignore")
-        return _report(libc, label)
+        return _report(libc, label, snapshot)
 
 
-def _report(libc: ctypes.CDLL | None, label: str) -> dict:
+def _report(libc: ctypes.CDLL | None, label: str, snapshot: tracemalloc.Snapshot | None) -> dict:
     t0 = time.perf_counter()
     out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc), **_mappings(),
-           **_sessions(), **_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders(),
-           **_traced(),
-           "threads": len(sys._current_frames())}
+           **_sessions()}
+    if snapshot is None:
+        # walks over every object; skipped under tracemalloc, where each of their allocations is
+        # traced too and one report took over a minute (the server stalls meanwhile)
+        out.update({**_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders()})
+    else:
+        out.update(_traced(snapshot))
+    out["threads"] = len(sys._current_frames())
     if libc is not None:  # how much of the resident size glibc can give back right now
         gc.collect()
         t_trim = time.perf_counter()
@@ -281,6 +283,13 @@ def _report(libc: ctypes.CDLL | None, label: str) -> dict:
 
 def write(libc: ctypes.CDLL | None, label: str = "") -> None:
     path = probe_path()
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps(report(libc, label), default=str) + "\n")
+    if not path:
+        return
+    snapshot = tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
+    line = report(libc, label, snapshot)
+    with open(path, "a") as f:
+        f.write(json.dumps(line, default=str) + "\n")
+    if snapshot is not None and line.get("sessions_held", 2) <= 1:
+        # before and after a class: `python -m benchmarks.memory_diff BEFORE AFTER` says which
+        # allocation sites hold more live small blocks after the class than before it
+        snapshot.dump(f"{path}.{int(line['t'])}.snap")
