@@ -140,3 +140,64 @@ def test_caches_are_emptied_when_the_last_session_goes_even_if_streamlit_dropped
     monkeypatch.undo()
     housekeeping.clear_shared_caches()  # the real one also forgets source lines read for the code views
     assert housekeeping.__file__ not in linecache.cache
+
+
+def test_a_session_counts_as_gone_once_it_has_left_both_active_and_stored_sessions():
+    tracker = housekeeping.SessionTracker()
+    assert tracker.gone({"a", "b"}) == set()  # first look: nothing was held before
+    assert tracker.gone({"a", "b", "c"}) == set()  # a newcomer is not gone
+    assert tracker.gone({"b", "c"}) == {"a"}
+    assert tracker.gone(None) == set()  # no session manager to ask: say nothing
+    assert tracker.gone(set()) == {"b", "c"}
+
+
+def test_a_session_nobody_can_reach_is_shut_down_and_its_state_let_go(monkeypatch):
+    """Streamlit's main loop keeps the last session it flushed in a loop variable; after a class
+    that session's whole state stayed alive. forget_sessions shuts it down and empties its state,
+    and tells Streamlit's file and dataframe managers to drop what they keep for it."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.runtime.fragment import MemoryFragmentStorage
+    from streamlit.runtime.state.session_state import SessionState
+
+    def fake_session(sid: str) -> AppSession:
+        session = AppSession.__new__(AppSession)  # no runtime here: only what forget_sessions touches
+        session.id, session._event_loop = sid, None
+        session._session_state, session._fragment_storage = SessionState(), MemoryFragmentStorage()
+        session._session_state["trained"] = list(range(1000))
+        session.shutdown = lambda: shut.append(sid)
+        return session
+
+    class Recorder:
+        def __getattr__(self, name):
+            return lambda *args: calls.append((name, *args))
+
+    shut, calls = [], []
+    runtime = type("FakeRuntime", (), {"uploaded_file_mgr": Recorder(), "media_file_mgr": Recorder(),
+                                       "dataframe_source_mgr": Recorder()})()
+    monkeypatch.setattr(Runtime, "exists", staticmethod(lambda: True))
+    monkeypatch.setattr(Runtime, "instance", staticmethod(lambda: runtime))
+    gone, still_here = fake_session("gone"), fake_session("here")
+
+    assert housekeeping.forget_sessions({"gone"}) == 1
+    assert shut == ["gone"]
+    assert "trained" not in gone._session_state and "trained" in still_here._session_state
+    assert ("remove_session_files", "gone") in calls and ("clear_session_refs", "gone") in calls
+    assert ("clear_all_for_session", "gone") in calls and ("remove_orphaned_files",) in calls
+    assert not any("here" in call for call in calls)
+    assert housekeeping.forget_sessions(set()) == 0
+
+
+def test_shutting_down_a_dropped_session_never_raises():
+    calls = []
+
+    class Broken:
+        _event_loop = None
+
+        def shutdown(self):
+            calls.append(1)
+            raise RuntimeError("half gone")
+
+    housekeeping.shut_down(Broken())
+    housekeeping.shut_down(None)
+    assert calls == [1]

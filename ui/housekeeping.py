@@ -64,11 +64,7 @@ def _libc() -> ctypes.CDLL | None:
 
 def _session_storage():
     """(storage lock, TTL cache) of Streamlit's disconnected sessions, or None if not found."""
-    from streamlit.runtime import Runtime
-
-    if not Runtime.exists():
-        return None
-    manager = getattr(Runtime.instance(), "_session_mgr", None)  # absent under AppTest's mock runtime
+    manager = session_manager()
     if manager is None:
         return None
     storage = getattr(manager, "_session_storage", None)
@@ -80,20 +76,105 @@ def _session_storage():
 
 
 def reap_expired_sessions() -> int:
-    """Drop the disconnected sessions whose TTL has passed; returns how many were dropped."""
+    """Drop the disconnected sessions whose TTL has passed and shut them down; returns how many."""
     found = _session_storage()
     if found is None:
         return 0
     lock, cache = found
     with lock:
-        return len(cache.expire())
+        expired = cache.expire()
+    for _key, info in expired:
+        shut_down(getattr(info, "session", None))
+    return len(expired)
+
+
+def shut_down(session) -> None:
+    """Shut a session down as Streamlit does when a tab closes for good (its uploaded files, its
+    download buttons' data, its session-scoped caches), on Streamlit's event loop.
+
+    Streamlit only drops a session whose reconnect window has passed: it never shuts it down, so
+    a checkpoint a student uploaded or could download stayed in the server's file managers."""
+    if session is None or not hasattr(session, "shutdown"):
+        return
+
+    def run() -> None:
+        try:
+            session.shutdown()
+        except Exception:  # noqa: BLE001 - a session half gone already; nothing to save
+            _log.debug("shutting down a dropped session failed", exc_info=True)
+
+    loop = getattr(session, "_event_loop", None)
+    if loop is not None and loop.is_running() and not loop.is_closed():
+        loop.call_soon_threadsafe(run)
+    else:
+        run()
+
+
+class SessionTracker:
+    """Which sessions the server held at the last round, to tell which ones have gone for good."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def gone(self, now: set[str] | None) -> set[str]:
+        """Ids held last round and not now. `now` is read under Streamlit's storage lock, under
+        which a reconnect moves a session from storage to active in one step, and an id that has
+        left both can never come back (a new tab gets a new id)."""
+        if now is None:
+            return set()
+        gone, self.seen = self.seen - now, set(now)
+        return gone
+
+
+def session_ids() -> set[str] | None:
+    """Ids of every session Streamlit holds (connected or waiting for a reconnect), or None."""
+    manager = session_manager()
+    lock = getattr(manager, "_storage_lock", None)
+    if manager is None or lock is None:
+        return None
+    with lock:
+        return {info.session.id for info in manager.list_sessions()}
+
+
+def forget_sessions(ids: set[str]) -> int:
+    """Let go of everything the server still keeps for sessions that are gone for good: their
+    entries in Streamlit's file and dataframe managers, and, for a session object something still
+    points at, its state. Returns how many such session objects were found.
+
+    Measured (a memory probe with nobody connected): Streamlit's main loop keeps the last session
+    it sent messages to in a loop variable (`active_session_info`) until it sends again, so after a
+    class one student's whole session state stayed alive, made of small objects from the whole
+    class, spread over Python's memory arenas."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.app_session import AppSession
+
+    if not ids or not Runtime.exists():
+        return 0
+    runtime = Runtime.instance()
+    for sid in ids:
+        runtime.uploaded_file_mgr.remove_session_files(sid)
+        runtime.media_file_mgr.clear_session_refs(sid)
+        runtime.dataframe_source_mgr.clear_all_for_session(sid)
+    runtime.media_file_mgr.remove_orphaned_files()
+    # type(), not isinstance(): isinstance wakes the deprecated attributes of some modules
+    held = [obj for obj in gc.get_objects() if type(obj) is AppSession and obj.id in ids]
+    for session in held:
+        shut_down(session)
+        session._session_state.clear()  # nobody can reach it again: its id is gone for good
+        session._fragment_storage.clear()
+    return len(held)
+
+
+def session_manager():
+    """Streamlit's session manager, or None (no runtime, or under AppTest's mock runtime)."""
+    from streamlit.runtime import Runtime
+
+    return getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
 
 
 def nobody_left() -> bool:
     """True when Streamlit holds no session at all (connected or waiting for a reconnect)."""
-    from streamlit.runtime import Runtime
-
-    manager = getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
+    manager = session_manager()
     return manager is not None and not manager.list_sessions()
 
 
@@ -138,7 +219,7 @@ def release_memory(libc: ctypes.CDLL | None) -> bool:
     return emptied
 
 
-def tick(libc: ctypes.CDLL | None, was_empty: bool) -> bool:
+def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | None = None) -> bool:
     """One round of housekeeping; `was_empty` is what the last round saw. Returns whether the
     server is empty now.
 
@@ -150,9 +231,10 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool) -> bool:
     from ui import memory_probe
 
     reaped = reap_expired_sessions()
+    forgotten = forget_sessions(tracker.gone(session_ids())) if tracker is not None else 0
     empty_now = nobody_left()
     label = ""
-    if reaped or (empty_now and not was_empty):
+    if reaped or forgotten or (empty_now and not was_empty):
         label = "caches emptied" if release_memory(libc) else ""
     elif libc is not None:
         # Freed pages inside glibc's arenas stay resident until trimmed; a trim is cheap
@@ -164,11 +246,11 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool) -> bool:
 
 
 def _loop(libc: ctypes.CDLL | None) -> None:
-    was_empty = True  # nothing to empty before anyone came
+    was_empty, tracker = True, SessionTracker()  # nothing to empty before anyone came
     while True:
         time.sleep(REAP_S)
         try:
-            was_empty = tick(libc, was_empty)
+            was_empty = tick(libc, was_empty, tracker)
         except Exception:  # noqa: BLE001 - housekeeping must never take the server down
             _log.warning("session housekeeping failed; it stops here", exc_info=True)
             return

@@ -21,6 +21,8 @@ import time
 import tracemalloc
 import warnings
 
+from ui.housekeeping import session_manager
+
 PROBE_ENV = "ATTENTION_LAB_MEMORY_PROBE"
 
 
@@ -112,15 +114,8 @@ def _pymalloc() -> dict:
     return found
 
 
-def _session_manager():
-    """Streamlit's session manager, or None (no runtime, or its internals changed)."""
-    from streamlit.runtime import Runtime
-
-    return getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
-
-
 def _sessions() -> dict:
-    manager = _session_manager()
+    manager = session_manager()
     if manager is None:
         return {}
     try:
@@ -161,7 +156,7 @@ def deep_size(obj, seen: set[int]) -> int:
 
 def _session_state_sizes() -> dict:
     """Per session_state key (summed over the sessions held): the memory a session keeps."""
-    manager = _session_manager()
+    manager = session_manager()
     if manager is None:
         return {}
     by_key: collections.Counter = collections.Counter()
@@ -253,6 +248,86 @@ def _traced(snapshot: tracemalloc.Snapshot) -> dict:
             "traced_top_mb": top}
 
 
+_first_regions: set[int] = set()  # regions in use at the first report (before a class)
+
+
+def new_regions(top: int = 15) -> dict:
+    """Python's small objects by 1 MiB of address space (an arena of Python's allocator, roughly).
+    The first call remembers the regions in use; later calls say which objects the collector
+    tracks (containers, functions, instances: a sample, not strings or numbers) sit in regions
+    that were not in use then. After a class has left, those are what keeps its arenas."""
+    regions: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    for obj in gc.get_objects():
+        if sys.getsizeof(obj, 0) <= 512:  # larger ones come from malloc, not from the arenas
+            regions[id(obj) >> 20][type(obj).__qualname__] += 1
+    if not _first_regions:
+        _first_regions.update(regions)
+        return {"regions": len(regions)}
+    new = [kinds for key, kinds in regions.items() if key not in _first_regions]
+    kinds_total: collections.Counter = collections.Counter()
+    for kinds in new:
+        kinds_total.update(kinds)
+    return {"regions": len(regions), "new_regions": len(new), "new_region_objects": sum(kinds_total.values()),
+            "new_region_types": kinds_total.most_common(top)}
+
+
+def _describe(holder, child) -> str:
+    """One link of a chain: the holder's type, and where the child sits in it when that is cheap."""
+    import types
+
+    if isinstance(holder, types.FrameType):
+        return f"frame {holder.f_code.co_name} ({holder.f_code.co_filename.rsplit('/', 2)[-1]}:{holder.f_lineno})"
+    if isinstance(holder, types.ModuleType):
+        return f"module {holder.__name__}"
+    if isinstance(holder, dict):
+        key = next((k for k, v in holder.items() if v is child), None)
+        return f"dict[{str(key)[:40]!r}]" if key is not None else "dict"
+    return type(holder).__qualname__
+
+
+def _chain(obj, depth: int, skip: set[int]) -> str:
+    """Referrers from `obj` up: each step takes a holder that is not the probe's own list, preferring
+    objects over containers, and stops at a module, a frame or a class."""
+    import types
+
+    chain, current, seen = [], obj, set(skip)
+    for _ in range(depth):
+        seen.add(id(current))
+        raw = gc.get_referrers(current)
+        refs = [r for r in raw if id(r) not in seen and r is not chain and r is not raw]
+        raw.clear()  # the probe's own lists must not show up as holders one step up
+        refs.sort(key=lambda r: isinstance(r, (list, tuple, dict, set)))  # an owner object first
+        holder = refs[0] if refs else None
+        refs.clear()
+        if holder is None:
+            chain.append("(nothing: garbage, or held from C)")
+            break
+        chain.append(_describe(holder, current))
+        if isinstance(holder, (types.ModuleType, types.FrameType, type)):
+            break
+        current = holder
+    return " <- ".join(chain)
+
+
+def holders(type_names: tuple[str, ...] = ("DataFrame", "Chart", "LayerChart", "Trainer", "NamesData",
+                                            "AppSession", "ScriptRunContext", "SessionState"),
+            per_type: int = 2, depth: int = 8) -> dict:
+    """For objects of these types still alive, one chain of referrers each, up to a module, a thread's
+    frame or a class: who keeps them when no session should. Meant for a server nobody is on."""
+    objects = gc.get_objects()
+    found: dict[str, list] = {}
+    for name in type_names:
+        alive = [o for o in objects if type(o).__name__ == name]
+        found[name] = [len(alive)]
+        sample = alive[:per_type]
+        for i in range(len(sample)):  # by index: a for-loop over the list would hold it from C
+            found[name].append(_chain(sample[i], depth, {id(objects), id(alive), id(sample)}))
+        del sample
+        del alive
+    del objects
+    return {"holders": found}
+
+
 def report(libc: ctypes.CDLL | None, label: str = "", snapshot: tracemalloc.Snapshot | None = None) -> dict:
     with warnings.catch_warnings():  # touching every object wakes some deprecated module attributes
         warnings.simplefilter("ignore")
@@ -267,6 +342,10 @@ def _report(libc: ctypes.CDLL | None, label: str, snapshot: tracemalloc.Snapshot
         # walks over every object; skipped under tracemalloc, where each of their allocations is
         # traced too and one report took over a minute (the server stalls meanwhile)
         out.update({**_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders()})
+        if out.get("sessions_held") in (0, 1):  # before and after a class
+            out.update(new_regions())
+        if out.get("sessions_held") == 0:
+            out.update(holders())
     else:
         out.update(_traced(snapshot))
     out["threads"] = len(sys._current_frames())
