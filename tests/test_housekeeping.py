@@ -165,6 +165,7 @@ def test_a_session_nobody_can_reach_is_shut_down_and_its_state_let_go(monkeypatc
         session.id, session._event_loop = sid, None
         session._session_state, session._fragment_storage = SessionState(), MemoryFragmentStorage()
         session._session_state["trained"] = list(range(1000))
+        session._session_state._new_widget_state.widget_metadata["w"] = object()  # a widget's callback
         session.shutdown = lambda: shut.append(sid)
         return session
 
@@ -182,6 +183,7 @@ def test_a_session_nobody_can_reach_is_shut_down_and_its_state_let_go(monkeypatc
     assert housekeeping.forget_sessions({"gone"}) == 1
     assert shut == ["gone"]
     assert "trained" not in gone._session_state and "trained" in still_here._session_state
+    assert not gone._session_state._new_widget_state.widget_metadata  # callbacks held the pages' charts
     assert ("remove_session_files", "gone") in calls and ("clear_session_refs", "gone") in calls
     assert ("clear_all_for_session", "gone") in calls and ("remove_orphaned_files",) in calls
     assert not any("here" in call for call in calls)

@@ -160,8 +160,11 @@ def forget_sessions(ids: set[str]) -> int:
     held = [obj for obj in gc.get_objects() if type(obj) is AppSession and obj.id in ids]
     for session in held:
         shut_down(session)
-        session._session_state.clear()  # nobody can reach it again: its id is gone for good
-        session._fragment_storage.clear()
+        # Nobody can reach it again: its id is gone for good. New empty objects rather than
+        # SessionState.clear(), which keeps the widgets' metadata: their callbacks' closures held
+        # the pages' charts and data frames.
+        session._session_state = type(session._session_state)()
+        session._fragment_storage = type(session._fragment_storage)()
     return len(held)
 
 

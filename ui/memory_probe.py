@@ -310,7 +310,8 @@ def _chain(obj, depth: int, skip: set[int]) -> str:
 
 
 def holders(type_names: tuple[str, ...] = ("DataFrame", "Chart", "LayerChart", "Trainer", "NamesData",
-                                            "AppSession", "ScriptRunContext", "SessionState"),
+                                            "AppSession", "ScriptRunContext", "SessionState", "WidgetMetadata",
+                                            "ButtonSerde", "SparseList"),
             per_type: int = 2, depth: int = 8) -> dict:
     """For objects of these types still alive, one chain of referrers each, up to a module, a thread's
     frame or a class: who keeps them when no session should. Meant for a server nobody is on."""
