@@ -203,3 +203,56 @@ def test_shutting_down_a_dropped_session_never_raises():
     housekeeping.shut_down(Broken())
     housekeeping.shut_down(None)
     assert calls == [1]
+
+
+KEPT_FOR_THE_PROBE = {}  # a module-level holder for the probe to find
+
+
+def test_memory_probe_names_who_holds_an_object_nobody_should():
+    import pandas as pd
+
+    from ui import memory_probe
+
+    KEPT_FOR_THE_PROBE["frame"] = pd.DataFrame({"a": [1, 2]})
+    try:
+        found = memory_probe.holders(("DataFrame",), per_type=50)["holders"]["DataFrame"]
+        assert found[0] >= 1
+        assert any("dict['frame'] <- dict['KEPT_FOR_THE_PROBE'] <- module" in chain for chain in found[1:])
+    finally:
+        KEPT_FOR_THE_PROBE.clear()
+
+
+def test_memory_probe_lists_objects_in_regions_new_since_its_first_report(monkeypatch):
+    from ui import memory_probe
+
+    monkeypatch.setattr(memory_probe, "_first_regions", set())
+    assert "new_regions" not in memory_probe.new_regions()  # the first call only remembers
+
+    class Made:
+        pass
+
+    made = [Made() for _ in range(60_000)]  # several MB of tracked objects: new arenas
+    report = memory_probe.new_regions()
+    assert report["new_regions"] >= 1
+    made_there = sum(n for name, n in report["new_region_types"] if name.endswith("Made"))
+    assert made_there > 1000
+    del made
+
+
+def test_memory_diff_counts_the_small_blocks_a_site_gained(tmp_path):
+    import tracemalloc
+
+    from benchmarks import memory_diff
+
+    tracemalloc.start(4)
+    try:
+        before = tracemalloc.take_snapshot()
+        kept = [object() for _ in range(5000)]  # 16-byte blocks, all from this line
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    counts_before, _ = memory_diff.small_blocks(before, 512)
+    counts_after, sizes_after = memory_diff.small_blocks(after, 512)
+    here = [tb for tb in counts_after if tb[-1].filename == __file__]
+    gained = sum(counts_after[tb] - counts_before.get(tb, 0) for tb in here)
+    assert gained >= 5000 and len(kept) == 5000

@@ -13,7 +13,13 @@ once per process (`start()` is called by streamlit_app.py on every run and is id
   runs a full garbage collection (sessions hold reference cycles) and `malloc_trim(0)`, so glibc
   hands the freed pages back to the system.
 * When the last session has gone, the shared caches (st.cache_data / st.cache_resource) are
-  emptied too: after a class they held every setting the students tried, for nobody.
+  emptied too: after a class they held every setting the students tried, for nobody. This
+  happens on the way from "someone" to "nobody", whoever dropped the last session (Streamlit
+  drops expired sessions itself whenever another tab disconnects).
+* Streamlit never shuts down a session whose reconnect window has passed; it only drops it, and
+  the session's uploaded files and download data stay in its managers. Reaped sessions are shut
+  down, and sessions gone for good are forgotten by the managers; one that Streamlit's main loop
+  still points at (its last flushed session, a loop variable) gets an empty state.
 * Blocks of 1 MiB and more are served by their own mapping (`mallopt(M_MMAP_THRESHOLD)`), which
   glibc unmaps as soon as they are freed. glibc's default moves that threshold up to 32 MiB after
   the first large free, so a class's data frames, chart specs and tensors of a few MB were carved

@@ -7,6 +7,12 @@ collector tracks, the entries of the app's caches, and, when the server runs wit
 PYTHONTRACEMALLOC, the Python allocations by file. It separates "Python objects still alive"
 (tracemalloc, gc) from "memory freed but kept by the allocator" (glibc's free bytes), which need
 different fixes. Off by default: gc.get_objects() over a full server takes a fraction of a second.
+
+With nobody connected it also says who still holds page objects (`holders`: one referrer chain
+per type, up to a module, a frame or a class) and which tracked objects sit in address regions
+that were not in use at the first report (`new_regions`: what keeps Python's arenas after a
+class). Under tracemalloc the object walks are skipped, and the snapshot is dumped next to the
+report whenever at most one session is held, for benchmarks/memory_diff.py.
 """
 
 from __future__ import annotations
