@@ -256,3 +256,21 @@ def test_memory_diff_counts_the_small_blocks_a_site_gained(tmp_path):
     here = [tb for tb in counts_after if tb[-1].filename == __file__]
     gained = sum(counts_after[tb] - counts_before.get(tb, 0) for tb in here)
     assert gained >= 5000 and len(kept) == 5000
+
+
+def test_if_forgetting_sessions_breaks_it_is_logged_once_and_reaping_goes_on(monkeypatch, caplog):
+    def broken(ids):
+        raise AttributeError("Streamlit moved an internal")
+
+    monkeypatch.setattr(housekeeping, "_forget_broken", False)
+    monkeypatch.setattr(housekeeping, "forget_sessions", broken)
+    monkeypatch.setattr(housekeeping, "session_ids", lambda: set())
+    reaps = []
+    monkeypatch.setattr(housekeeping, "reap_expired_sessions", lambda: reaps.append(1) or 0)
+    monkeypatch.delenv("ATTENTION_LAB_MEMORY_PROBE", raising=False)
+    tracker = housekeeping.SessionTracker()
+    with caplog.at_level("WARNING", logger="attention_lab.housekeeping"):
+        for _ in range(3):
+            housekeeping.tick(None, True, tracker)
+    assert len(reaps) == 3  # every round still reaps
+    assert sum("departed sessions failed" in r.getMessage() for r in caplog.records) == 1

@@ -56,6 +56,7 @@ APP_PACKAGES = ("core", "ui")  # whose module-level functools caches are emptied
 
 _lock = threading.Lock()
 _started = False
+_forget_broken = False  # set once forgetting departed sessions has failed (Streamlit's internals moved)
 _log = logging.getLogger("attention_lab.housekeeping")
 
 
@@ -240,7 +241,7 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     from ui import memory_probe
 
     reaped = reap_expired_sessions()
-    forgotten = forget_sessions(tracker.gone(session_ids())) if tracker is not None else 0
+    forgotten = _forget_gone(tracker) if tracker is not None else 0
     empty_now = nobody_left()
     label = ""
     if reaped or forgotten or (empty_now and not was_empty):
@@ -252,6 +253,20 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
         libc.malloc_trim(0)
     memory_probe.write(libc, label)  # a diagnostic, only where ATTENTION_LAB_MEMORY_PROBE is set
     return empty_now
+
+
+def _forget_gone(tracker: SessionTracker) -> int:
+    """forget_sessions for the ids gone since the last round; if Streamlit's internals changed,
+    says so once in the log and goes on without it (reaping and trimming still run)."""
+    global _forget_broken
+    if _forget_broken:
+        return 0
+    try:
+        return forget_sessions(tracker.gone(session_ids()))
+    except Exception:  # noqa: BLE001 - an internal of Streamlit moved; the rest still works
+        _forget_broken = True
+        _log.warning("letting go of departed sessions failed; only reaping from now on", exc_info=True)
+        return 0
 
 
 def _loop(libc: ctypes.CDLL | None) -> None:
