@@ -302,7 +302,9 @@ def _chain(obj, depth: int, skip: set[int]) -> str:
         raw = gc.get_referrers(current)
         refs = [r for r in raw if id(r) not in seen and r is not chain and r is not raw]
         raw.clear()  # the probe's own lists must not show up as holders one step up
-        refs.sort(key=lambda r: isinstance(r, (list, tuple, dict, set)))  # an owner object first
+        # an end (a module: a globals dict is also every function's) first, then an owner object
+        refs.sort(key=lambda r: 0 if isinstance(r, (types.ModuleType, types.FrameType, type))
+                  else 2 if isinstance(r, (list, tuple, dict, set)) else 1)
         holder = refs[0] if refs else None
         refs.clear()
         if holder is None:
