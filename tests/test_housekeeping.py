@@ -1,9 +1,19 @@
 """ui/housekeeping.py: reaping expired sessions is safe without a Streamlit runtime, and once
 per process."""
 
+import gc
 import threading
 
+import pytest
+
 from ui import housekeeping
+
+
+@pytest.fixture(autouse=True)
+def _nothing_stays_frozen():
+    """A tick that sees the class go freezes the survivors (gc.freeze); later tests walk gc's objects."""
+    yield
+    gc.unfreeze()
 
 
 def test_no_runtime_means_nothing_to_reap():
@@ -272,3 +282,57 @@ def test_if_forgetting_sessions_breaks_it_is_logged_once_and_reaping_goes_on(mon
             housekeeping.tick(None, True, tracker)
     assert len(reaps) == 3  # every round still reaps
     assert sum("departed sessions failed" in r.getMessage() for r in caplog.records) == 1
+
+
+class Cyclic:
+    """An object in a reference cycle: only the collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_survivors_are_frozen_when_the_class_has_gone_and_cycles_are_still_collected(monkeypatch):
+    """After the class (and once after start-up) what survives a full collection moves to the
+    permanent generation: later full collections scan only what the sessions made. A cycle made
+    after the freeze is collected as usual, and one that was frozen is collected by the next
+    freeze_survivors."""
+    import gc
+    import weakref
+
+    held = {"sessions": 2}
+    monkeypatch.setattr(housekeeping, "nobody_left", lambda: held["sessions"] == 0)
+    monkeypatch.setattr(housekeeping, "reap_expired_sessions", lambda: 0)
+    monkeypatch.setattr(housekeeping, "clear_shared_caches", lambda: 0)
+    monkeypatch.setenv("ATTENTION_LAB_GC_FREEZE", "1")
+    monkeypatch.delenv("ATTENTION_LAB_MEMORY_PROBE", raising=False)
+    gc.unfreeze()
+    try:
+        frozen_cycle = Cyclic()
+        frozen_ref = weakref.ref(frozen_cycle)
+        housekeeping.tick(None, was_empty=True)  # a class is on: nothing frozen
+        assert gc.get_freeze_count() == 0
+        held["sessions"] = 0
+        housekeeping.tick(None, was_empty=False)  # ...and has gone
+        assert gc.get_freeze_count() > 1000 and gc.get_count()[2] == 0
+        del frozen_cycle  # now garbage, but frozen: a collection does not see it
+        gc.collect()
+        assert frozen_ref() is not None
+        young = weakref.ref(Cyclic())  # made after the freeze: collected as usual
+        gc.collect()
+        assert young() is None
+        housekeeping.freeze_survivors()
+        assert frozen_ref() is None
+    finally:
+        gc.unfreeze()
+
+
+def test_freezing_can_be_turned_off(monkeypatch):
+    import gc
+
+    monkeypatch.setenv("ATTENTION_LAB_GC_FREEZE", "0")
+    assert not housekeeping.gc_freeze_enabled()
+    gc.unfreeze()
+    housekeeping.release_memory(None, emptied=True)
+    assert gc.get_freeze_count() == 0
+    monkeypatch.delenv("ATTENTION_LAB_GC_FREEZE")
+    assert housekeeping.gc_freeze_enabled()

@@ -33,6 +33,16 @@ once per process (`start()` is called by streamlit_app.py on every run and is id
   on the two arenas' locks), for 25 MB less at the peak (docs/HOSTING.md). ATTENTION_LAB_ARENA_MAX
   sets a cap with mallopt on the first run, for a server short of memory rather than of time.
 
+* Python's collector starts a full collection only when the objects promoted since the last one
+  exceed a quarter of all long-lived objects. The server holds ~600k objects after its imports, so
+  during a class up to ~150k objects of the reruns' cyclic garbage (element trees, data frames,
+  chart specs) waited in the oldest generation, spread over Python's 1 MiB object arenas; an arena
+  is given back only once every object in it is gone, and a few objects made mid-class kept many
+  of them after the class. Once the server has started (and again each time nobody is left), what
+  survives a full collection is moved to the collector's permanent generation (`gc.freeze()`), so
+  a full collection scans only what the class made and runs when the class's own objects have grown
+  by a quarter. ATTENTION_LAB_GC_FREEZE=0 turns it off.
+
 Nothing here is needed for correctness: on a platform without glibc, or if Streamlit's internals
 change, it does nothing (and says so once in the server log).
 """
@@ -216,12 +226,35 @@ def app_lru_caches() -> list:
     return found
 
 
-def release_memory(libc: ctypes.CDLL | None) -> bool:
-    """Collect, empty the caches if nobody is left, trim; True if the caches were emptied."""
-    emptied = nobody_left()
+def gc_freeze_enabled() -> bool:
+    """Whether survivors are frozen (ATTENTION_LAB_GC_FREEZE=0 turns it off, to compare)."""
+    return os.environ.get("ATTENTION_LAB_GC_FREEZE", "1").strip() not in ("0", "false", "no", "off")
+
+
+def freeze_survivors() -> int:
+    """Collect everything (frozen objects too), then move what survives into the collector's
+    permanent generation; returns how many objects are frozen.
+
+    Frozen objects are never scanned again, so a full collection costs what the sessions hold,
+    not what the imports made (600k objects here), and runs as soon as the class's own objects
+    have grown by a quarter instead of after ~150k promotions. A frozen object is still freed by
+    reference counting; only a cycle among frozen objects waits for the next freeze_survivors."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
+def release_memory(libc: ctypes.CDLL | None, emptied: bool | None = None) -> bool:
+    """Collect, empty the caches if nobody is left (and freeze what survives), trim; True if the
+    caches were emptied. `emptied`: whether nobody is left, if the caller has looked already."""
+    emptied = nobody_left() if emptied is None else emptied
     if emptied:
         clear_shared_caches()
-    gc.collect()
+    if emptied and gc_freeze_enabled():
+        freeze_survivors()
+    else:
+        gc.collect()
     if libc is not None:
         libc.malloc_trim(0)  # ctypes releases the GIL: page reruns go on meanwhile
     return emptied
@@ -239,11 +272,14 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     from ui import memory_probe
 
     reaped = reap_expired_sessions()
-    forgotten = _forget_gone(tracker) if tracker is not None else 0
-    empty_now = nobody_left()
+    ids = session_ids()  # one listing per round, under Streamlit's storage lock
+    empty_now = not ids if ids is not None else nobody_left()
+    if empty_now and not was_empty:
+        gc.unfreeze()  # the class has gone: forget_sessions' scan must see every object again
+    forgotten = _forget_gone(tracker, ids) if tracker is not None else 0
     label = ""
     if reaped or forgotten or (empty_now and not was_empty):
-        label = "caches emptied" if release_memory(libc) else ""
+        label = "caches emptied" if release_memory(libc, empty_now) else ""
     elif libc is not None:
         # Freed pages inside glibc's arenas stay resident until trimmed; a trim is cheap
         # (measured 0.5-6 ms with 30 sessions, without the GIL) and gave back 15-40 MB
@@ -253,14 +289,15 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     return empty_now
 
 
-def _forget_gone(tracker: SessionTracker) -> int:
-    """forget_sessions for the ids gone since the last round; if Streamlit's internals changed,
-    says so once in the log and goes on without it (reaping and trimming still run)."""
+def _forget_gone(tracker: SessionTracker, ids: set[str] | None) -> int:
+    """forget_sessions for the ids gone since the last round (`ids`: what session_ids() said this
+    round); if Streamlit's internals changed, says so once in the log and goes on without it
+    (reaping and trimming still run)."""
     global _forget_broken
     if _forget_broken:
         return 0
     try:
-        return forget_sessions(tracker.gone(session_ids()))
+        return forget_sessions(tracker.gone(ids))
     except Exception:  # noqa: BLE001 - an internal of Streamlit moved; the rest still works
         _forget_broken = True
         _log.warning("letting go of departed sessions failed; only reaping from now on", exc_info=True)
@@ -269,13 +306,16 @@ def _forget_gone(tracker: SessionTracker) -> int:
 
 def _loop(libc: ctypes.CDLL | None) -> None:
     was_empty, tracker = True, SessionTracker()  # nothing to empty before anyone came
+    time.sleep(REAP_S)  # the first run (the one that started this thread) has finished by now
+    if gc_freeze_enabled():
+        freeze_survivors()  # the imports and shared data: ~0.2 s, once
     while True:
-        time.sleep(REAP_S)
         try:
             was_empty = tick(libc, was_empty, tracker)
         except Exception:  # noqa: BLE001 - housekeeping must never take the server down
             _log.warning("session housekeeping failed; it stops here", exc_info=True)
             return
+        time.sleep(REAP_S)
 
 
 def mmap_threshold() -> int:

@@ -18,6 +18,7 @@ report whenever at most one session is held, for benchmarks/memory_diff.py.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import gc
 import json
@@ -337,6 +338,20 @@ def holders(type_names: tuple[str, ...] = ("DataFrame", "Chart", "LayerChart", "
     return {"holders": found}
 
 
+@contextlib.contextmanager
+def _everything_visible():
+    """gc.get_objects() leaves out what housekeeping froze (gc.freeze): unfreeze for the walks,
+    freeze again after them (which also freezes what was young: a probe run's cost)."""
+    frozen = gc.get_freeze_count()
+    if frozen:
+        gc.unfreeze()
+    try:
+        yield
+    finally:
+        if frozen:
+            gc.freeze()
+
+
 def report(libc: ctypes.CDLL | None, label: str = "", snapshot: tracemalloc.Snapshot | None = None) -> dict:
     with warnings.catch_warnings():  # touching every object wakes some deprecated module attributes
         warnings.simplefilter("ignore")
@@ -350,11 +365,13 @@ def _report(libc: ctypes.CDLL | None, label: str, snapshot: tracemalloc.Snapshot
     if snapshot is None:
         # walks over every object; skipped under tracemalloc, where each of their allocations is
         # traced too and one report took over a minute (the server stalls meanwhile)
-        out.update({**_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders()})
-        if out.get("sessions_held") in (0, 1):  # before and after a class
-            out.update(new_regions())
-        if out.get("sessions_held") == 0:
-            out.update(holders())
+        out["gc_frozen"] = gc.get_freeze_count()
+        with _everything_visible():
+            out.update({**_objects(), "caches": _caches(), **_session_state_sizes(), **_tensor_holders()})
+            if out.get("sessions_held") in (0, 1):  # before and after a class
+                out.update(new_regions())
+            if out.get("sessions_held") == 0:
+                out.update(holders())
     else:
         out.update(_traced(snapshot))
     out["threads"] = len(sys._current_frames())
