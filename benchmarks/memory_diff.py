@@ -37,6 +37,11 @@ def frame_text(traceback: tracemalloc.Traceback, frames: int) -> str:
     return "\n".join(lines)
 
 
+def innermost_line(traceback: tracemalloc.Traceback) -> str:
+    """'file:line' of the allocation itself, whatever called it."""
+    return f"{traceback[-1].filename.split('site-packages/')[-1]}:{traceback[-1].lineno}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before")
@@ -55,10 +60,10 @@ def main() -> None:
     # the same code location, whatever called it: a coarser view
     by_line: collections.Counter = collections.Counter()
     for tb, diff in grown.items():
-        by_line[f"{tb[-1].filename.split('site-packages/')[-1]}:{tb[-1].lineno}"] += diff
+        by_line[innermost_line(tb)] += diff
     for tb in before_n:
         if tb not in after_n:
-            by_line[f"{tb[-1].filename.split('site-packages/')[-1]}:{tb[-1].lineno}"] -= before_n[tb]
+            by_line[innermost_line(tb)] -= before_n[tb]
     print("\nby innermost line (more blocks after the class):")
     for where, diff in by_line.most_common(args.top):
         print(f"  {diff:+8,}  {where}")
