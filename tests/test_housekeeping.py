@@ -345,7 +345,48 @@ def test_freezing_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_GC_FREEZE", "0")
     assert not housekeeping.gc_freeze_enabled()
     gc.unfreeze()
-    housekeeping.release_memory(None, emptied=True)
+    assert housekeeping.release_memory(None, emptied=True) is False
     assert gc.get_freeze_count() == 0
     monkeypatch.delenv("ATTENTION_LAB_GC_FREEZE")
     assert housekeeping.gc_freeze_enabled()
+
+
+def test_a_session_frozen_at_start_that_leaves_mid_class_is_looked_for_again_when_the_class_has_gone(
+        monkeypatch):
+    """A tab already open when the survivors are first frozen is frozen with them: gc.get_objects()
+    cannot see it, so forget_sessions misses it if it leaves mid-class. Once the class has gone
+    (everything unfrozen) it is looked for again, once."""
+    listed = {"ids": {"lecturer"}}
+    asked = []
+    monkeypatch.setattr(housekeeping, "session_ids", lambda: set(listed["ids"]))
+    monkeypatch.setattr(housekeeping, "forget_sessions", lambda ids: asked.append(set(ids)) or 0)
+    monkeypatch.setattr(housekeeping, "reap_expired_sessions", lambda: 0)
+    monkeypatch.setattr(housekeeping, "clear_shared_caches", lambda: 0)
+    monkeypatch.setattr(housekeeping, "_forget_broken", False)
+    monkeypatch.setenv("ATTENTION_LAB_GC_FREEZE", "1")
+    monkeypatch.delenv("ATTENTION_LAB_MEMORY_PROBE", raising=False)
+    tracker = housekeeping.SessionTracker()
+
+    housekeeping.freeze_at_start(tracker)
+    assert tracker.frozen == {"lecturer"} and gc.get_freeze_count() > 1000
+    was_empty = housekeeping.tick(None, False, tracker)  # the lecturer's tab and...
+    listed["ids"] = {"lecturer", "student"}
+    was_empty = housekeeping.tick(None, was_empty, tracker)  # ...a student
+    listed["ids"] = {"student"}
+    was_empty = housekeeping.tick(None, was_empty, tracker)  # the lecturer leaves mid-class
+    assert asked[-1] == {"lecturer"} and gc.get_freeze_count() > 1000  # (not seen: frozen)
+    listed["ids"] = set()
+    was_empty = housekeeping.tick(None, was_empty, tracker)  # the class has gone
+    assert was_empty and asked[-1] == {"student", "lecturer"}  # looked for again, unfrozen
+    assert tracker.frozen == set()  # nobody was there when the survivors were frozen again
+    housekeeping.tick(None, was_empty, tracker)
+    assert asked[-1] == set()  # once
+
+
+def test_nothing_is_frozen_or_noted_at_start_when_freezing_is_off(monkeypatch):
+    monkeypatch.setattr(housekeeping, "session_ids", lambda: {"lecturer"})
+    monkeypatch.setenv("ATTENTION_LAB_GC_FREEZE", "0")
+    gc.unfreeze()
+    tracker = housekeeping.SessionTracker()
+    housekeeping.freeze_at_start(tracker)
+    assert gc.get_freeze_count() == 0 and tracker.frozen == set()

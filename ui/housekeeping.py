@@ -41,7 +41,8 @@ once per process (`start()` is called by streamlit_app.py on every run and is id
   of them after the class. Once the server has started (and again each time nobody is left), what
   survives a full collection is moved to the collector's permanent generation (`gc.freeze()`), so
   a full collection scans only what the class made and runs when the class's own objects have grown
-  by a quarter. ATTENTION_LAB_GC_FREEZE=0 turns it off.
+  by a quarter. A tab already open at a freeze is frozen too, out of forget_sessions' sight: it
+  is looked for again once the class has gone. ATTENTION_LAB_GC_FREEZE=0 turns it off.
 
 Nothing here is needed for correctness: on a platform without glibc, or if Streamlit's internals
 change, it does nothing (and says so once in the server log).
@@ -127,10 +128,15 @@ def shut_down(session) -> None:
 
 
 class SessionTracker:
-    """Which sessions the server held at the last round, to tell which ones have gone for good."""
+    """Which sessions the server held at the last round, to tell which ones have gone for good;
+    and which ones were held when survivors were last frozen."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
+        # A session held when survivors were frozen is out of gc.get_objects()' sight until the
+        # next unfreeze, so forget_sessions cannot find it if it leaves mid-class: it is looked
+        # for again once the class has gone (and everything is unfrozen).
+        self.frozen: set[str] = set()
 
     def gone(self, now: set[str] | None) -> set[str]:
         """Ids held last round and not now. `now` is read under Streamlit's storage lock, under
@@ -245,19 +251,27 @@ def freeze_survivors() -> int:
     return gc.get_freeze_count()
 
 
-def release_memory(libc: ctypes.CDLL | None, emptied: bool | None = None) -> bool:
-    """Collect, empty the caches if nobody is left (and freeze what survives), trim; True if the
-    caches were emptied. `emptied`: whether nobody is left, if the caller has looked already."""
-    emptied = nobody_left() if emptied is None else emptied
+def release_memory(libc: ctypes.CDLL | None, emptied: bool) -> bool:
+    """Collect, empty the caches if nobody is left (`emptied`) and freeze what survives, trim;
+    returns whether survivors were frozen."""
     if emptied:
         clear_shared_caches()
-    if emptied and gc_freeze_enabled():
+    froze = emptied and gc_freeze_enabled()
+    if froze:
         freeze_survivors()
     else:
         gc.collect()
     if libc is not None:
         libc.malloc_trim(0)  # ctypes releases the GIL: page reruns go on meanwhile
-    return emptied
+    return froze
+
+
+def freeze_at_start(tracker: SessionTracker) -> None:
+    """The imports and shared data into the permanent generation (~0.2 s, once), noting the
+    sessions already there (the lecturer's tab, the first students), which are frozen too."""
+    if gc_freeze_enabled():
+        freeze_survivors()
+        tracker.frozen = session_ids() or set()
 
 
 def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | None = None) -> bool:
@@ -274,12 +288,16 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     reaped = reap_expired_sessions()
     ids = session_ids()  # one listing per round, under Streamlit's storage lock
     empty_now = not ids if ids is not None else nobody_left()
-    if empty_now and not was_empty:
+    class_left = empty_now and not was_empty
+    if class_left:
         gc.unfreeze()  # the class has gone: forget_sessions' scan must see every object again
-    forgotten = _forget_gone(tracker, ids) if tracker is not None else 0
+    forgotten = _forget_gone(tracker, ids, class_left) if tracker is not None else 0
     label = ""
-    if reaped or forgotten or (empty_now and not was_empty):
-        label = "caches emptied" if release_memory(libc, empty_now) else ""
+    if reaped or forgotten or class_left:
+        froze = release_memory(libc, empty_now)
+        label = "caches emptied" if empty_now else ""
+        if froze and tracker is not None:
+            tracker.frozen = session_ids() or set()  # a tab that connected meanwhile
     elif libc is not None:
         # Freed pages inside glibc's arenas stay resident until trimmed; a trim is cheap
         # (measured 0.5-6 ms with 30 sessions, without the GIL) and gave back 15-40 MB
@@ -289,15 +307,18 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     return empty_now
 
 
-def _forget_gone(tracker: SessionTracker, ids: set[str] | None) -> int:
+def _forget_gone(tracker: SessionTracker, ids: set[str] | None, class_left: bool = False) -> int:
     """forget_sessions for the ids gone since the last round (`ids`: what session_ids() said this
-    round); if Streamlit's internals changed, says so once in the log and goes on without it
-    (reaping and trimming still run)."""
+    round) and, once the class has gone, for those that were frozen; if Streamlit's internals
+    changed, says so once in the log and goes on without it (reaping and trimming still run)."""
     global _forget_broken
     if _forget_broken:
         return 0
+    gone = tracker.gone(ids)
+    if class_left:
+        gone, tracker.frozen = gone | tracker.frozen, set()
     try:
-        return forget_sessions(tracker.gone(ids))
+        return forget_sessions(gone)
     except Exception:  # noqa: BLE001 - an internal of Streamlit moved; the rest still works
         _forget_broken = True
         _log.warning("letting go of departed sessions failed; only reaping from now on", exc_info=True)
@@ -307,8 +328,7 @@ def _forget_gone(tracker: SessionTracker, ids: set[str] | None) -> int:
 def _loop(libc: ctypes.CDLL | None) -> None:
     was_empty, tracker = True, SessionTracker()  # nothing to empty before anyone came
     time.sleep(REAP_S)  # the first run (the one that started this thread) has finished by now
-    if gc_freeze_enabled():
-        freeze_survivors()  # the imports and shared data: ~0.2 s, once
+    freeze_at_start(tracker)
     while True:
         try:
             was_empty = tick(libc, was_empty, tracker)
