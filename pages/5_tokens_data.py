@@ -58,6 +58,22 @@ def _token_rows(output_dim: int, seed: int, ids: tuple[int, ...]):
     return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, ids)
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _window_chart(ids_shown: tuple[int, ...], n_tokens: int, max_length: int, stride: int,
+                  max_tokens: int, lecture: bool, _view: tokens_data.LoaderView):
+    # Building the drawing (Altair objects for ~100 cells) was a seventh of this page's rerun; it
+    # depends only on the first tokens, the text's length, max_length and stride (the key), so
+    # clicks on batches, seeds and embeddings reuse it. The chart is only read from then on.
+    return lesson_charts.window_chart(_view, max_tokens=max_tokens, max_windows=6, lecture=lecture)
+
+
+def window_chart_for(view: tokens_data.LoaderView, max_tokens: int, lecture: bool):
+    """The sliding-window drawing of `view`, built once per what it shows."""
+    vs = view.settings
+    return _window_chart(tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
+                         vs.stride, max_tokens, lecture, view)
+
+
 ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept
 
 
@@ -212,7 +228,7 @@ if view is not None:
     else:
         st.caption("stride = max_length: every token is an input exactly once, with no overlap.")
     max_tokens = 16 if lecture else 20
-    show_chart(lesson_charts.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
+    show_chart(window_chart_for(view, max_tokens, lecture),
                name="sliding windows",
                caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how many "
                         f"windows each token is an input; below, each window's input ids (blue) and "
@@ -289,7 +305,8 @@ if view is not None:
         first = x[0, :rows].tolist()
         token_labels = [f"{texts.visible(tokens_data.gpt2_piece(i))} ({i})" for i in first]
         pos_labels = [f"pos {t}" for t in range(rows)]
-        sum_labels = [f"{lab} @ {t}" for t, lab in enumerate(token_labels)]
+        # "token @ position", without the id: the longer labels pushed this heatmap past its column
+        sum_labels = [f"{texts.visible(tokens_data.gpt2_piece(i))} @ {t}" for t, i in enumerate(first)]
         dim_labels = [f"d{j}" for j in range(dims)]
         tok_slice = steps.token_embeddings[0, :rows, :dims].numpy()  # (rows, dims)
         pos_slice = steps.pos_embeddings[:rows, :dims].numpy()  # (rows, dims)
@@ -347,9 +364,10 @@ with friendly_errors("the name windows"):
         st.markdown(f"**{shown_name}** → `.{shown_name}.` ({len(shown_name) + 2} ids) → "
                     f"{len(tables)} window{'s' if len(tables) != 1 else ''} of {context}"
                     + (f", the last with {n_pad} padded target{'s' if n_pad != 1 else ''}." if n_pad else "."))
-        for i, table in enumerate(tables[:6]):
-            st.caption(f"Window {i}: inputs and targets, shape ({context},) each; grey = padding")
-            st.dataframe(fmt.style_padding(table), width="stretch")
+        shown_windows = min(len(tables), 6)
+        st.caption(f"Window{'s 0–' + str(shown_windows - 1) if shown_windows > 1 else ' 0'}: "
+                   f"inputs and targets, shape ({context},) each; grey = padding")
+        st.dataframe(fmt.style_padded_windows(tables[:6]), width="stretch")
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

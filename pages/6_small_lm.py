@@ -117,6 +117,22 @@ if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) !
         race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
 
 
+@st.cache_data(max_entries=512, show_spinner=False)
+def _untrained_sample(text: str, config: small_lm.RaceConfig, name: str, n_chars: int, prompt: str,
+                      temperature: float, _race: small_lm.SmallLMRace) -> str:
+    return _race.generate(name, n_chars, prompt, temperature, seed=config.seed)
+
+
+def sample_text(race_: small_lm.SmallLMRace, name: str, n_chars: int, prompt: str,
+                temperature: float) -> str:
+    """Model `name`'s sample. Before training the models are fixed by the corpus and the settings
+    alone (their seed, and the sampling seed), so the class shares one sample per setting instead
+    of every student's session drawing the same 3 x 160 characters again."""
+    if race_.step == 0:
+        return _untrained_sample(race_.text, race_.config, name, n_chars, prompt, temperature, race_)
+    return race_.generate(name, n_chars, prompt, temperature, seed=race_.config.seed)
+
+
 def _start() -> None:
     ss[RUNNING_KEY] = True
 
@@ -245,8 +261,8 @@ else:
         for name, label in small_lm.MODEL_LABELS.items():
             if not running or name not in samples or samples[name][2] is not race:
                 # sampling 3 x 160 characters takes a moment: not on every update while training
-                text_out = race.generate(name, settings.sample_chars, prompt, settings.temperature,
-                                         seed=race.config.seed)
+                text_out = sample_text(race, name, settings.sample_chars, prompt,
+                                       settings.temperature)
                 samples[name] = (race.step, text_out, race)
             step_at, sample, _ = samples[name]
             st.markdown(f"**{label}** · step {step_at:,}")

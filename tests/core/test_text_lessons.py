@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 import socket
 
 import numpy as np
@@ -288,6 +289,29 @@ def test_long_name_slides():
     assert str(IGNORE_INDEX) not in tables[0].loc["target id"].tolist()
 
 
+def _greyed(styler) -> set[tuple[int, int]]:
+    """(row, column) of the cells the styler's CSS greys out."""
+    css = styler.to_html()
+    cells = set()
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", css):
+        if "#ECECEC" in body:
+            cells |= {(int(r), int(c)) for r, c in re.findall(r"_row(\d+)_col(\d+)", selectors)}
+    return cells
+
+
+def test_padded_windows_are_one_table_greyed_only_where_padded():
+    tables = tokens_data.name_window_frames("christopherson", 12)  # 4 windows, none padded
+    styler = fmt.style_padded_windows(tables)
+    assert styler.data.shape == (16, 12)
+    assert styler.data.index[4:8].tolist() == [f"window 1 · {row}" for row in
+                                               ("input", "input id", "target", "target id")]
+    assert styler.data.loc["window 3 · target"].tolist() == tables[3].loc["target"].tolist()
+    assert _greyed(styler) == set()
+    # ".emma." in 12: the targets after the closing "." are padding, in all four rows
+    assert _greyed(fmt.style_padded_windows(tokens_data.name_window_frames("emma", 12))) == {
+        (r, c) for r in range(4) for c in range(5, 12)}
+
+
 @pytest.mark.parametrize("name, message", [("", "Type a name"), ("r2d2", "'2'"), ("x" * 41, "at most 40"),
                                            ("anne-marie", "'-'")])
 def test_validate_name(name, message):
@@ -318,6 +342,16 @@ def test_race_uses_one_generator_and_the_same_batches(one_thread):
     twin = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.RaceConfig(eval_every=5))
     twin.advance(None, n_steps=7)
     assert twin.history == race.history
+
+
+def test_untrained_races_of_the_same_settings_sample_the_same_text(one_thread):
+    # the Small LM page shares untrained samples between sessions on this ground
+    text, config = texts.builtin_text("pangram"), small_lm.RaceConfig(seed=7)
+    first, second = small_lm.SmallLMRace(text, config), small_lm.SmallLMRace(text, config)
+    for name in small_lm.MODEL_LABELS:
+        assert first.generate(name, 60, "", 0.8, seed=7) == second.generate(name, 60, "", 0.8, seed=7)
+    assert first.generate("attention", 60, "", 0.8, seed=8) != first.generate("attention", 60, "", 0.8,
+                                                                               seed=7)
 
 
 def test_race_starts_near_uniform_and_time_budget_still_steps(one_thread):

@@ -295,6 +295,18 @@ def test_vega_spec_is_the_validated_themed_spec_with_the_table_as_a_frame(build,
     assert set(viz.vega_spec(build(), lecture)["datasets"]) == set(spec["datasets"])
 
 
+def test_frame_digest_names_equal_tables_alike_and_any_change_apart():
+    from core.viz.theme import frame_digest
+    table = pd.DataFrame({"row": ["a", "b", "c"], "value": [0.5, -1.0, 2.0], "n": [1, 2, 3]})
+    name = frame_digest(table)
+    assert frame_digest(table.copy()) == name and len(name) == 16
+    changed = [table.assign(value=[0.5, -1.0, 2.5]), table.assign(row=["a", "b", "d"]),
+               table.assign(n=[1, 2, 4]), table.rename(columns={"n": "m"}), table.iloc[:2],
+               table.assign(n=[1.0, 2.0, 3.0]),  # same numbers, another type
+               table.assign(row=["a", "bc", ""])]  # the text joined the same way, split apart
+    assert len({name, *map(frame_digest, changed)}) == len(changed) + 1
+
+
 def test_vega_spec_leaves_charts_with_tables_in_their_layers_to_altair():
     import altair as alt
 
