@@ -127,10 +127,11 @@ def sample_text(race_: small_lm.SmallLMRace, name: str, n_chars: int, prompt: st
                 temperature: float) -> str:
     """Model `name`'s sample. Before training the models are fixed by the corpus and the settings
     alone (their seed, and the sampling seed), so the class shares one sample per setting instead
-    of every student's session drawing the same 3 x 160 characters again."""
-    if race_.step == 0:
-        return _untrained_sample(race_.text, race_.config, name, n_chars, prompt, temperature, race_)
-    return race_.generate(name, n_chars, prompt, temperature, seed=race_.config.seed)
+    of every student's session drawing the same 3 x 160 characters again; the race keeps what it
+    was given, so its next reruns do not even look the text up."""
+    return race_.generate(name, n_chars, prompt, temperature, seed=race_.config.seed,
+                          untrained=lambda: _untrained_sample(race_.text, race_.config, name, n_chars,
+                                                              prompt, temperature, race_))
 
 
 def _start() -> None:

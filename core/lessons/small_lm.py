@@ -12,7 +12,7 @@ import math
 import re
 import threading
 from dataclasses import dataclass
-from typing import ContextManager, Sequence
+from typing import Callable, ContextManager, Sequence
 
 import numpy as np
 import pandas as pd
@@ -240,9 +240,15 @@ class SmallLMRace(SteppedTraining):
         return {name: model.num_params() for name, model in self.models.items()}
 
     def generate(self, name: str, n_chars: int, prompt: str = "", temperature: float = 1.0,
-                 seed: int = 0) -> str:
-        """`prompt` plus `n_chars` characters sampled from model `name` (memoised per step)."""
+                 seed: int = 0, *, untrained: Callable[[], str] | None = None) -> str:
+        """`prompt` plus `n_chars` characters sampled from model `name` (memoised per step).
+
+        `untrained`, if given, is asked for the text instead while the race has not trained:
+        untrained models depend only on the corpus and the config, so a caller may keep one text
+        per setting for everybody (the page shares them between sessions)."""
         key = (name, n_chars, prompt, temperature, seed, self.step)
+        if key not in self._samples and untrained is not None and self.step == 0:
+            self._samples[key] = untrained()
         if key not in self._samples:
             start = prompt or self.text[0]
             idx = self.tokenizer.encode_tensor(start)[None, :]  # (1, len(start))

@@ -352,6 +352,11 @@ def test_untrained_races_of_the_same_settings_sample_the_same_text(one_thread):
         assert first.generate(name, 60, "", 0.8, seed=7) == second.generate(name, 60, "", 0.8, seed=7)
     assert first.generate("attention", 60, "", 0.8, seed=8) != first.generate("attention", 60, "", 0.8,
                                                                                seed=7)
+    # a text given for the untrained race is kept; once trained, the race samples itself again
+    assert first.generate("bigram", 20, untrained=lambda: "given") == "given"
+    assert first.generate("bigram", 20, untrained=lambda: "other") == "given"
+    first.advance(None, n_steps=1)
+    assert first.generate("bigram", 20, untrained=lambda: "given") != "given"
 
 
 def test_race_starts_near_uniform_and_time_budget_still_steps(one_thread):

@@ -1,0 +1,90 @@
+"""How long the Tokens and Small language model pages take to rerun after a control change.
+
+    python benchmarks/lesson_rerun.py [--runs 30]
+
+These two pages were the most expensive in a class of 60 (benchmarks/student_sim.py with py-spy:
+22% and 19% of the server's sampled time). In process (AppTest: entry point + page, every chart
+and table serialised), one control is moved back and forth between two values, so after the first
+two reruns everything the page caches is warm: what is timed is what every click costs, not a
+first computation. Reports the median and 95th percentile of the wall time and of the CPU time of
+the whole process (the script runs in AppTest's own thread). Prints a line per control; last line:
+one JSON object. No target: a figure to compare before and after a change, on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.page_latency import percentile  # noqa: E402
+from tests.app.conftest import open_page  # noqa: E402
+
+PAGES = {
+    "tokens_data": ("pages/5_tokens_data.py", "tokens",
+                    ["batch_index", "show_dims", "name_context", "stride"]),
+    "small_lm": ("pages/6_small_lm.py", "small_lm",
+                 ["ce_target", "sample_chars", "temperature", "steps_per_tick"]),
+}
+
+
+def widget(at, key: str):
+    """The bound widget whose key is `key` (number input or slider)."""
+    for w in list(at.number_input) + list(at.slider):
+        if w.key == key:
+            return w
+    raise KeyError(key)
+
+
+def field_key(at, prefix: str, field: str) -> str:
+    return f"{prefix}.{at.session_state[prefix + '.__gen']}.{field}"
+
+
+def time_control(path: str, prefix: str, field: str, runs: int) -> dict[str, float]:
+    at = open_page(path)
+    key = field_key(at, prefix, field)
+    first = widget(at, key)
+    low = first.value
+    high = low + (first.step or 1) if first.max is None or low + (first.step or 1) <= first.max \
+        else low - (first.step or 1)
+    wall, cpu = [], []
+    for i in range(runs + 2):  # two warm-up reruns: both values computed once
+        widget(at, key).set_value(high if i % 2 == 0 else low)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        at.run()
+        if at.exception:
+            raise RuntimeError(f"{path}: {[e.value for e in at.exception]}")
+        if i >= 2:
+            wall.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - start_cpu) * 1000)
+    return {"median_ms": round(statistics.median(wall), 1), "p95_ms": round(percentile(wall, 0.95), 1),
+            "cpu_median_ms": round(statistics.median(cpu), 1), "runs": len(wall),
+            "values": [low, high]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    results: dict[str, dict] = {}
+    for name, (path, prefix, fields) in PAGES.items():
+        results[name] = {}
+        for field in fields:
+            stats = time_control(path, prefix, field, args.runs)
+            results[name][field] = stats
+            print(f"{name:12s} {field:16s} median {stats['median_ms']:6.1f} ms   p95 "
+                  f"{stats['p95_ms']:6.1f} ms   (CPU median {stats['cpu_median_ms']:6.1f} ms)", flush=True)
+    print(json.dumps({"benchmark": "lesson_rerun", "results": results,
+                      "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}))
+
+
+if __name__ == "__main__":
+    main()
