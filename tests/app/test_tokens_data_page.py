@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 
 from core import settings as core_settings
+from core.lessons import tokens_data
 from tests.app.conftest import assert_no_exception, open_page
 from tests.helpers import errors, metrics, warnings
 
@@ -68,6 +71,28 @@ def test_window_controls_change_counts():
     at.checkbox(key=key("shuffle")).uncheck().run()
     assert "windows [0, 1, 2, 3] (in order" in " ".join(m.value for m in at.markdown)
     assert_no_exception(at)
+
+
+def window_cells(at) -> pd.DataFrame:
+    """The table behind the sliding-window drawing (the page's first chart)."""
+    (ds,) = charts(at)[0].proto.datasets
+    return pa.ipc.open_stream(ds.data.data).read_pandas()
+
+
+def test_the_window_drawing_follows_the_settings_it_is_kept_for():
+    # the drawing is built once per (first tokens, length, max_length, stride) and shared
+    at = fresh()
+    shown = window_cells(at)
+    expected = tokens_data.window_frame(at.session_state["tokens.good_view"], 20, 6)
+    assert shown[list(expected.columns)].equals(expected)
+    at.number_input(key=key("stride")).set_value(2).run()
+    overlapping = window_cells(at)
+    assert not overlapping.equals(shown)
+    assert (overlapping.loc[overlapping["row"] == "used as input ×", "text"] == "2").any()
+    at.number_input(key=key("batch_size")).set_value(3).run()  # not part of the drawing: kept
+    assert window_cells(at).equals(overlapping)
+    at.number_input(key=key("stride")).set_value(5).run()  # back: the first drawing again
+    assert window_cells(at).equals(shown)
 
 
 def test_tokens_embeddings_and_names_controls():
