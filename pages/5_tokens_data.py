@@ -68,15 +68,11 @@ def _window_chart(ids_shown: tuple[int, ...], n_tokens: int, max_length: int, st
 
 
 def window_chart_for(view: tokens_data.LoaderView, max_tokens: int, lecture: bool):
-    """The sliding-window drawing of `view`, built once per what it shows.
-
-    Each rerun gets its own top-level object over the shared layers (1.4 ms): showing a chart
-    points its data at a name for a moment, and a figure download in another session must not
-    see that."""
+    """The sliding-window drawing of `view`, built once per what it shows (shared by sessions:
+    showing and exporting a chart read it under core.viz.theme.CHART_LOCK)."""
     vs = view.settings
-    shared = _window_chart(tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
-                           vs.stride, max_tokens, lecture, view)
-    return shared.copy(deep=False)
+    return _window_chart(tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
+                         vs.stride, max_tokens, lecture, view)
 
 
 ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept

@@ -11,7 +11,7 @@ import textwrap
 
 import altair as alt
 
-from core.viz.theme import themed
+from core.viz.theme import CHART_LOCK, themed
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 
@@ -49,7 +49,8 @@ def figure_bytes(chart: alt.TopLevelMixin, *, title: str, caption: str = "",
     """The chart themed for the mode, titled and captioned, as PNG (at `scale`) or SVG bytes."""
     if fmt not in FORMATS:
         raise ValueError(f"figure format must be one of {sorted(FORMATS)}, got {fmt!r}")
-    figure = themed(with_caption(chart, title, caption), lecture)
+    with CHART_LOCK:  # the figure is a copy; the chart may be shared and being shown meanwhile
+        figure = themed(with_caption(chart, title, caption), lecture)
     return to_png(figure, scale=scale) if fmt == "png" else to_svg(figure).encode("utf-8")
 
 

@@ -109,7 +109,7 @@ def vega_spec(chart: alt.TopLevelMixin, lecture: bool = False) -> dict | None:
     if not isinstance(data, pd.DataFrame) or _nested_frames(chart):
         return None
     name = "data-" + frame_digest(data)
-    with _SWAP_LOCK:
+    with CHART_LOCK:
         # serialise with a reference in place of the table; Altair's to_dict copies the chart
         # first, so the original is only pointed at the name for the length of this call
         chart.data = alt.NamedData(name=name)
@@ -124,7 +124,9 @@ def vega_spec(chart: alt.TopLevelMixin, lecture: bool = False) -> dict | None:
     return spec
 
 
-_SWAP_LOCK = threading.Lock()
+# Held while vega_spec points a chart's data at a name, and while an export copies a chart: a
+# chart built once and shared by sessions (a cached figure) is never read half-swapped.
+CHART_LOCK = threading.Lock()
 
 
 def frame_digest(data: pd.DataFrame) -> str:

@@ -3,6 +3,7 @@
 import ast
 from pathlib import Path
 
+import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
@@ -224,6 +225,26 @@ def test_figure_bytes_titles_captions_and_names_files_humanly():
     assert viz.file_name('A/B: "α" weights', "svg") == "A B α weights.svg"
     assert viz.file_name("///", "png") == "figure.png"
     assert viz.chart_title(chart) == "raw" and viz.chart_title(viz.bar_chart([1.0], ["a"])) == ""
+
+
+def test_an_export_copies_a_shared_chart_only_when_no_one_is_showing_it():
+    # a chart cached for every session is shown (vega_spec swaps its data for a name meanwhile)
+    # and exported from two threads: the export takes its copy under the same lock
+    import threading
+
+    from core.viz.theme import CHART_LOCK
+    chart = viz.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="shared")
+    table = chart.data
+    done = threading.Event()
+    with CHART_LOCK:
+        chart.data = alt.NamedData(name="data-being-shown")  # what vega_spec does, under the lock
+        worker = threading.Thread(target=lambda: (viz.figure_bytes(chart, title="t", fmt="svg"),
+                                                  done.set()))
+        worker.start()
+        assert not done.wait(0.5)  # the export waits for the chart to be itself again
+        chart.data = table
+    worker.join(60)
+    assert done.is_set()
 
 
 # ------------------------------------------------------------------------------ one chart layer
