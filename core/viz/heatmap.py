@@ -8,6 +8,7 @@ multiples (one panel per head, per layer, ...).
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import altair as alt
@@ -162,11 +163,17 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     # character): level names would run into each other ("Youjourney")
     label_px = 0.6 * font_sizes(lecture)["label"]
     angle = -40 if cols and max(len(c) for c in cols) * label_px > width - 4 else 0
+    shown_cols = cols
+    line_px = font_sizes(lecture)["label"]
+    if cols and width < line_px and max(len(c) for c in cols) > 1:
+        # columns narrower than a line of text ("d0".."d31" in 9 px): even slanted, the names
+        # ran into one another; upright, and only every k-th name, they can be read
+        angle, shown_cols = -90, cols[::math.ceil(line_px / width)]
     # channels are built from field/type keywords and conditions from plain dicts: Altair parses
     # shorthands ("col:N") and alt.condition through its JSON schema even outside debug mode
     base = alt.Chart().encode(
         x=alt.X(field="col", type="nominal", sort=cols, title=x_title,
-                axis=alt.Axis(labelAngle=angle, labelOverlap=False,
+                axis=alt.Axis(labelAngle=angle, labelOverlap=False, values=shown_cols,
                               orient="top" if x_on_top else "bottom")),
         # row_axis=False: a panel to the right of one that already names the rows
         y=alt.Y(field="row", type="nominal", sort=rows, title=y_title if row_axis else None,

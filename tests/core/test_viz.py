@@ -227,6 +227,21 @@ def test_figure_bytes_titles_captions_and_names_files_humanly():
     assert viz.chart_title(chart) == "raw" and viz.chart_title(viz.bar_chart([1.0], ["a"])) == ""
 
 
+def test_names_of_columns_narrower_than_a_line_stand_upright_and_thin_out():
+    from core.viz.lessons import compact_heatmap
+
+    def x_axis(chart):
+        (layer, *_) = chart.to_dict(validate=True)["layer"]
+        return layer["encoding"]["x"]["axis"]
+    dims = [f"d{j}" for j in range(32)]  # 300 px / 32 columns: 9 px each
+    axis = x_axis(compact_heatmap(np.zeros((28, 32)), list("abcdefghijklmnopqrstuvwxyz.,"), dims))
+    assert axis["labelAngle"] == -90 and axis["values"] == dims[::2]
+    # single characters fit a narrow column: every one keeps its name
+    chars = list("abcdefghijklmnopqrstuvwxyz.,")
+    axis = x_axis(compact_heatmap(np.zeros((28, 28)), chars, chars))
+    assert axis["values"] == chars and axis["labelAngle"] != -90
+
+
 def test_an_export_copies_a_shared_chart_only_when_no_one_is_showing_it():
     # a chart cached for every session is shown (vega_spec swaps its data for a name meanwhile)
     # and exported from two threads: the export takes its copy under the same lock
