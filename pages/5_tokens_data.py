@@ -366,8 +366,8 @@ with friendly_errors("the name windows"):
                     f"{len(tables)} window{'s' if len(tables) != 1 else ''} of {context}"
                     + (f", the last with {n_pad} padded target{'s' if n_pad != 1 else ''}." if n_pad else "."))
         shown_windows = min(len(tables), 6)
-        st.caption(f"Window{'s 0–' + str(shown_windows - 1) if shown_windows > 1 else ' 0'}: "
-                   f"inputs and targets, shape ({context},) each; grey = padding")
+        which = "Window 0" if shown_windows == 1 else f"Windows 0–{shown_windows - 1}"
+        st.caption(f"{which}: inputs and targets, shape ({context},) each; grey = padding")
         st.dataframe(fmt.style_padded_windows(tables[:6]), width="stretch")
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")

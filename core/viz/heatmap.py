@@ -161,11 +161,11 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     cols = list(dict.fromkeys(df["col"]))
     # slant the column names when the longest is wider than a cell at the axis font (≈0.6 em a
     # character): level names would run into each other ("Youjourney")
-    label_px = 0.6 * font_sizes(lecture)["label"]
-    angle = -40 if cols and max(len(c) for c in cols) * label_px > width - 4 else 0
-    shown_cols = cols
     line_px = font_sizes(lecture)["label"]
-    if cols and width < line_px and max(len(c) for c in cols) > 1:
+    longest = max(map(len, cols), default=0)
+    angle = -40 if longest * 0.6 * line_px > width - 4 else 0
+    shown_cols = cols
+    if width < line_px and longest > 1:
         # columns narrower than a line of text ("d0".."d31" in 9 px): even slanted, the names
         # ran into one another; upright, and only every k-th name, they can be read
         angle, shown_cols = -90, cols[::math.ceil(line_px / width)]
