@@ -7,8 +7,9 @@ Three layers, each mapping to a part of the book so a student can follow along:
 2. The book's classes: `SelfAttentionV1`, `SelfAttentionV2`, `CausalAttention`,
    `MultiHeadAttentionWrapper`, `MultiHeadAttention`. Attribute names and the order in which
    parameters are created follow the book, so `torch.manual_seed(123)` gives the printed numbers.
-   The bonus material's `nn.MultiheadAttention` variant: `PyTorchMultiHeadAttention` (and
-   `MHAPyTorchClass`, the notebook's signature). Where the book would raise an AssertionError or a
+   The bonus material's PyTorch versions: `PyTorchMultiHeadAttention` (one fused qkv projection
+   and `F.scaled_dot_product_attention`, as in the book's package) and `MHAPyTorchClass` (the
+   bonus notebook's `nn.MultiheadAttention` version). Where the book would raise an AssertionError or a
    RuntimeError, the errors here are subclasses of both that and ValueError (core.errors).
 3. The walkthrough engine: `attention_intermediates(...)` returns every intermediate tensor
    (scores, scaled scores, mask, weights, dropout keep-mask, per-head contexts, output) as an
@@ -26,6 +27,7 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from core.errors import InvalidSettingError, ShapeMismatchError
 
@@ -156,6 +158,16 @@ def _check_context_length(num_tokens: int, context_length: int) -> None:
         )
 
 
+def _check_heads(d_out: int, num_heads: int) -> None:
+    """Every head gets d_out // num_heads dimensions, so the split must be exact."""
+    if num_heads < 1 or d_out % num_heads != 0:
+        # the book: assert d_out % num_heads == 0
+        raise InvalidSettingError(
+            f"d_out ({d_out}) must be divisible by num_heads ({num_heads}): "
+            "every head gets d_out // num_heads dimensions."
+        )
+
+
 def _check_batch(x: torch.Tensor, d_in: int, context_length: int) -> tuple[int, int, int]:
     """Return (b, num_tokens, d_in) of a batch, or raise a ValueError a page can show."""
     if x.dim() != 3:
@@ -274,12 +286,7 @@ class MultiHeadAttention(nn.Module):
         self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, *, causal=True
     ):
         super().__init__()
-        if num_heads < 1 or d_out % num_heads != 0:
-            # the book: assert d_out % num_heads == 0
-            raise InvalidSettingError(
-                f"d_out ({d_out}) must be divisible by num_heads ({num_heads}): "
-                "every head gets d_out // num_heads dimensions."
-            )
+        _check_heads(d_out, num_heads)
         self.d_out = d_out
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads  # each head works in a smaller space
@@ -320,33 +327,58 @@ class MultiHeadAttention(nn.Module):
 
 
 class PyTorchMultiHeadAttention(nn.Module):
-    """Book ch. 3 bonus: the same causal multi-head attention, computed by PyTorch's nn.MultiheadAttention.
+    """Book ch. 3 bonus, as the book's package defines it: one fused projection and PyTorch's fused kernel.
 
-    nn.MultiheadAttention holds the query/key/value projections as one (3 * d_out, d_out) matrix
-    (`in_proj_weight`) plus its own output projection; the book puts one more Linear after it
-    (`out_proj`). qkv_bias=True also turns on `add_bias_kv`, as the book does: a learned extra key and
-    value that every query may attend to, which MultiHeadAttention above does not have.
-
-    nn.MultiheadAttention needs its input to be d_out wide, so d_in must equal d_out. The causal mask is
-    built once and kept in a buffer (it follows .to(device)); without `context_length` it grows to the
-    longest input seen. need_weights=False lets PyTorch use its fused attention kernel.
+    The three projections W_query, W_key, W_value become one Linear(d_in, 3 * d_out) (`qkv`), whose
+    output is cut into queries, keys and values; `F.scaled_dot_product_attention(..., is_causal=True)`
+    does scores, scaling, mask, softmax, dropout and the weighted sum in one call; `proj` mixes the
+    heads as `out_proj` does in MultiHeadAttention. Any d_in works, as in MultiHeadAttention.
     """
 
-    _proj_name = "out_proj"  # the name of the last Linear (MHAPyTorchClass below uses the book's "proj")
+    def __init__(self, d_in, d_out, num_heads, dropout=0.0, qkv_bias=False):
+        super().__init__()
+        _check_heads(d_out, num_heads)
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.d_in = d_in
+        self.d_out = d_out
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # W_query, W_key, W_value side by side
+        self.proj = nn.Linear(d_out, d_out)
+        self.dropout = dropout  # a probability: the fused kernel applies it to the attention weights
 
-    def __init__(
-        self, d_in, d_out, num_heads, dropout=0.0, qkv_bias=False, *, context_length=None, need_weights=False
-    ):
+    def forward(self, x):
+        b, num_tokens, d_in = _check_batch(x, self.d_in, math.inf)  # no mask buffer, so no length limit
+        qkv = self.qkv(x)  # (b, T, 3 * d_out)
+        qkv = qkv.view(b, num_tokens, 3, self.num_heads, self.head_dim)  # (b, T, 3, num_heads, head_dim)
+        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)  # each (b, num_heads, T, head_dim)
+        dropout_p = self.dropout if self.training else 0.0  # dropout only while training
+        context_vec = F.scaled_dot_product_attention(
+            queries, keys, values, dropout_p=dropout_p, is_causal=True
+        )  # (b, num_heads, T, head_dim)
+        context_vec = context_vec.transpose(1, 2).contiguous()  # (b, T, num_heads, head_dim)
+        context_vec = context_vec.view(b, num_tokens, self.d_out)  # (b, T, d_out)
+        return self.proj(context_vec)  # (b, T, d_out)
+
+
+class MHAPyTorchClass(nn.Module):
+    """Book ch. 3 bonus notebook: the same causal multi-head attention, computed by nn.MultiheadAttention.
+
+    nn.MultiheadAttention holds the query/key/value projections as one (3 * d_out, d_out) matrix
+    (`in_proj_weight`) plus its own output projection; the notebook puts one more Linear after it
+    (`proj`). qkv_bias=True also turns on `add_bias_kv`, as the notebook does: a learned extra key and
+    value that every query may attend to, which MultiHeadAttention above does not have.
+
+    nn.MultiheadAttention needs its input to be d_out wide, so d_in must equal d_out. The causal mask
+    is a buffer (it follows .to(device)). need_weights=False lets PyTorch use its fused kernel.
+    """
+
+    def __init__(self, d_in, d_out, num_heads, context_length, dropout=0.0, qkv_bias=False, need_weights=True):
         super().__init__()
         if d_in != d_out:
             raise InvalidSettingError(
                 f"nn.MultiheadAttention projects from d_out to d_out, so d_in ({d_in}) must equal d_out ({d_out})."
             )
-        if num_heads < 1 or d_out % num_heads != 0:
-            raise InvalidSettingError(
-                f"d_out ({d_out}) must be divisible by num_heads ({num_heads}): "
-                "every head gets d_out // num_heads dimensions."
-            )
+        _check_heads(d_out, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.num_heads = num_heads
@@ -361,40 +393,16 @@ class PyTorchMultiHeadAttention(nn.Module):
             add_bias_kv=qkv_bias,
             batch_first=True,  # (b, T, d) like every other class here, not PyTorch's default (T, b, d)
         )
-        setattr(self, self._proj_name, nn.Linear(d_out, d_out))
-        if context_length is None:
-            # grown on demand, so not part of the saved state
-            self.register_buffer("mask", causal_mask(1), persistent=False)  # (1, 1)
-        else:
-            self.register_buffer("mask", causal_mask(context_length))  # (context_length, context_length)
-
-    def _causal_mask(self, num_tokens: int) -> torch.Tensor:
-        """The (T, T) mask, True where query i would see a later key j > i; rebuilt only for a longer input."""
-        if self.context_length is not None:
-            _check_context_length(num_tokens, self.context_length)
-        elif num_tokens > self.mask.shape[0]:
-            self.mask = causal_mask(num_tokens).to(self.mask.device)  # (T, T)
-        return self.mask[:num_tokens, :num_tokens]  # (T, T)
+        self.proj = nn.Linear(d_out, d_out)
+        self.register_buffer("mask", causal_mask(context_length))  # (context_length, context_length)
 
     def forward(self, x):
-        limit = math.inf if self.context_length is None else self.context_length  # no limit without one
-        b, num_tokens, d_in = _check_batch(x, self.d_in, limit)
-        attn_mask = self._causal_mask(num_tokens)  # (T, T), the same for every sequence and head
+        b, num_tokens, d_in = _check_batch(x, self.d_in, self.context_length)
+        attn_mask = self.mask[:num_tokens, :num_tokens]  # (T, T), the same for every sequence and head
         context_vec, _ = self.multihead_attn(
             x, x, x, attn_mask=attn_mask, need_weights=self.need_weights
         )  # (b, T, d_out)
-        return getattr(self, self._proj_name)(context_vec)  # (b, T, d_out)
-
-
-class MHAPyTorchClass(PyTorchMultiHeadAttention):
-    """PyTorchMultiHeadAttention with the book notebook's signature and names (`context_length`, `proj`)."""
-
-    _proj_name = "proj"
-
-    def __init__(self, d_in, d_out, num_heads, context_length, dropout=0.0, qkv_bias=False, need_weights=True):
-        super().__init__(
-            d_in, d_out, num_heads, dropout, qkv_bias, context_length=context_length, need_weights=need_weights
-        )
+        return self.proj(context_vec)  # (b, T, d_out)
 
 
 # the book's spelling, so code copied from the book runs against this module

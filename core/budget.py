@@ -19,7 +19,7 @@ Settings (environment variables, read once at import):
 Why a share: benchmarks/student_sim.py with the server on ONE core (Community Cloud's size) showed
 that K trainers keep the single slot busy back to back (each tick trains a 0.9 s slice), so every
 page rerun of the other students shared the core (and the GIL) with training all the time. After
-a slice of d seconds the slot now stays closed for d * (1 / share - 1) seconds: with share 0.3,
+a slice of d seconds the slot stays closed for d * (1 / share - 1) seconds: with share 0.3,
 training takes at most 30% of the core and page reruns get the rest; the trainers still all
 advance, in turn, more slowly.
 
@@ -42,6 +42,7 @@ slice at a time when hosted, so a core stays free for page reruns) and one torch
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -134,11 +135,29 @@ def check_run_size(n_params: int, max_steps: int, limits: Limits = LIMITS) -> li
 class TrainingSlots:
     """A fair, bounded set of training slots with a visible queue.
 
-    `slot(owner)` is a context manager: it enters only when a slot is free and `owner` is first
-    in line, waiting at most `timeout` seconds; otherwise it yields False so the caller can show
-    "busy, your place in the queue is N" and try again on the next tick. Slots are held only for
-    one short training slice, so nobody waits for a whole run.
+    `slot(owner)` is a context manager: it enters when a slot is free and `owner` is next in line,
+    waiting at most `timeout` seconds; otherwise it yields False so the caller can show "busy, your
+    place in the queue is N" and try again on the next tick. Slots are held only for one short
+    training slice, so nobody waits for a whole run.
+
+    Who is next: the run that has trained least lately, among the runs that asked in the last
+    ACTIVE_S seconds. A run asks once per tick and waits only half a tick, so the one whose turn it
+    is may be between two ticks when the slot frees: the slot is kept for it for GRACE_S seconds
+    (with a training share below 1 the slot rests after each slice anyway, and the next run is
+    back in that time), then goes to whoever is waiting. Without the reservation the slot went to
+    whichever run happened to be waiting at the moment it freed, and runs whose ticks fell at those
+    moments trained several times as often as the others. Each owner's training seconds
+    are summed with a half-life of USAGE_HALF_LIFE_S, so a run that has had the core for a while
+    lets the others go first, and a run that starts while others train begins at the smallest
+    current sum: it gets its fair turn at once, without taking every slice until it has caught up
+    with runs that have been training for minutes. Ties go to whoever trained longest ago.
     """
+
+    USAGE_HALF_LIFE_S = 10.0  # how fast past training time stops counting against an owner
+    ACTIVE_S = 3.0  # an owner that asked this recently is in line (it asks once per tick)
+    GRACE_S = 0.6  # how long a free slot waits for the run whose turn it is
+    SHARING_S = 10.0  # an owner that asked this recently counts as a run sharing the server
+    FORGET_S = 60.0  # owners silent this long are forgotten (closed tabs, paused runs)
 
     def __init__(self, capacity: int, share: float = 1.0) -> None:
         self.capacity = capacity
@@ -146,56 +165,108 @@ class TrainingSlots:
         self._next_free = 0.0  # monotonic time before which no new slice starts (the share's rest)
         self._lock = threading.Condition()
         self._running: set[str] = set()
-        self._queue: list[str] = []
+        self._blocked: set[str] = set()  # owners inside slot() right now, waiting
+        self._order: dict[str, int] = {}  # owner -> when it joined the line (a counter), for ties
+        self._usage: dict[str, tuple[float, float]] = {}  # owner -> (training seconds, as of time)
         self._last_seen: dict[str, float] = {}
+        self._counter = 0
+        self._free_since = 0.0  # monotonic time the last slice ended
+        self._last_slice: dict[str, float] = {}  # owner -> when its last slice ended
+
+    def _usage_at(self, owner: str, now: float) -> float:
+        seconds, stamp = self._usage.get(owner, (0.0, now))
+        return seconds * 0.5 ** ((now - stamp) / self.USAGE_HALF_LIFE_S)
+
+    def _recent(self, now: float, max_age: float) -> list[str]:
+        return [o for o, seen in self._last_seen.items() if now - seen < max_age]
+
+    def _join(self, owner: str, now: float) -> None:
+        """Note that `owner` asks for a slot; a newcomer starts level with the least-served run."""
+        if owner not in self._order:
+            others = [self._usage_at(o, now) for o in self._recent(now, self.ACTIVE_S)]
+            self._usage[owner] = (min(others, default=0.0), now)
+            self._counter += 1
+            self._order[owner] = self._counter
+        self._last_seen[owner] = now
+
+    def _rank(self, owners, now: float) -> list[str]:
+        # least training lately first; on a tie, whoever trained longest ago, then who asked first
+        # (to the millisecond: a newcomer starts level with someone, float rounding must not split them)
+        return sorted(owners, key=lambda o: (round(self._usage_at(o, now), 3), self._last_slice.get(o, -math.inf),
+                                             self._order.get(o, 0)))
+
+    def _forget_silent(self, now: float) -> None:
+        for owner in [o for o, seen in self._last_seen.items() if now - seen >= self.FORGET_S]:
+            if owner not in self._running and owner not in self._blocked:
+                for table in (self._last_seen, self._order, self._usage, self._last_slice):
+                    table.pop(owner, None)
 
     def position(self, owner: str) -> int:
-        """0 when running or next to run; otherwise how many are ahead."""
+        """0 when running or next to run; otherwise how many waiting runs go before it."""
         with self._lock:
-            self._drop_stale()
-            if owner in self._running or owner not in self._queue:
+            now = time.monotonic()
+            if owner in self._running or owner not in self._order:
                 return 0
-            return self._queue.index(owner)
+            line = self._rank([o for o in self._recent(now, self.ACTIVE_S) if o not in self._running], now)
+            return line.index(owner) if owner in line else 0
 
-    def _drop_stale(self, max_age: float = 20.0) -> None:
-        # a session that closed its tab stops asking; forget it so it does not block the line
-        now = time.monotonic()
-        self._queue = [o for o in self._queue if now - self._last_seen.get(o, now) < max_age]
+    def sharing(self, owner: str) -> int:
+        """How many other runs asked for a slot in the last SHARING_S seconds (train beside this one)."""
+        with self._lock:
+            return len([o for o in self._recent(time.monotonic(), self.SHARING_S) if o != owner])
+
+    def _grace_ends(self) -> float:
+        return max(self._free_since, self._next_free) + self.GRACE_S
+
+    def _may_start(self, owner: str, now: float) -> bool:
+        free = self.capacity - len(self._running)
+        if free <= 0 or now < self._next_free:
+            return False
+        in_line = set(self._recent(now, self.ACTIVE_S)) - self._running
+        turn = self._rank(in_line | self._blocked, now)[:free]  # whose turn it is
+        if owner in turn:
+            return True
+        if any(o in self._blocked for o in turn) or now < self._grace_ends():
+            return False  # the run whose turn it is is here, or may still come
+        return owner in self._rank(self._blocked, now)[:free]
 
     @contextlib.contextmanager
     def slot(self, owner: str, timeout: float = 0.5) -> Iterator[bool]:
         got = False
         with self._lock:
-            self._last_seen[owner] = time.monotonic()
-            if owner not in self._queue:
-                self._queue.append(owner)
-            deadline = time.monotonic() + timeout
-            while True:
-                self._drop_stale()
-                if owner not in self._queue:
-                    self._queue.append(owner)
-                now = time.monotonic()
-                free = len(self._running) < self.capacity and now >= self._next_free
-                ahead = self._queue.index(owner)
-                if free and ahead < self.capacity - len(self._running):
-                    self._queue.remove(owner)
-                    self._running.add(owner)
-                    got = True
-                    break
-                remaining = deadline - now
-                if remaining <= 0:
-                    break
-                # wake at the end of the rest period too (nobody notifies then)
-                rest = self._next_free - now
-                self._lock.wait(min(remaining, rest) if rest > 0 else remaining)
+            now = time.monotonic()
+            self._forget_silent(now)
+            self._join(owner, now)
+            self._blocked.add(owner)
+            deadline = now + timeout
+            try:
+                while True:
+                    now = time.monotonic()
+                    if self._may_start(owner, now):
+                        self._running.add(owner)
+                        got = True
+                        break
+                    remaining = deadline - now
+                    if remaining <= 0:
+                        break
+                    # wake when the rest or the grace period ends too (nobody notifies then)
+                    wakes = [t - now for t in (self._next_free, self._grace_ends()) if t > now]
+                    self._lock.wait(min([remaining, *wakes]))
+            finally:
+                self._blocked.discard(owner)
+                self._lock.notify_all()  # the next in line may be someone else now
         started = time.monotonic()
         try:
             yield got
         finally:
             if got:
                 with self._lock:
+                    now = time.monotonic()
                     self._running.discard(owner)
-                    self._rest_after(time.monotonic() - started)
+                    self._usage[owner] = (self._usage_at(owner, now) + (now - started), now)
+                    self._last_seen[owner] = now
+                    self._free_since = self._last_slice[owner] = now
+                    self._rest_after(now - started)
                     self._lock.notify_all()
 
     def _rest_after(self, busy_s: float) -> None:
@@ -206,10 +277,10 @@ class TrainingSlots:
         self._next_free = max(self._next_free, time.monotonic() + rest)
 
     def leave(self, owner: str) -> None:
-        """Remove `owner` from the queue (paused or stopped runs do not hold a place)."""
+        """Remove `owner` from the line (paused or stopped runs do not hold a place)."""
         with self._lock:
-            if owner in self._queue:
-                self._queue.remove(owner)
+            for table in (self._last_seen, self._order, self._usage, self._last_slice):
+                table.pop(owner, None)
             self._lock.notify_all()
 
     @property

@@ -70,23 +70,31 @@ def _book_inputs(seed=0, batch_size=2, context_len=6, embed_dim=12):
     return torch.randn(batch_size, context_len, embed_dim, generator=generator)  # (b, T, d)
 
 
-def test_pytorch_mha_runs_as_the_book_calls_it():
-    embeddings = _book_inputs()
-    torch.manual_seed(123)
-    mha = PyTorchMultiHeadAttention(d_in=12, d_out=12, num_heads=3, dropout=0.0, qkv_bias=False)
-    out = mha(embeddings)
-    assert out.shape == (2, 6, 12)
-    assert isinstance(mha.multihead_attn, torch.nn.MultiheadAttention)
-    assert mha.multihead_attn.batch_first and mha.multihead_attn.bias_k is None
-    assert isinstance(mha.out_proj, torch.nn.Linear) and mha.out_proj.weight.shape == (12, 12)
+def test_book_test_mha_runs_unchanged():
+    # the book package's own test: d_in differs from d_out
+    context_length, d_in, d_out = 100, 256, 16
+    mha = MultiHeadAttention(d_in, d_out, context_length, dropout=0.0, num_heads=2)
+    assert mha(torch.rand(8, 6, d_in)).shape == torch.Size([8, 6, d_out])
+    mha = PyTorchMultiHeadAttention(d_in, d_out, num_heads=2)
+    assert mha(torch.rand(8, 6, d_in)).shape == torch.Size([8, 6, d_out])
+
+
+def test_pytorch_mha_is_one_fused_projection_and_an_output_projection():
+    mha = PyTorchMultiHeadAttention(d_in=12, d_out=8, num_heads=2, dropout=0.0, qkv_bias=True)
+    assert mha.qkv.weight.shape == (24, 12) and mha.qkv.bias is not None
+    assert mha.proj.weight.shape == (8, 8)
+    assert set(mha.state_dict()) == {"qkv.weight", "qkv.bias", "proj.weight", "proj.bias"}
+    assert PyTorchMultiHeadAttention(12, 8, 2).qkv.bias is None
     # positional, as in the bonus text
-    assert PyTorchMultiHeadAttention(12, 12, 3, 0.1, True)(embeddings).shape == (2, 6, 12)
+    assert PyTorchMultiHeadAttention(12, 12, 3, 0.1, True)(_book_inputs()).shape == (2, 6, 12)
 
 
 def test_notebook_class_runs_with_its_signature_and_state_dict_names():
     embeddings = _book_inputs()
     mha = MHAPyTorchClass(d_in=12, d_out=12, context_length=6, dropout=0.0, num_heads=3, qkv_bias=False)
     assert mha(embeddings).shape == (2, 6, 12)
+    assert isinstance(mha.multihead_attn, torch.nn.MultiheadAttention)
+    assert mha.multihead_attn.batch_first and mha.multihead_attn.bias_k is None
     keys = set(mha.state_dict())
     assert {"proj.weight", "proj.bias", "mask", "multihead_attn.in_proj_weight"} <= keys
     assert not any(key.startswith("out_proj") for key in keys)
@@ -94,13 +102,10 @@ def test_notebook_class_runs_with_its_signature_and_state_dict_names():
     assert with_bias.multihead_attn.bias_k is not None and with_bias.multihead_attn.in_proj_bias is not None
 
 
-@pytest.mark.parametrize("qkv_bias", [False, True])
-def test_pytorch_mha_is_causal(qkv_bias):
-    torch.manual_seed(0)
-    mha = PyTorchMultiHeadAttention(12, 12, num_heads=4, qkv_bias=qkv_bias).eval()
-    x = _book_inputs(seed=1)
+def _is_causal(mha, d_in):
+    x = _book_inputs(seed=1, embed_dim=d_in)
     changed = x.clone()
-    changed[:, 4:] = _book_inputs(seed=2)[:, 4:]  # new tokens 4 and 5 only
+    changed[:, 4:] = _book_inputs(seed=2, embed_dim=d_in)[:, 4:]  # new tokens 4 and 5 only
     with torch.no_grad():
         out, out_changed = mha(x), mha(changed)
     # earlier positions never see later tokens...
@@ -109,55 +114,79 @@ def test_pytorch_mha_is_causal(qkv_bias):
     assert (out[:, 4:] - out_changed[:, 4:]).abs().max() > 1e-3
 
 
-def test_pytorch_mha_mask_is_built_once_and_grows_for_longer_inputs():
-    mha = PyTorchMultiHeadAttention(8, 8, 2)
-    mha(_book_inputs(context_len=5, embed_dim=8))
-    first_mask = mha.mask
-    assert first_mask.shape == (5, 5)
-    mha(_book_inputs(context_len=3, embed_dim=8))
-    assert mha.mask is first_mask  # a shorter input reuses the cached mask
-    mha(_book_inputs(context_len=7, embed_dim=8))
-    assert mha.mask.shape == (7, 7)
-    assert torch.equal(mha.mask, torch.ones(7, 7, dtype=torch.bool).triu(diagonal=1))
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_both_pytorch_classes_are_causal(qkv_bias):
+    torch.manual_seed(0)
+    _is_causal(PyTorchMultiHeadAttention(10, 12, num_heads=4, qkv_bias=qkv_bias).eval(), d_in=10)
+    _is_causal(MHAPyTorchClass(12, 12, 4, context_length=6, qkv_bias=qkv_bias).eval(), d_in=12)
 
 
-def _copy_into_pytorch_mha(source: MultiHeadAttention, target: PyTorchMultiHeadAttention) -> None:
-    """Put MultiHeadAttention's weights into the nn.MultiheadAttention variant (qkv_bias=False)."""
+def _copy_into_fused(source: MultiHeadAttention, target: PyTorchMultiHeadAttention) -> None:
+    """Put MultiHeadAttention's three projections side by side in the fused qkv Linear."""
+    with torch.no_grad():
+        target.qkv.weight.copy_(torch.cat([source.W_query.weight, source.W_key.weight,
+                                           source.W_value.weight]))  # (3 * d_out, d_in)
+        target.proj.weight.copy_(source.out_proj.weight)
+        target.proj.bias.copy_(source.out_proj.bias)
+
+
+def _copy_into_notebook_class(source: MultiHeadAttention, target: MHAPyTorchClass) -> None:
+    """Put MultiHeadAttention's weights into the nn.MultiheadAttention version (qkv_bias=False)."""
     d = source.d_out
     with torch.no_grad():
         in_proj = torch.cat([source.W_query.weight, source.W_key.weight, source.W_value.weight])  # (3d, d)
         target.multihead_attn.in_proj_weight.copy_(in_proj)
-        # the inner output projection passes through; the book's extra out_proj does the mixing
+        # the inner output projection passes through; the notebook's extra proj does the mixing
         target.multihead_attn.out_proj.weight.copy_(torch.eye(d))
-        target.out_proj.weight.copy_(source.out_proj.weight)
-        target.out_proj.bias.copy_(source.out_proj.bias)
+        target.proj.weight.copy_(source.out_proj.weight)
+        target.proj.bias.copy_(source.out_proj.bias)
 
 
 @pytest.mark.parametrize("num_heads, num_tokens", [(1, 6), (2, 6), (4, 3), (4, 8)])
-def test_pytorch_mha_matches_multihead_attention_with_copied_weights(num_heads, num_tokens):
+def test_pytorch_classes_match_multihead_attention_with_copied_weights(num_heads, num_tokens):
     torch.manual_seed(7)
+    for d_in in (16, 24):
+        reference = MultiHeadAttention(d_in, 16, context_length=8, dropout=0.0, num_heads=num_heads).eval()
+        fused = PyTorchMultiHeadAttention(d_in, 16, num_heads).eval()
+        _copy_into_fused(reference, fused)
+        x = _book_inputs(seed=3, context_len=num_tokens, embed_dim=d_in)
+        with torch.no_grad():
+            torch.testing.assert_close(fused(x), reference(x), rtol=1e-5, atol=1e-6)
+            # a differently initialised module does NOT match, so the comparison has teeth
+            assert (PyTorchMultiHeadAttention(d_in, 16, num_heads).eval()(x) - reference(x)).abs().max() > 1e-3
     reference = MultiHeadAttention(16, 16, context_length=8, dropout=0.0, num_heads=num_heads).eval()
-    variant = PyTorchMultiHeadAttention(16, 16, num_heads).eval()
-    _copy_into_pytorch_mha(reference, variant)
+    notebook = MHAPyTorchClass(16, 16, num_heads, context_length=8).eval()
+    _copy_into_notebook_class(reference, notebook)
     x = _book_inputs(seed=3, context_len=num_tokens, embed_dim=16)
     with torch.no_grad():
-        torch.testing.assert_close(variant(x), reference(x), rtol=1e-5, atol=1e-6)
-        # a differently initialised variant does NOT match, so the comparison has teeth
-        fresh = PyTorchMultiHeadAttention(16, 16, num_heads).eval()
-        assert (fresh(x) - reference(x)).abs().max() > 1e-3
+        torch.testing.assert_close(notebook(x), reference(x), rtol=1e-5, atol=1e-6)
+
+
+def test_pytorch_mha_dropout_acts_only_in_training():
+    torch.manual_seed(0)
+    mha = PyTorchMultiHeadAttention(8, 8, 2, dropout=0.5)
+    x = _book_inputs(embed_dim=8)
+    with torch.no_grad():
+        mha.eval()
+        torch.testing.assert_close(mha(x), mha(x))
+        mha.train()
+        assert (mha(x) - mha(x)).abs().max() > 1e-4
 
 
 def test_pytorch_mha_bad_settings_are_book_and_app_errors():
     with pytest.raises(AssertionError, match="divisible"):
         PyTorchMultiHeadAttention(12, 12, num_heads=5)
+    with pytest.raises(ValueError, match="divisible"):
+        PyTorchMultiHeadAttention(12, 12, num_heads=0)
     with pytest.raises(ValueError, match="d_in"):
-        PyTorchMultiHeadAttention(8, 12, num_heads=2)
+        MHAPyTorchClass(8, 12, num_heads=2, context_length=4)
+    with pytest.raises(ValueError, match="features per token"):
+        PyTorchMultiHeadAttention(8, 12, num_heads=2)(_book_inputs(embed_dim=12))
     mha = MHAPyTorchClass(8, 8, 2, context_length=4)
     with pytest.raises(RuntimeError, match="context_length=4"):
         mha(_book_inputs(context_len=5, embed_dim=8))
     with pytest.raises(ValueError, match="context_length=4"):
         mha(_book_inputs(context_len=5, embed_dim=8))
-
 
 # ---------------------------------------------------------------------------------------------
 # Errors: caught the book's way and the app's way

@@ -55,6 +55,67 @@ def test_slot_busy_reports_position():
 
 
 
+TICK = 0.05  # the live fragment's tick (1 s hosted), scaled down 20x: ask, wait half a tick at most, train 0.9 tick
+
+
+def _ticking_runs(slots, starts: dict[str, float], until: float) -> dict[str, list[float]]:
+    """Runs that tick like the live fragment (one request per tick, a 0.9-tick slice when granted),
+    each starting at starts[run] seconds; returns the times at which each one trained a slice."""
+    t0 = time.monotonic()
+    slices = {run: [] for run in starts}
+
+    def work(run):
+        time.sleep(starts[run])
+        while time.monotonic() - t0 < until:
+            tick_start = time.monotonic()
+            with slots.slot(run, timeout=TICK / 2) as got:
+                if got:
+                    slices[run].append(tick_start - t0)
+                    time.sleep(0.9 * TICK)
+            time.sleep(max(0.0, TICK - (time.monotonic() - tick_start)) + 0.002)
+
+    threads = [threading.Thread(target=work, args=(run,)) for run in starts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return slices
+
+
+def _scaled_slots() -> budget.TrainingSlots:
+    slots = budget.TrainingSlots(1, share=0.3)  # as hosted: one slot, training at most 30% of the time
+    slots.USAGE_HALF_LIFE_S, slots.ACTIVE_S, slots.GRACE_S = 0.5, 3 * TICK, 0.6 * TICK
+    return slots
+
+
+def test_every_run_gets_a_fair_share_whoever_started_first():
+    starts = {f"run{i}": 0.2 * i for i in range(6)}  # run0 alone first, run5 a second later
+    slices = _ticking_runs(_scaled_slots(), starts, until=8.0)
+    after_all_started = {run: sum(1 for t in times if t > 1.5) for run, times in slices.items()}
+    fastest = max(after_all_started.values())
+    assert fastest >= 4
+    assert min(after_all_started.values()) >= 0.5 * fastest, after_all_started
+
+
+def test_a_late_run_gets_its_share_at_once_without_shutting_the_others_out():
+    starts = {"early1": 0.0, "early2": 0.0, "late": 2.0}
+    slices = _ticking_runs(_scaled_slots(), starts, until=4.0)
+    window = {run: sum(1 for t in times if t > 2.0) for run, times in slices.items()}
+    assert max(window.values()) >= 3
+    assert window["late"] >= 0.5 * max(window.values()), window
+    assert min(window["early1"], window["early2"]) >= 0.5 * max(window.values()), window
+
+
+def test_sharing_counts_the_other_runs_that_asked_lately():
+    slots = budget.TrainingSlots(1)
+    for owner in ("a", "b", "c"):
+        with slots.slot(owner, timeout=0.0):
+            pass
+    assert slots.sharing("a") == 2 and slots.sharing("new") == 3
+    slots.leave("b")
+    assert slots.sharing("a") == 1
+
+
 def test_train_share_rests_the_slot_after_each_slice():
     slots = budget.TrainingSlots(1, share=0.5)  # a slice of d seconds is followed by d of rest
     with slots.slot("a") as got:
