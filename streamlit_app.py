@@ -25,7 +25,8 @@ TIMING_LOG = os.environ.get("ATTENTION_LAB_TIMING_LOG")
 st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
-from ui import housekeeping, nav  # noqa: E402
+from server import housekeeping  # noqa: E402
+from ui import nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import ENTRY_FLAG
 
@@ -38,6 +39,9 @@ sections: dict[str, list] = {"Start": [home]}
 for lesson in nav.available_lessons():
     sections.setdefault(lesson.section, []).append(
         st.Page(lesson.file, title=lesson.title, icon=lesson.icon, url_path=lesson.url))
+# Class mode (start a class, join one) is not a lesson: no entry in the catalogue or on the home page.
+sections.setdefault("For teachers", []).append(
+    st.Page("pages/11_class.py", title="Class", icon=":material/groups:", url_path="class"))
 
 page = st.navigation(sections)
 

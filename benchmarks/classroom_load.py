@@ -3,8 +3,8 @@
     python benchmarks/classroom_load.py [--students 30] [--trainers 5] [--seconds 180] [--hosted]
         [--arrival-s 60] [--think-s 2 6] [--server-nice -10]
 
-Starts the app with `streamlit run` on loopback (cold: the time until it serves the first page is
-measured), opens N real browser sessions (headless Debian Chromium through Playwright, one browser
+Starts the app with `streamlit run` on loopback (cold: the time until it answers its health check
+is measured), opens N real browser sessions (headless Debian Chromium through Playwright, one browser
 context each, so each is its own Streamlit session) arriving at random moments within --arrival-s
 (the class opens the app "in the same minute"). Each student loads the home page once, then moves
 between the walkthrough pages through the sidebar (as a person does: one session, no page reloads)
@@ -35,49 +35,29 @@ import os
 import random
 import re
 import statistics
-import subprocess
-import tempfile
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, free_port  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    IDLE,
+    RssWatch,
+    StreamlitServer,
+    cpu_seconds,
+    descendants,
+    percentile,
+    rss_bytes,
+)
 
 # Walkthrough pages (sidebar title) and the interaction on each: (title, role, accessible name)
 WALK = [("Simple attention", "button", "Next"), ("Causal mask & dropout", "button", "Next"),
         ("Multi-head attention", "button", "Next"), ("Trainable weights", "button", "Next")]
-
-
-def rss_bytes(pid: int) -> int:
-    """Resident memory of a process and its children (Linux /proc)."""
-    total = 0
-    pids = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(c) for c in children]
-    except OSError:
-        pass
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process, all its threads (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def machine_cpu() -> tuple[float, float]:
@@ -87,24 +67,6 @@ def machine_cpu() -> tuple[float, float]:
     return sum(values) - idle, sum(values)
 
 
-def descendants(root: int) -> set[int]:
-    """Every live process below `root` (Linux /proc): here Playwright's driver and its Chromium."""
-    parent = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            ppid = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "0")
-            parent[int(entry.name)] = int(ppid)
-    found, frontier = set(), {root}
-    while frontier:
-        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
-        found |= frontier
-    return found
-
-
 def browser_cpu(seen: dict[int, float], server_pid: int) -> None:
     """Update `seen` with the CPU seconds of every process this benchmark started except the
     server (the browsers and their driver). A process that exits keeps its last sampled value."""
@@ -112,59 +74,29 @@ def browser_cpu(seen: dict[int, float], server_pid: int) -> None:
         seen[pid] = max(seen.get(pid, 0.0), cpu_seconds(pid))
 
 
-class MemoryWatch(threading.Thread):
-    """Samples the server's RSS every 0.25 s and keeps the peak; adds up the browsers' CPU."""
+class MemoryWatch(RssWatch):
+    """Samples the server's RSS (its children's included) every 0.25 s and keeps the peak; every
+    fourth sample also adds up the browsers' CPU."""
 
     def __init__(self, pid: int):
-        super().__init__(daemon=True)
-        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+        super().__init__(lambda: rss_bytes(pid, with_children=True), interval=0.25)
+        self.pid = pid
         self.browsers: dict[int, float] = {}
         self.machine_start = machine_cpu()
         self.server_cpu_start = cpu_seconds(pid)  # the boot is not part of the class's load
+        self._samples_taken = 0
 
-    def run(self) -> None:
-        n = 0
-        while not self.stop.is_set():
-            self.peak = max(self.peak, rss_bytes(self.pid))
-            if n % 4 == 0:
-                browser_cpu(self.browsers, self.pid)
-            n += 1
-            time.sleep(0.25)
+    def sample(self) -> None:
+        super().sample()
+        if self._samples_taken % 4 == 0:
+            browser_cpu(self.browsers, self.pid)
+        self._samples_taken += 1
 
     def machine_busy(self) -> float:
         """Fraction of all cores busy since the watch started."""
         busy0, total0 = self.machine_start
         busy1, total1 = machine_cpu()
         return (busy1 - busy0) / max(1, total1 - total0)
-
-
-def _set_nice(value: int):
-    def apply() -> None:  # runs in the child before exec, so every thread of the server inherits it
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, value)
-        except OSError:
-            pass  # not permitted: the server keeps the default priority (the report says which)
-    return apply
-
-
-def start_server(port: int, env: dict, nice: int = 0) -> tuple[subprocess.Popen, float]:
-    """Cold start; returns the process and seconds until the first page was served."""
-    import urllib.request
-
-    t0 = time.monotonic()
-    proc = subprocess.Popen(preexec_fn=_set_nice(nice) if nice else None, args=
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while time.monotonic() - t0 < 90:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as r:
-                if r.status == 200:
-                    return proc, time.monotonic() - t0
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the server did not serve a page within 90 s")
 
 
 async def wait_idle(page, timeout_ms: float = 60_000) -> None:
@@ -246,13 +178,6 @@ async def classroom(url: str, args: argparse.Namespace, stats: dict) -> None:
         await browser.close()
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def drive_external(args: argparse.Namespace) -> int:
     """Only the browsers, against a server elsewhere: latency, first render and errors."""
     stats: dict = {"first_render": [], "latency": [], "errors": [], "trainers_started": 0,
@@ -299,11 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         return drive_external(args)
 
-    port = free_port()
     env = {"ATTENTION_LAB_HOSTED": "1"} if args.hosted else {}
     timing_log = Path(tempfile.mkdtemp(prefix="attention-lab-load-")) / "runs.tsv"
     env["ATTENTION_LAB_TIMING_LOG"] = str(timing_log)  # the app appends each run's duration
-    proc, cold_start = start_server(port, env, nice=args.server_nice)
+    server = StreamlitServer(env=env, nice=args.server_nice)
+    cold_start = server.start(timeout=90)
+    proc = server.proc
     server_nice = os.getpriority(os.PRIO_PROCESS, proc.pid)
     watch = MemoryWatch(proc.pid)
     watch.start()
@@ -311,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                    "trainer_steps": []}
     t0 = time.monotonic()
     try:
-        asyncio.run(classroom(f"http://127.0.0.1:{port}", args, stats))
+        asyncio.run(classroom(server.url, args, stats))
     except asyncio.TimeoutError:
         stats["errors"].append("the run did not finish within its time bound")
     finally:
@@ -319,13 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         server_alive = proc.poll() is None
         server_cpu = cpu_seconds(proc.pid) - watch.server_cpu_start
         machine_busy = watch.machine_busy()
-        watch.stop.set()
-        watch.join()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        watch.stop()
+        server.stop()
 
     lat, first = stats["latency"], stats["first_render"]
     # server side: how long each whole-page script run took (walkthrough pages only)

@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from benchmarks.harness import load_average  # noqa: E402
 from core.data import NamesData, build_names_data  # noqa: E402
-from core.engine import (  # noqa: E402
+from core.training import (  # noqa: E402
     TrainConfig,
     Trainer,
     best_config,
@@ -48,13 +49,6 @@ TARGETS = (1.95, 1.90, 1.88)  # validation losses whose first time is reported
 GOAL_TOKENS_PER_S = 1_000_000  # quick-demo model on the GPU
 GOAL_BEST = (1.91, 15.0)  # (loss, seconds) for the best GPU preset
 GOAL_GPU = (1.88, 60.0)  # (loss, seconds) for the "gpu" preset
-
-
-def load_average() -> list[float]:
-    try:
-        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-    except OSError:
-        return []
 
 
 def cuda_warm_up(data: NamesData) -> float:

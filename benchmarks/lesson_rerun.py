@@ -2,14 +2,14 @@
 
     python benchmarks/lesson_rerun.py [--runs 30]
 
-These two pages were the most expensive in a class of 60 (benchmarks/student_sim.py with py-spy:
-22% and 19% of the server's sampled time). In process (AppTest: entry point + page, every chart
+These two pages take the largest share of the server's time in a class of 60 (benchmarks/student_sim.py
+under py-spy: 22% and 19% of the samples). In process (AppTest: entry point + page, every chart
 and table serialised), one control is moved back and forth between two values, so after the first
 two reruns everything the page caches is warm: what is timed is what every click costs, not a
 first computation. Reports the median and 95th percentile of the wall time and of the CPU time of
 the whole process (the script runs in AppTest's own thread), and the fastest run ("best": the
-least disturbed by other load on a shared machine, where medians moved by a third between two runs
-of the same code). Prints a line per control; last line: one JSON object. No target: a figure to
+least disturbed by other load on a shared machine, where the medians of two runs of the same code
+can differ by a third). Prints a line per control; last line: one JSON object. No target: a figure to
 compare before and after a change, on the same machine, best run against run in turn.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -26,8 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.page_latency import percentile  # noqa: E402
-from tests.app.conftest import open_page  # noqa: E402
+from benchmarks.harness import load_average, open_app_test, percentile  # noqa: E402
 
 PAGES = {
     "tokens_data": ("pages/5_tokens_data.py", "tokens",
@@ -38,11 +36,16 @@ PAGES = {
 
 
 def widget(at, key: str):
-    """The bound widget whose key is `key` (number input or slider)."""
-    for w in list(at.number_input) + list(at.slider):
+    """The bound widget whose key is `key` (number box or slider)."""
+    for w in list(at.text_input) + list(at.slider):
         if w.key == key:
             return w
     raise KeyError(key)
+
+
+def set_number(widget, value) -> None:
+    """A slider takes the number; a number box (a text box checked on the server) its text."""
+    widget.set_value(str(value) if isinstance(widget.value, str) else value)
 
 
 def field_key(at, prefix: str, field: str) -> str:
@@ -50,15 +53,19 @@ def field_key(at, prefix: str, field: str) -> str:
 
 
 def time_control(path: str, prefix: str, field: str, runs: int) -> dict[str, float]:
-    at = open_page(path)
+    at = open_app_test(path)
     key = field_key(at, prefix, field)
     first = widget(at, key)
-    low = first.value
-    high = low + (first.step or 1) if first.max is None or low + (first.step or 1) <= first.max \
-        else low - (first.step or 1)
+    if isinstance(first.value, str):  # a number box: one up (the fields timed here take it)
+        low = int(first.value)
+        high = low + 1
+    else:
+        low = first.value
+        high = low + (first.step or 1) if first.max is None or low + (first.step or 1) <= first.max \
+            else low - (first.step or 1)
     wall, cpu = [], []
     for i in range(runs + 2):  # two warm-up reruns: both values computed once
-        widget(at, key).set_value(high if i % 2 == 0 else low)
+        set_number(widget(at, key), high if i % 2 == 0 else low)
         start, start_cpu = time.perf_counter(), time.process_time()
         at.run()
         if at.exception:
@@ -76,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    load_before = load_average()[0]
     results: dict[str, dict] = {}
     for name, (path, prefix, fields) in PAGES.items():
         results[name] = {}
@@ -87,7 +94,7 @@ def main() -> None:
                   f"{stats['median_ms']:6.1f} ms   p95 {stats['p95_ms']:6.1f} ms   "
                   f"(CPU median {stats['cpu_median_ms']:6.1f} ms)", flush=True)
     print(json.dumps({"benchmark": "lesson_rerun", "results": results,
-                      "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}))
+                      "load_average_1min": [round(load_before, 2), round(load_average()[0], 2)]}))
 
 
 if __name__ == "__main__":

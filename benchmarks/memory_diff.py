@@ -1,7 +1,7 @@
 """Which allocation sites hold more small Python blocks after a class than before it.
 
-The memory probe (ui/memory_probe.py) dumps a tracemalloc snapshot whenever the server holds at most
-one session: before the class and after it has left. Run the simulator with
+The memory probe (server/memory_probe.py) dumps a tracemalloc snapshot whenever the server holds
+at most one session: before the class and after it has left. Run the simulator with
 `--memory-probe tracemalloc --server-env PYTHONTRACEMALLOC=10`, then
 
     python -m benchmarks.memory_diff BEFORE.snap AFTER.snap [--top 25] [--max-size 512]

@@ -34,7 +34,7 @@ from core import budget  # noqa: E402
 from core import settings as core_settings  # noqa: E402
 from core.lessons import embeddings as emb  # noqa: E402
 from core.lessons import walkthrough as wt  # noqa: E402
-from tests.app.conftest import open_page  # noqa: E402
+from benchmarks.harness import load_average, open_app_test, percentile  # noqa: E402
 
 PREFIX = "walkthrough"
 TARGET_MS = {"default": 150.0, "large": 400.0}
@@ -59,8 +59,10 @@ def large_params() -> dict[str, str]:
 def change(at, field: str, value) -> None:
     """Set a bound widget the way a click does (next run applies it)."""
     key = f"{PREFIX}.{at.session_state[PREFIX + '.__gen']}.{field}"
-    widget = at.segmented_control(key=key) if field.endswith("step") else at.number_input(key=key)
-    widget.set_value(value)
+    if field.endswith("step"):
+        at.segmented_control(key=key).set_value(value)
+    else:  # a number box: its text, checked on the server
+        at.text_input(key=key).set_value(str(value))
     if field == "embed_seed":  # new random embeddings of the same shape, from the new seed
         at.button(key=f"{PREFIX}.random").click()
 
@@ -68,7 +70,7 @@ def change(at, field: str, value) -> None:
 def time_page(path: str, field: str, values, query: dict | None,
               runs: int) -> tuple[list[float], list[float]]:
     """Wall and CPU milliseconds of `runs` reruns, each after one control change."""
-    at = open_page(path, query=query)
+    at = open_app_test(path, query=query)
     expander = OPEN_FOR.get(field) or OPEN_FOR.get(f"{field}@{path}")
     if expander:  # the control sits in a state-tracking expander: open it as a click would
         at.session_state[expander] = True
@@ -89,11 +91,6 @@ def time_page(path: str, field: str, values, query: dict | None,
     return wall, cpu
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def summary(wall: list[float], cpu: list[float]) -> dict[str, float]:
     return {"median_ms": round(statistics.median(wall), 1), "p95_ms": round(percentile(wall, 0.95), 1),
             "cpu_median_ms": round(statistics.median(cpu), 1),
@@ -107,7 +104,7 @@ def main() -> None:
     sizes = {"default": None, "large": large_params()}
     results: dict[str, dict] = {}
     ok = True
-    load_before = os.getloadavg()[0]
+    load_before = load_average()[0]
     for size, query in sizes.items():
         results[size] = {}
         for name, (path, step_field, steps) in PAGES.items():
@@ -127,7 +124,7 @@ def main() -> None:
                       "large": "32 tokens x 64 dims"}, "target_median_ms": TARGET_MS,
                       "results": results, "all_targets_met": ok, "cpu_count": os.cpu_count(),
                       "torch_threads": budget.LIMITS.torch_threads,
-                      "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}))
+                      "load_average_1min": [round(load_before, 2), round(load_average()[0], 2)]}))
 
 
 if __name__ == "__main__":

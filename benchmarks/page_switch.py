@@ -4,7 +4,7 @@
                                      [--threads N] [--repeats 1]
 
 A real `streamlit run` server on a free loopback port and one headless Chromium (Debian's, with
-the flags of tests/browser/conftest.py). The browser opens the Train page on the quick-demo preset
+the flags of benchmarks.harness). The browser opens the Train page on the quick-demo preset
 (with more steps, so the run outlasts the measurement), presses Start, and then:
 
 1. before: reads the progress line ("step N of M") twice a second for `--measure-s` seconds;
@@ -37,44 +37,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, open_page_url, start_server  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    StreamlitServer,
+    cpu_seconds,
+    descendants,
+    load_average,
+    open_page_url,
+)
 
 TARGET = 0.9
-CLOCK = os.sysconf("SC_CLK_TCK")
 PROGRESS = "[data-testid='stProgress']"
 PAGE_TITLES = {"train_gpt": "Train the names GPT", "sample_names": "Sample names",
                "inside_model": "Inside the model", "home": "Home"}
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds of these processes (those that still exist)."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
-    return total / CLOCK
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below `root` (the browser's processes, started through Playwright's driver)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+def total_cpu(pids: set[int]) -> float:
+    """CPU seconds of these processes together (those that still exist)."""
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
 def threads_of(pid: int) -> int:
@@ -83,13 +64,6 @@ def threads_of(pid: int) -> int:
         return len(list(Path(f"/proc/{pid}/task").iterdir()))
     except OSError:
         return -1
-
-
-def load_average() -> list[float]:
-    try:
-        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-    except OSError:
-        return []
 
 
 def progress(page) -> tuple[int, float, str]:
@@ -104,10 +78,9 @@ def progress(page) -> tuple[int, float, str]:
 
 def measure(page, seconds: float, server_pid: int) -> dict:
     """Read the progress line every 0.5 s for `seconds`; steps per wall second and CPU shares."""
-    browser_pids = descendants(os.getpid())
-    browser_pids = [p for p in browser_pids if p != server_pid]
+    browser_pids = descendants(os.getpid()) - {server_pid}
     step0, _, _ = progress(page)
-    cpu_server0, cpu_browser0 = cpu_seconds([server_pid]), cpu_seconds(browser_pids)
+    cpu_server0, cpu_browser0 = cpu_seconds(server_pid), total_cpu(browser_pids)
     start = time.monotonic()
     speeds, steps = [], []
     while time.monotonic() - start < seconds:
@@ -124,8 +97,8 @@ def measure(page, seconds: float, server_pid: int) -> dict:
             "steps_per_wall_s": round(wall_rate, 2),
             "train_steps_per_s": round(train_rate, 2),  # the run's own speed inside its steps
             "duty": round(wall_rate / train_rate, 3) if train_rate else None,
-            "server_cpu_per_s": round((cpu_seconds([server_pid]) - cpu_server0) / wall, 2),
-            "browser_cpu_per_s": round((cpu_seconds(browser_pids) - cpu_browser0) / wall, 2),
+            "server_cpu_per_s": round((cpu_seconds(server_pid) - cpu_server0) / wall, 2),
+            "browser_cpu_per_s": round((total_cpu(browser_pids) - cpu_browser0) / wall, 2),
             "load_average": load_average(), "server_threads": threads_of(server_pid),
             "progress_line": text,
             "trace": steps}
@@ -140,10 +113,9 @@ def go_to(page, title: str, timeout_s: float = 60) -> None:
 def run(args) -> dict:
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    server = start_server(port, env={"ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
-                          if args.threads else None)
-    url = f"http://127.0.0.1:{port}"
+    server = StreamlitServer(env={"ATTENTION_LAB_TORCH_THREADS": str(args.threads)} if args.threads else None)
+    server.start(timeout=60)
+    url = server.url
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -168,11 +140,7 @@ def run(args) -> dict:
             after = measure(page, args.measure_s, server.pid)
             browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except Exception:  # noqa: BLE001 - a benchmark must always stop its server
-            server.kill()
+        server.stop()
     ratio = after["steps_per_wall_s"] / before["steps_per_wall_s"] if before["steps_per_wall_s"] else 0.0
     return {"benchmark": "page_switch", "away_page": args.away, "away_s": args.away_s,
             "measure_s": args.measure_s, "torch_threads": args.threads or "app default",

@@ -1,4 +1,4 @@
-"""Train each preset of core.engine.PRESETS to the end and check it against its goal.
+"""Train each preset of core.training.PRESETS to the end and check it against its goal.
 
     python benchmarks/presets.py [--only quick_demo best] [--threads 2]
 
@@ -15,7 +15,7 @@ after every slice, a slice per tick in a training slot, with the app's torch thr
 (core.budget) unless --threads is given. The time counted is from Start to the last step.
 
 --browser measures what a student waits for: a real `streamlit run` server (loopback) and headless
-Chromium (tests/browser/conftest.py's flags), the Train page at 1280x900, the preset's button, then
+Chromium (benchmarks.harness's flags), the Train page at 1280x900, the preset's button, then
 Start; the time runs from the click on Start until the progress line says "finished" (read twice
 a second), with the app's torch threads. The labels of the preset buttons come from this
 (core.train_settings.PRESET_SECONDS).
@@ -41,20 +41,14 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from benchmarks.harness import load_average  # noqa: E402
 from core.data import build_names_data  # noqa: E402
-from core.engine import PRESETS, Trainer  # noqa: E402
+from core.training import PRESETS, Trainer  # noqa: E402
 
 GOALS = {  # preset -> (max validation loss, max seconds)
     "quick_demo": (2.10, 30.0),
     "best": (1.92, 300.0),
 }
-
-
-def load_average() -> list[float]:
-    try:
-        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-    except OSError:
-        return []
 
 
 def main() -> None:
@@ -161,15 +155,13 @@ def browser_main(args) -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from core.engine import PRESETS as ALL
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, open_page_url, start_server
+    from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, IDLE, StreamlitServer, open_page_url
     from ui.training import PRESET_NAMES
 
     env = {"ATTENTION_LAB_TORCH_THREADS": str(args.threads)} if args.threads else None
-    port = free_port()
-    server = start_server(port, env=env)
-    url = f"http://127.0.0.1:{port}"
-    idle = "[data-testid='stApp'][data-test-script-state='notRunning']"
+    server = StreamlitServer(env=env)
+    server.start(timeout=60)
+    url = server.url
     results = {}
 
     def progress(page) -> str:
@@ -188,7 +180,7 @@ def browser_main(args) -> None:
                 open_page_url(page, url, "train_gpt", "Train the names GPT")
                 page.get_by_role("button", name=re.compile("^" + re.escape(PRESET_NAMES[name]))).click()
                 page.wait_for_timeout(300)
-                page.wait_for_selector(idle)
+                page.wait_for_selector(IDLE)
                 load_before = load_average()
                 start = time.perf_counter()
                 page.get_by_role("button", name="Start", exact=True).click()
@@ -204,7 +196,7 @@ def browser_main(args) -> None:
                 steps = re.search(r"step ([\d,]+) of ([\d,]+)", text)
                 entry = {"seconds": round(seconds, 1), "finished": " · finished · " in text,
                          "steps": steps.group(1) if steps else None,
-                         "max_steps": ALL[name]().max_steps,
+                         "max_steps": PRESETS[name]().max_steps,
                          "val_loss": (re.findall(r"\d\.\d{3}", val[0]) or [None])[0] if val else None,
                          "load_average_before": load_before, "load_average_after": load_average()}
                 results[name] = entry
@@ -214,11 +206,7 @@ def browser_main(args) -> None:
                 page.close()
             browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except Exception:  # noqa: BLE001 - always stop the server
-            server.kill()
+        server.stop()
     print(json.dumps({"mode": "browser", "threads": args.threads or "app default",
                       "cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "presets": results}))
 

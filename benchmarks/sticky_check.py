@@ -4,7 +4,7 @@
 
 Starts `--replicas` Attention Lab servers on loopback (one per core, the same cookie secret) and
 nginx with deploy/nginx.conf (only its upstream addresses and port replaced), then, through
-nginx, each simulated student (benchmarks/student_sim.py's protocol client, which keeps cookies
+nginx, each simulated student (benchmarks/classroom_sim's protocol client, which keeps cookies
 like a browser):
   1. opens the app and the Simple attention page, presses Next (state in its session);
   2. drops its websocket and reconnects with its session id, as the frontend does after a network
@@ -27,35 +27,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import student_sim as sim  # noqa: E402
+from benchmarks.classroom_sim.client import Client  # noqa: E402
+from benchmarks.classroom_sim.stats import Stats  # noqa: E402
+from benchmarks.harness import StreamlitServer, free_port, wait_healthy  # noqa: E402
 
 
-def start_replica(port: int, core: int, secret: str, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "ATTENTION_LAB_HOSTED": "1", "STREAMLIT_SERVER_COOKIE_SECRET": secret}
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "streamlit_app.py"), "--server.port",
-         str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "a"),
-        preexec_fn=lambda: os.sched_setaffinity(0, {core % os.cpu_count()}))
-
-
-def wait_healthy(url: str, timeout: float = 90) -> None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not answer")
+def replica(core: int, secret: str, log: Path) -> StreamlitServer:
+    """One app server in hosted mode, pinned to one core, sharing the cookie secret of the others."""
+    env = {"ATTENTION_LAB_HOSTED": "1", "STREAMLIT_SERVER_COOKIE_SECRET": secret}
+    return StreamlitServer(env=env, cores={core % os.cpu_count()}, log=log)
 
 
 def nginx_config(ports: list[int], listen: int, tmp: Path, sticky: bool = True) -> Path:
@@ -92,8 +77,8 @@ def websockets_per_port(ports: list[int]) -> dict[int, int]:
 
 
 async def one_student(i: int, base: str, result: dict) -> None:
-    stats = sim.Stats()
-    client = sim.Client(f"student {i}", base, stats, random.Random(i))
+    stats = Stats()
+    client = Client(f"student {i}", base, stats, random.Random(i))
     entry = {"student": i}
     try:
         await client.connect("")
@@ -138,14 +123,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="attention-lab-sticky-"))
     secret = os.urandom(16).hex()
-    ports = [sim.free_port() for _ in range(args.replicas)]
-    listen = sim.free_port()
-    replicas = [start_replica(p, i, secret, tmp / f"replica{i}.log") for i, p in enumerate(ports)]
+    replicas = [replica(i, secret, tmp / f"replica{i}.log") for i in range(args.replicas)]
+    ports = [r.port for r in replicas]
+    listen = free_port()
     proxy = None
     result: dict = {"replicas": args.replicas, "students": [], "clients": []}
     try:
-        for p in ports:
-            wait_healthy(f"http://127.0.0.1:{p}")
+        for r in replicas:
+            r.start()
         proxy = subprocess.Popen([nginx, "-c", str(nginx_config(ports, listen, tmp, sticky=not args.no_sticky)), "-g",
                                   "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{listen}"
@@ -155,12 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         if proxy is not None:
             proxy.terminate()
         for r in replicas:
-            r.terminate()
-        for r in replicas:
-            try:
-                r.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                r.kill()
+            r.stop()
     students = result["students"]
     summary = {
         "replicas": args.replicas, "sticky": not args.no_sticky,

@@ -35,8 +35,9 @@ os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 import torch  # noqa: E402
 
+from benchmarks.harness import load_average  # noqa: E402
 from core import budget, runs, train_settings  # noqa: E402
-from core.engine import Trainer  # noqa: E402
+from core.training import Trainer  # noqa: E402
 
 
 def _quiet_streamlit() -> None:
@@ -142,7 +143,7 @@ def main() -> None:
         "benchmark": "train_live",
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
-        "load_average_1min": round(os.getloadavg()[0], 2),
+        "load_average_1min": round(load_average()[0], 2),
         "tick": {"run_every_s": ui_live.TICK_S, "slice_s": ui_live.SLICE_S},
         "throughput": {
             "steps_per_measurement": args.steps,
@@ -160,7 +161,7 @@ def main() -> None:
     if not args.skip_best:
         print("best race (target val <= 1.92 within 300 s):", flush=True)
         result["best"] = preset_race(ui_live.SLICE_S, "best", 300.0, 1.92)
-    result["load_average_1min_end"] = round(os.getloadavg()[0], 2)
+    result["load_average_1min_end"] = round(load_average()[0], 2)
     print(json.dumps(result))
 
 

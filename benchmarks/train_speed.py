@@ -1,27 +1,27 @@
-"""Same wall-clock budget, two ways to train the names GPT: the project's recipe vs the lecture's loop.
+"""Loss against wall-clock time on 2 CPU threads: the project's presets vs a lecture-style loop.
 
-    python benchmarks/train_speed.py [--seconds 45] [--threads 2] [--slice 3]
+    python benchmarks/train_speed.py [--long] [--recipes quick_demo,fast,best] [--threads 2] [--slice 3]
 
-(a) the project's best recipe for a fixed time budget: `core.engine.Trainer` with AdamW, warm-up then
-    cosine decay stretched over the budget (the step count is re-estimated from the measured speed as
-    training goes), whole names packed into rows of 32 tokens (no compute spent on padding; the same
-    logits as separate windows), SDPA attention, no dropout.
+(a) the project's recipes: the CPU presets of the Train page (`core.training.PRESETS`), each run with
+    `core.training.Trainer` exactly as the preset defines it (its own steps and schedule), until it
+    ends or the horizon comes;
 (b) a straightforward lecture-style version, written out below: explicit mask + softmax attention,
     nn.Dropout, a torch DataLoader over a Dataset built item by item in Python (lecture 7's
     NamesDataset, fixed: windows padded, targets 1-D per position), SGD at lr 0.01, the lecture's config.
 
-Both use the standard split of data/names.txt (10% validation, seed 101), and train in alternating
-slices of --slice seconds until each has used --seconds of training time, so a load change on a shared
-machine hits both alike. Validation (the full split, mean loss per non-padding character) is measured
-after the budget and is not counted in it. Targets: (a) <= 1.97 nats/char, and (a)'s non-padding
-tokens/s >= 1.3x (b)'s. Last line: one JSON object.
+All use the standard split of data/names.txt (10% validation, seed 101) and train in alternating
+slices of --slice seconds, so a load change on a shared machine hits them alike. Each run's clock is
+its own training time from its first step; at each checkpoint of the curve (10 s ... 90 s, or ...
+300 s with --long) training pauses and the validation loss is measured on the whole held-out split
+(mean loss per non-padding character), not counted in the time. A run that has ended keeps its last
+loss at later checkpoints. Targets (issue 26): some recipe at <= 1.96 nats/char at 30 s, <= 1.93 at
+90 s, <= 1.90 at 300 s (--long). Last line: one JSON object.
 
 OpenMP waiting is set before torch is imported, as the app sets it: OMP_WAIT_POLICY=PASSIVE with
 GOMP_SPINCOUNT=30000. With two threads on a 2-core machine that other processes also use, threads
 that spin long wait for a preempted partner and every matmul gets ~10x slower; waiting with no spin
-at all makes each of a small model's many tiny ops pay a sleep and wake-up (measured here: 27k
-against 44k tokens/s for (a)). A short spin, then sleep, keeps most of the speed without the cliff.
-It applies to (a) and (b) alike.
+at all makes each of a small model's many tiny ops pay a sleep and wake-up. A short spin, then
+sleep, keeps most of the speed without the cliff. It applies to (a) and (b) alike.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,84 +46,105 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
+from benchmarks.harness import load_average  # noqa: E402
 from core.data import IGNORE_INDEX, NamesData, build_names_data  # noqa: E402
-from core.engine import Trainer, TrainConfig  # noqa: E402
-from core.models import GPTConfig  # noqa: E402
+from core.training import PRESETS, Trainer  # noqa: E402
 
-TARGET_VAL_LOSS = 1.97  # nats/char for (a)
-TARGET_SPEEDUP = 1.3  # (a) non-padding tokens/s over (b)'s
-
-
-# ---------------------------------------------------------------------------------------------
-# (a) the project's recipe
-# ---------------------------------------------------------------------------------------------
+TARGETS = {30: 1.96, 90: 1.93, 300: 1.90}  # seconds of training -> highest validation loss allowed
+CHECKPOINTS = (10, 20, 30, 45, 60, 90, 120, 180, 240, 300)  # seconds at which the curve is measured
+DEFAULT_RECIPES = ("quick_demo", "fast", "best")  # the Train page's CPU presets for 30 s, 90 s, 5 min
 
 
-def budget_recipe(seconds: float) -> TrainConfig:
-    """Best recipe for a fixed time budget on 2 CPU cores (max_steps is re-estimated while training).
+class CurveRun:
+    """A run trained in slices that measures its validation loss at fixed seconds of training time.
 
-    Tuned here for 45 s (validation loss at the end, quiet machine): the lecture's 3 layers x 4 heads
-    reached 1.963; 2 layers x 4 heads 1.960; 2 layers x 2 heads (fewer, larger ops: ~15% more steps/s)
-    1.953; the same with 45 rows a step at lr 1e-2, 1.947. Wider (d_embed 96) or deeper (4 layers)
-    models, or larger batches (60, 120), did worse in 45 s: they take fewer steps than they need.
+    Subclasses define `_train(seconds)`, `train_time`, `ended` and `val_loss()`.
     """
-    return TrainConfig(
-        model=GPTConfig(context_size=12, n_layer=2, n_head=2, d_embed=64, d_ff=256, dropout=0.0),
-        optimizer="adamw",
-        lr=1e-2,
-        weight_decay=0.05,
-        batch_size=45,  # rows of 32 tokens: ~1,300 real target characters per step
-        pack_length=32,
-        max_steps=max(200, int(seconds * 50)),  # first guess only, re-estimated from the measured speed
-        val_interval=10**9,  # no validation inside the budget...
-        val_batches=1,  # ...and the one at max_steps (the budget's end) kept short: it is timed
-        seed=101,
-        device="cpu",
-        grad_clip=1.0,
-        schedule="cosine",
-        warmup_steps=50,
-        min_lr_ratio=0.05,
-    )
 
+    name = "run"
 
-class RecipeRun:
-    """(a): a Trainer whose cosine schedule is stretched to end when the time budget does."""
+    def __init__(self, horizon_s: float):
+        self.checkpoints = [c for c in CHECKPOINTS if c <= horizon_s]
+        self.curve: dict[int, float] = {}  # checkpoint seconds -> validation loss
+        self.end_time: float | None = None  # training seconds when the run ended before the horizon
+        self.final_loss: float | None = None
 
-    name = "recipe"
-
-    def __init__(self, data: NamesData, budget_s: float, config: TrainConfig | None = None):
-        self.trainer = Trainer(config or budget_recipe(budget_s), data)
-        self.budget_s = budget_s
-        self.train_time = 0.0  # wall-clock seconds of training
-        self.cpu_time = 0.0  # CPU seconds of this process while training (robust to other load)
-        self.tokens = 0
-        self.steps = 0
-
-    def run_slice(self, seconds: float) -> None:
-        seconds = min(seconds, self.budget_s - self.train_time)
-        if seconds <= 0 or self.trainer.done:
-            return
-        cpu_start = time.process_time()
-        result = self.trainer.train(time_budget_s=seconds)
-        self.cpu_time += time.process_time() - cpu_start
-        self.train_time += result.elapsed_s
-        self.steps = self.trainer.step
-        self.tokens = self.trainer.history["tokens"][-1] if self.steps else 0
-        # Re-estimate how many steps fit in the budget, so the cosine reaches its floor at the end.
-        remaining = self.budget_s - self.train_time
-        if self.steps and remaining > 0:
-            rate = self.steps / self.train_time
-            target = max(self.trainer.step + 1, int(self.trainer.step + rate * remaining))
-            self.trainer.set_max_steps(max(target, self.trainer.config.warmup_steps + 1))
-        elif remaining <= 0 and not self.trainer.done:
-            self.trainer.set_max_steps(self.trainer.step)  # budget spent: the run ends here
+    def _next_checkpoint(self) -> int | None:
+        return next((c for c in self.checkpoints if c not in self.curve), None)
 
     @property
     def finished(self) -> bool:
-        return self.train_time >= self.budget_s - 1e-3 or self.trainer.done
+        return self._next_checkpoint() is None
+
+    def run_slice(self, seconds: float) -> None:
+        """Train up to `seconds` more, stopping at the next checkpoint to measure the curve there."""
+        checkpoint = self._next_checkpoint()
+        if checkpoint is None:
+            return
+        if not self.ended:
+            self._train(min(seconds, checkpoint - self.train_time))
+        if self.ended and self.final_loss is None:
+            self.end_time, self.final_loss = self.train_time, self.val_loss()
+        if self.ended:  # nothing changes any more: every later checkpoint shows the final loss
+            for c in self.checkpoints:
+                self.curve.setdefault(c, self.final_loss)
+        elif self.train_time >= checkpoint - 0.01:
+            self.curve[checkpoint] = self.val_loss()
+
+    @property
+    def ended(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def train_time(self) -> float:
+        raise NotImplementedError
+
+    def _train(self, seconds: float) -> None:
+        raise NotImplementedError
 
     def val_loss(self) -> float:
-        return self.trainer.evaluate("val")
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) the project's recipes
+# ---------------------------------------------------------------------------------------------
+
+
+class PresetRun(CurveRun):
+    """(a): a Trainer on one of the project's presets, run as the preset defines it, on the CPU."""
+
+    def __init__(self, data: NamesData, preset: str, horizon_s: float):
+        super().__init__(horizon_s)
+        self.name = preset
+        # validation only at the checkpoints (and the trainer's own one at max_steps, not timed)
+        config = replace(PRESETS[preset](), device="cpu", val_interval=10**9)
+        self.trainer = Trainer(config, data)
+        self.cpu_time = 0.0  # CPU seconds of this process while training (robust to other load)
+
+    @property
+    def ended(self) -> bool:
+        return self.trainer.done
+
+    @property
+    def train_time(self) -> float:
+        return self.trainer.history["elapsed"][-1] if self.trainer.step else 0.0  # validation excluded
+
+    @property
+    def steps(self) -> int:
+        return self.trainer.step
+
+    @property
+    def tokens(self) -> int:
+        return self.trainer.history["tokens"][-1] if self.trainer.step else 0
+
+    def _train(self, seconds: float) -> None:
+        cpu_start = time.process_time()
+        self.trainer.train(time_budget_s=max(0.0, seconds))
+        self.cpu_time += time.process_time() - cpu_start
+
+    def val_loss(self) -> float:
+        return self.trainer.evaluate("val")  # the whole split
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,12 +256,13 @@ def lecture_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "
     )
 
 
-class LectureRun:
+class LectureRun(CurveRun):
     """(b): DataLoader + SGD loop, advanced in time slices."""
 
     name = "lecture"
 
-    def __init__(self, data: NamesData, budget_s: float):
+    def __init__(self, data: NamesData, horizon_s: float):
+        super().__init__(horizon_s)
         config = LectureConfig(vocab_size=data.tokenizer.vocab_size)
         stoi = {char: i for i, char in enumerate(data.tokenizer.vocab)}
         torch.manual_seed(config.seed)  # the lecture's set_seed
@@ -256,8 +278,7 @@ class LectureRun:
             LectureNamesDataset(data.val_names, stoi, config.context_size), batch_size=256, shuffle=False
         )
         self.batches = self._forever()
-        self.budget_s = budget_s
-        self.train_time = 0.0  # wall-clock seconds of training
+        self._train_time = 0.0  # wall-clock seconds of training
         self.cpu_time = 0.0  # CPU seconds of this process while training (robust to other load)
         self.tokens = 0
         self.steps = 0
@@ -266,8 +287,15 @@ class LectureRun:
         while True:  # a new shuffle every epoch (itertools.cycle would replay the first one)
             yield from self.train_loader
 
-    def run_slice(self, seconds: float) -> None:
-        seconds = min(seconds, self.budget_s - self.train_time)
+    @property
+    def ended(self) -> bool:
+        return False  # the loop has no end of its own: it trains until the horizon
+
+    @property
+    def train_time(self) -> float:
+        return self._train_time
+
+    def _train(self, seconds: float) -> None:
         cpu_start = time.process_time()
         start = time.perf_counter()
         self.model.train()
@@ -279,12 +307,8 @@ class LectureRun:
             self.optimizer.step()
             self.tokens += int((targets != IGNORE_INDEX).sum())
             self.steps += 1
-        self.train_time += time.perf_counter() - start
+        self._train_time += time.perf_counter() - start
         self.cpu_time += time.process_time() - cpu_start
-
-    @property
-    def finished(self) -> bool:
-        return self.train_time >= self.budget_s - 1e-3
 
     @torch.no_grad()
     def val_loss(self) -> float:
@@ -299,70 +323,92 @@ class LectureRun:
 # ---------------------------------------------------------------------------------------------
 
 
-def load_average() -> list[float]:
-    """1, 5 and 15 minute load averages (Linux), to judge how busy the shared machine was."""
-    try:
-        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-    except OSError:
-        return []
-
-
-def run(seconds: float, slice_s: float, runs: list) -> dict:
+def run_alternating(runs: list[CurveRun], slice_s: float) -> None:
+    """Advance every run by one slice in turn until each has measured its whole curve."""
     while not all(r.finished for r in runs):
         for r in runs:
             if not r.finished:
                 r.run_slice(slice_s)
-    figures = {}
+
+
+def run_figures(run: CurveRun) -> dict:
+    """What one run did: its curve, speed and where it ended."""
+    tokens_per_s = run.tokens / run.train_time if run.train_time else 0.0
+    return {
+        "curve": {str(c): round(v, 4) for c, v in run.curve.items()},
+        "train_seconds": round(run.train_time, 2),
+        "ended_at_s": None if run.end_time is None else round(run.end_time, 2),
+        "final_loss": None if run.final_loss is None else round(run.final_loss, 4),
+        "steps": run.steps,
+        "tokens_per_s": round(tokens_per_s),
+        "tokens_per_cpu_s": round(run.tokens / run.cpu_time) if run.cpu_time else 0,
+    }
+
+
+def print_table(runs: list[CurveRun], checkpoints: list[int]) -> None:
+    """One row per run: validation loss at each checkpoint (a run that ended keeps its final loss)."""
+    print("validation loss (nats/char, whole held-out split) at seconds of training from the first step:")
+    print(f"{'run':<12}" + "".join(f"{c:>8} s" for c in checkpoints) + "   ended at   tokens/s")
     for r in runs:
-        val = r.val_loss()
-        figures[r.name] = {
-            "train_seconds": round(r.train_time, 2),
-            "steps": r.steps,
-            "steps_per_s": round(r.steps / r.train_time, 1),
-            "tokens_per_s": round(r.tokens / r.train_time),
-            "cpu_seconds": round(r.cpu_time, 2),
-            "tokens_per_cpu_s": round(r.tokens / r.cpu_time),
-            "val_loss": round(val, 4),
+        cells = "".join(f"{r.curve[c]:>10.4f}" for c in checkpoints)
+        ended = "-" if r.end_time is None else f"{r.end_time:.1f} s"
+        tokens_per_s = r.tokens / r.train_time if r.train_time else 0.0
+        print(f"{r.name:<12}{cells}   {ended:>8}   {tokens_per_s:>8.0f}")
+
+
+def target_results(recipes: list[CurveRun], horizon_s: float) -> dict[str, dict]:
+    """Each target within the horizon: the best recipe's loss at its time, and pass/fail."""
+    results = {}
+    for seconds, limit in TARGETS.items():
+        if seconds > horizon_s:
+            continue
+        best = min(recipes, key=lambda r: r.curve[seconds])
+        results[str(seconds)] = {
+            "limit": limit,
+            "best_recipe": best.name,
+            "val_loss": round(best.curve[seconds], 4),
+            "pass": best.curve[seconds] <= limit,
         }
-    return figures
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=45.0, help="training budget of each run")
+    parser.add_argument("--long", action="store_true", help="measure the curve up to 300 s (default 90 s)")
+    parser.add_argument("--recipes", default=",".join(DEFAULT_RECIPES),
+                        help="comma-separated presets of core.training.PRESETS (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     parser.add_argument("--slice", type=float, default=3.0, help="seconds per alternating slice")
+    parser.add_argument("--no-lecture", action="store_true", help="leave out the lecture-style loop")
     args = parser.parse_args()
+    names = [n.strip() for n in args.recipes.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PRESETS]
+    if unknown or not names:
+        parser.error(f"unknown presets {unknown}: choose among {', '.join(PRESETS)}")
     torch.set_num_threads(args.threads)
+    horizon = 300.0 if args.long else 90.0
 
     load_before = load_average()
     data = build_names_data(context_size=12, val_size=0.1, seed=101)
-    recipe = RecipeRun(data, args.seconds)
-    lecture = LectureRun(data, args.seconds)
-    figures = run(args.seconds, args.slice, [recipe, lecture])
+    recipes: list[CurveRun] = [PresetRun(data, name, horizon) for name in names]
+    runs = recipes + ([] if args.no_lecture else [LectureRun(data, horizon)])
+    started = time.perf_counter()
+    run_alternating(runs, args.slice)
     load_after = load_average()
 
-    for name, label in (("recipe", "(a) project recipe"), ("lecture", "(b) lecture-style loop")):
-        f = figures[name]
-        print(
-            f"{label}: {f['steps']} steps in {f['train_seconds']} s, {f['steps_per_s']} steps/s, "
-            f"{f['tokens_per_s']} non-padding tokens/s, validation loss {f['val_loss']:.4f} nats/char"
-        )
-    ratio = figures["recipe"]["tokens_per_s"] / max(1, figures["lecture"]["tokens_per_s"])
-    cpu_ratio = figures["recipe"]["tokens_per_cpu_s"] / max(1, figures["lecture"]["tokens_per_cpu_s"])
-    print(
-        f"tokens/s ratio (a)/(b): {ratio:.2f} (per CPU-second: {cpu_ratio:.2f}); "
-        f"load average before {load_before}, after {load_after}"
-    )
+    checkpoints = runs[0].checkpoints
+    print_table(runs, checkpoints)
+    targets = target_results(recipes, horizon)
+    for seconds, t in targets.items():
+        verdict = "PASS" if t["pass"] else "FAIL"
+        print(f"target <= {t['limit']} at {seconds} s: {verdict} ({t['best_recipe']} {t['val_loss']:.4f})")
+    print(f"{args.threads} threads; load average before {load_before}, after {load_after}; "
+          f"{time.perf_counter() - started:.0f} s in all")
     result = {
-        "seconds": args.seconds,
+        "horizon_s": horizon,
         "threads": args.threads,
-        "recipe": figures["recipe"],
-        "lecture": figures["lecture"],
-        "tokens_per_s_ratio": round(ratio, 2),
-        "tokens_per_cpu_s_ratio": round(cpu_ratio, 2),
-        "val_loss_pass": figures["recipe"]["val_loss"] <= TARGET_VAL_LOSS,
-        "speedup_pass": ratio >= TARGET_SPEEDUP,
+        "runs": {r.name: run_figures(r) for r in runs},
+        "targets": targets,
         "load_average_before": load_before,
         "load_average_after": load_after,
     }

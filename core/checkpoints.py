@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.engine import TrainConfig
+from core.training import TrainConfig
 from core.models import GPT, GPTConfig
 from core.tokenizers import CharTokenizer
 

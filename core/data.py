@@ -21,7 +21,6 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from sklearn.model_selection import train_test_split
 from torch.utils.data import DataLoader, Dataset
 
 from core.errors import InvalidSettingError
@@ -54,6 +53,9 @@ def split_names(
     unique_names = list(dict.fromkeys(names))  # de-duplicate, keeping the file order
     if len(unique_names) < 2:
         raise ValueError("Need at least two distinct names to split into train and validation.")
+    # imported here: scikit-learn costs ~65 MiB and ~2 s, and only the names pages split names
+    from sklearn.model_selection import train_test_split
+
     train_names, val_names = train_test_split(
         unique_names, test_size=val_size, random_state=seed
     )

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Protocol, runtime_checkable
 
-from core.engine import Trainer
+from core.training import Trainer
 
 
 @dataclass
@@ -130,7 +130,7 @@ class SteppedTraining:
 
 
 class TrainerGroup:
-    """Several `core.engine.Trainer`s advanced together, sharing one slot and one time budget
+    """Several `core.training.Trainer`s advanced together, sharing one slot and one time budget
     (each unfinished trainer gets an equal share of it): a race between configurations that must
     run step for step, e.g. the lecture's SGD against AdamW on the same batches."""
 
@@ -146,7 +146,7 @@ class TrainerGroup:
 
     @property
     def history(self) -> dict[str, dict[str, list]]:
-        """label -> that trainer's history (see core.engine)."""
+        """label -> that trainer's history (see core.training)."""
         return {label: t.history for label, t in self.trainers.items()}
 
     @property

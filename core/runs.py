@@ -37,7 +37,7 @@ from core import budget
 from core.checkpoints import MAX_BYTES, CheckpointError, load_checkpoint, save_checkpoint
 from core.data import NamesData, build_names_data
 from core.device import available_devices, resolve_device
-from core.engine import PRESETS, TrainConfig, Trainer, TrainingError
+from core.training import PRESETS, TrainConfig, Trainer, TrainingError
 from core.live_training import Outcome
 from core.models import GPT, GPTConfig
 from core.sampling import SampledName, sample_names
@@ -286,7 +286,7 @@ def extend(run: Run, extra_steps: int, lr: float | None = None) -> None:
     with the peak learning rate `lr` from here on if given (e.g. smaller after the loss diverged).
 
     A run stopped by a non-finite loss continues from a consistent state: the engine went back to
-    its last good step (weights, optimizer state and step agree; core.engine.Trainer._go_back)."""
+    its last good step (weights, optimizer state and step agree; core.training.Trainer._go_back)."""
     if isinstance(extra_steps, bool) or not isinstance(extra_steps, int) or extra_steps < 1:
         raise ValueError(f"extra steps must be a whole number of at least 1, got {extra_steps!r}")
     new_total = run.step + extra_steps

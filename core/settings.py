@@ -10,7 +10,7 @@ Field rules come from `dataclasses.field(metadata=...)` built with `spec(...)`:
 `min`/`max` for numbers, `choices` for strings, `max_len` for lists and strings. The same metadata
 says how a page shows the field (`label`, `help`, `step`, `format`, `widget`, `choice_labels`,
 `short` for run labels, `none_is`, `group`), so the model and training configs (core.models.GPTConfig,
-core.engine.TrainConfig) carry it once and the Train page's settings are derived from them
+core.training.TrainConfig) carry it once and the Train page's settings are derived from them
 (`derive_settings`): one declaration per hyper-parameter.
 A dataclass may also define `problems(self) -> list[str]` for rules that span fields
 (e.g. "the query token must exist"); when it returns problems the whole object falls back to
@@ -218,20 +218,28 @@ def parse_number_text(text: str, kind: type, rules: Mapping[str, Any]) -> int | 
     except ValueError:
         hint = " (use a dot for decimals)" if "," in cleaned and kind is float else ""
         raise SettingsError(f"“{shown}” is not a number{hint}") from None
-    if not math.isfinite(number):
+    spelled = cleaned.lower().lstrip("+-")
+    if spelled.startswith("nan"):
+        raise SettingsError(f"“{shown}” is not a number")
+    if spelled.startswith("inf"):
         raise SettingsError(f"“{shown}” is not a finite number")
-    if kind is int:
-        if not number.is_integer():
-            raise SettingsError(f"“{shown}” is not a whole number")
-        number = int(number)  # exact below 2**53; anything larger is out of every field's range
+    # digits too many for a float (a 400-digit number) are simply out of range, as "1e400" is
+    if kind is int and math.isfinite(number) and not number.is_integer():
+        raise SettingsError(f"“{shown}” is not a whole number")
+    if math.isfinite(number):
+        number = int(number) if kind is int else number + 0.0  # exact below 2**53; "-0" is 0
     if "min" in rules and number < rules["min"]:
         raise SettingsError(f"“{shown}” is less than the minimum, {_number_words(rules['min'], kind)}")
     if "max" in rules and number > rules["max"]:
         raise SettingsError(f"“{shown}” is more than the maximum, {_number_words(rules['max'], kind)}")
+    if not math.isfinite(number):
+        raise SettingsError(f"“{shown}” is {'more' if number > 0 else 'less'} than any setting takes")
     return number
 
 
-def _check_rules(name: str, value: Any, rules: Mapping[str, Any]) -> None:
+def check_rules(name: str, value: Any, rules: Mapping[str, Any]) -> None:
+    """SettingsError naming the field unless `value` (already of the field's type) obeys its
+    `min`, `max`, `choices` and `max_len`."""
     if "min" in rules and value < rules["min"]:
         raise SettingsError(f"{name} must be at least {rules['min']}, got {value}")
     if "max" in rules and value > rules["max"]:
@@ -240,6 +248,42 @@ def _check_rules(name: str, value: Any, rules: Mapping[str, Any]) -> None:
         raise SettingsError(f"{name} must be one of {', '.join(map(str, rules['choices']))}")
     if "max_len" in rules and hasattr(value, "__len__") and len(value) > rules["max_len"]:
         raise SettingsError(f"{name} is too long ({len(value)} > {rules['max_len']})")
+
+
+def check_value(name: str, value: Any, kind: type, rules: Mapping[str, Any]) -> None:
+    """SettingsError naming the field unless `value` is of type `kind` (bool, int, float or str;
+    a float field takes an int too, never a non-finite number) and obeys its rules (check_rules).
+
+    For values made in code (configs, function arguments), where nothing is parsed from text.
+    """
+    if kind is bool and not isinstance(value, bool):
+        raise SettingsError(f"{name} must be true or false, got {value!r}")
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise SettingsError(f"{name} must be a whole number, got {value!r}")
+    if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
+                          or not math.isfinite(value)):
+        raise SettingsError(f"{name} must be a finite number, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise SettingsError(f"{name} must be text, got {value!r}")
+    check_rules(name, value, rules)
+
+
+def check_fields(obj: Any, skip: Sequence[str] = ()) -> None:
+    """Check every field of dataclass `obj` declared with `spec(...)` against its type and rules
+    (check_value); SettingsError for the first bad one. Fields holding a dataclass and fields in
+    `skip` are left to the caller. An optional field (`int | None`) may hold None, but not its
+    `none_is` value: that is how a page control says None (0 = no clipping), never a config."""
+    for field, hint in _fields(type(obj)):
+        kind = _without_none(hint)
+        if not field.metadata or field.name in skip or dataclasses.is_dataclass(kind):
+            continue
+        value = getattr(obj, field.name)
+        if kind is not hint and value is None:
+            continue
+        if kind is not hint and "none_is" in field.metadata and value == field.metadata["none_is"] \
+                and not isinstance(value, bool):
+            raise SettingsError(f"{field.name} must be None for “off”, not {value!r}")
+        check_value(field.name, value, kind, field.metadata)
 
 
 def _coerce(value: Any, hint: Any, name: str) -> Any:
@@ -292,7 +336,7 @@ def _apply(cls: type, source: Mapping[str, Any], errors: list[str]) -> dict[str,
             continue
         try:
             value = _coerce(raw, hint, field.name)
-            _check_rules(field.name, value, field.metadata)
+            check_rules(field.name, value, field.metadata)
             values[field.name] = value
         except SettingsError as exc:
             errors.append(f"{field.name}: {exc}; the default was used")
@@ -334,7 +378,7 @@ def to_lesson(obj: Any, *, name: str, page: str, locked: set[str] | list[str] = 
 
 
 @dataclasses.dataclass
-class Lesson:
+class LoadedLesson:
     """A loaded lesson: settings object, its name and the locked field names."""
 
     settings: Any
@@ -342,7 +386,7 @@ class Lesson:
     locked: set[str]
 
 
-def from_lesson(cls: type, data: bytes | str, *, page: str) -> tuple[Lesson, list[str]]:
+def from_lesson(cls: type, data: bytes | str, *, page: str) -> tuple[LoadedLesson, list[str]]:
     """Parse and validate a lesson file; raise SettingsError when nothing usable is in it."""
     if len(data) > MAX_LESSON_BYTES:
         raise SettingsError(f"the lesson file is too large ({len(data):,} bytes; "
@@ -369,4 +413,4 @@ def from_lesson(cls: type, data: bytes | str, *, page: str) -> tuple[Lesson, lis
     locked = {x for x in locked_raw if isinstance(x, str) and x in known} \
         if isinstance(locked_raw, list) else set()
     name = lesson.get("name") if isinstance(lesson.get("name"), str) else "lesson"
-    return Lesson(obj, name[:80], locked), errors
+    return LoadedLesson(obj, name[:80], locked), errors

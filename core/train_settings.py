@@ -1,6 +1,6 @@
 """The Train page's settings, derived from the configs: one field per hyper-parameter, declared once.
 
-Every field of `core.models.GPTConfig` and `core.engine.TrainConfig` carries its bounds, choices,
+Every field of `core.models.GPTConfig` and `core.training.TrainConfig` carries its bounds, choices,
 label and format (`core.settings.spec`). `TrainSettings` is built from those fields (flat, so a link
 reads `?n_layer=2&lr=0.004`), starts on the quick-demo preset, and converts to and from a
 `TrainConfig` field by field. So a new hyper-parameter is one declaration in its config: it appears
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from core import settings as core_settings
-from core.engine import GPU_PRESETS, PRESETS, TrainConfig, preset_config
+from core.training import GPU_PRESETS, PRESETS, TrainConfig, preset_config
 from core.models import GPTConfig
 from core.settings import spec
 
@@ -93,7 +93,7 @@ def packing(settings: TrainSettings) -> int | None:
 
 
 def to_train_config(settings: TrainSettings, vocab_size: int = 27) -> TrainConfig:
-    """The engine's TrainConfig for the page's settings; ValueError with a readable message."""
+    """The TrainConfig for the page's settings; ValueError with a readable message."""
     problems = settings_problems(settings)
     if problems:
         raise ValueError(" ".join(problems))
@@ -106,7 +106,7 @@ def to_train_config(settings: TrainSettings, vocab_size: int = 27) -> TrainConfi
 
 def preset_settings(name: str, device: str | None = None) -> TrainSettings:
     """Settings of a named preset ("lecture", "quick_demo", "best", "gpu"). With a `device`, the
-    preset for a run there (core.engine.preset_config): on a CUDA GPU the quick demo and the best
+    preset for a run there (core.training.preset_config): on a CUDA GPU the quick demo and the best
     preset take their GPU versions (many more packed rows per step)."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
@@ -127,13 +127,8 @@ def matching_preset(settings: TrainSettings) -> str | None:
 
 
 # Wall-clock seconds from Start to the last step, as a student waits for them: what the preset
-# buttons say. CPU: benchmarks/presets.py --browser on 2026-11-23 (a real server and Chromium on this
-# project's 2-core machine, shared with three other servers and their browsers: load average 5-10;
-# the app's torch threads, 1 on 2 cores). The mean of two runs (quick demo 42.4 and 34.3 s, Lecture 7
-# 25.3 and 35.6 s) and one run of the best preset (484.8 s). In-process through the page's own tick
-# (presets.py --live, load 2-6) the same presets took 15.6, 12.1 and 328.9 s: on a quiet machine
-# expect about half the label. GPU: benchmarks/gpu_train.py on one H100 (core/engine.py's GPU
-# presets). A preset with no figure for a device gets no time in its label, rather than a guess.
+# buttons say (measured with benchmarks/presets.py --browser and benchmarks/gpu_train.py; the runs
+# are described in docs/PRESETS.md). A preset with no figure for a device gets no time in its label.
 PRESET_SECONDS: dict[tuple[str, str], tuple[float, str]] = {
     ("lecture", "cpu"): (30.5, "in the browser on a busy 2-core server (load 5-10; about half that "
                                "on a quiet one)"),

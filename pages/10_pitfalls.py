@@ -15,17 +15,17 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from core import attention, data, engine, models, tokenizers
+from core import attention, data, models, tokenizers, training
 from core import pitfalls as pf
 from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_softmax, mask_zero,
                            module_typos, no_position, no_scaling, prep_global, sgd, short_names, slides,
                            softmax_dim, spelling, vocab_order)
 from core.viz import pitfalls as viz_pitfalls
 from ui import layout, state
-from ui import pitfalls as ui
+from ui import pitfalls as pitfalls_ui
 from ui.charts import show_chart
 
-PREFIX = ui.PREFIX
+PREFIX = pitfalls_ui.PREFIX
 PAGE = "pitfalls"
 LAST_CORPUS_KEY = "pitfalls.last_valid_corpus"
 
@@ -36,10 +36,10 @@ OFF = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta that is a
 
 
 def render_softmax_dim() -> None:
-    ui.side_by_side([softmax_dim.buggy_causal_attention], [softmax_dim.fixed_causal_attention],
-                    [softmax_dim.demo, attention.CausalAttention.forward])
-    seed = ui.widget(settings, "seed")
-    result = ui.demo("softmax_dim", seed)
+    pitfalls_ui.side_by_side([softmax_dim.buggy_causal_attention], [softmax_dim.fixed_causal_attention],
+                             [softmax_dim.demo, attention.CausalAttention.forward])
+    seed = pitfalls_ui.widget(settings, "seed")
+    result = pitfalls_ui.demo("softmax_dim", seed)
     buggy_sums = result["sums"].query("version == 'buggy dim=1'")["row_sum"]
     a, b, c = st.columns(3)
     a.metric("Row sums, buggy", f"{buggy_sums.min():.3f} … {buggy_sums.max():.3f}",
@@ -53,19 +53,20 @@ def render_softmax_dim() -> None:
                f"gives the same context vectors as `fixed_causal_attention`: largest difference "
                f"{result['fixed_vs_module']:.1e}.")
     cap = f"CausalAttention(3, 2) after torch.manual_seed({seed}) on the book's six tokens (batch item 0)."
-    ui.heatmap_row([(result["buggy_weights"], "Buggy: softmax over dim=1"),
-                    (result["fixed_weights"], "Fixed: softmax over dim=-1")], result["tokens"],
-                   name="pitfall-softmax-dim-weights", data_key=(seed,),
-                   caption="Attention weights: with dim=1 every COLUMN sums to 1, with dim=-1 every ROW does. " + cap)
+    pitfalls_ui.heatmap_row([(result["buggy_weights"], "Buggy: softmax over dim=1"),
+                             (result["fixed_weights"], "Fixed: softmax over dim=-1")], result["tokens"],
+                            name="pitfall-softmax-dim-weights", data_key=(seed,),
+                            caption="Attention weights: with dim=1 every COLUMN sums to 1, with dim=-1 every "
+                                    "ROW does. " + cap)
     show_chart(viz_pitfalls.row_sums_chart(result["sums"], lecture=lecture, title="Row sums: buggy vs fixed"),
                name="pitfall-softmax-dim-row-sums",
                caption="Sum of each query's attention weights (dashed line: 1). " + cap)
 
 
 def render_mask_zero() -> None:
-    ui.side_by_side([mask_zero.buggy_mask_by_zero], [mask_zero.fixed_mask_by_position, attention.causal_mask],
-                    mask_zero.demo)
-    result = ui.demo("mask_zero")
+    pitfalls_ui.side_by_side([mask_zero.buggy_mask_by_zero], [mask_zero.fixed_mask_by_position, attention.causal_mask],
+                             mask_zero.demo)
+    result = pitfalls_ui.demo("mask_zero")
     a, b = st.columns(2)
     a.metric("Visible scores that are exactly 0", result["n_genuine_zero"],
              help="Scores of a query with itself or an EARLIER token: the mask must keep them.")
@@ -81,20 +82,21 @@ def render_mask_zero() -> None:
                      column_config={c: st.column_config.NumberColumn(format="%.4f")
                                     for c in ("score", "buggy weight", "fixed weight")})
     cap = "Scores x·xᵀ/√3 of the constructed tokens."
-    ui.heatmap_row([(result["attn_scores"], "Scores")], result["tokens"], weights=False,
-                   name="pitfall-mask-zero-scores", caption=cap + " Row “on” has two genuine zeros.")
-    ui.heatmap_row([(result["buggy_weights"], "Buggy: masked where score == 0"),
-                    (result["fixed_weights"], "Fixed: masked by position")], result["tokens"],
-                   name="pitfall-mask-zero-weights",
-                   caption="Weights after each mask. Buggy row “on” gives 0 to “the” and “sat”. " + cap)
+    pitfalls_ui.heatmap_row([(result["attn_scores"], "Scores")], result["tokens"], weights=False,
+                            name="pitfall-mask-zero-scores", caption=cap + " Row “on” has two genuine zeros.")
+    pitfalls_ui.heatmap_row([(result["buggy_weights"], "Buggy: masked where score == 0"),
+                             (result["fixed_weights"], "Fixed: masked by position")], result["tokens"],
+                            name="pitfall-mask-zero-weights",
+                            caption="Weights after each mask. Buggy row “on” gives 0 to “the” and “sat”. "
+                                    + cap)
 
 
 def render_mask_after_softmax() -> None:
-    ui.side_by_side([mask_after_softmax.buggy_mask_after_softmax],
-                    [mask_after_softmax.renormalised_mask_after_softmax, mask_zero.fixed_mask_by_position],
-                    mask_after_softmax.demo)
-    seed = ui.widget(settings, "seed")
-    result = ui.demo("mask_after_softmax", seed)
+    pitfalls_ui.side_by_side([mask_after_softmax.buggy_mask_after_softmax],
+                             [mask_after_softmax.renormalised_mask_after_softmax, mask_zero.fixed_mask_by_position],
+                             mask_after_softmax.demo)
+    seed = pitfalls_ui.widget(settings, "seed")
+    result = pitfalls_ui.demo("mask_after_softmax", seed)
     sums = result["sums"]
     buggy_sums = sums.query("version == 'mask after softmax'")["row_sum"]
     a, b, c = st.columns(3)
@@ -103,10 +105,10 @@ def render_mask_after_softmax() -> None:
     c.metric("Largest |renormalised − masked before|", f"{result['max_diff_renorm_vs_fixed']:.1e}",
              help="Float rounding only: the two are the same weights.")
     cap = f"SelfAttentionV2(3, 2) after torch.manual_seed({seed}) (the book uses 789), the six tokens."
-    ui.heatmap_row([(result["buggy_weights"], "Mask after softmax"),
-                    (result["renormalised_weights"], "… then renormalise (= −∞ before)")], result["tokens"],
-                   name="pitfall-mask-after-weights", data_key=(seed,),
-                   caption="Causal weights masked after the softmax, without and with renormalisation; the "
+    pitfalls_ui.heatmap_row([(result["buggy_weights"], "Mask after softmax"),
+                             (result["renormalised_weights"], "… then renormalise (= −∞ before)")], result["tokens"],
+                            name="pitfall-mask-after-weights", data_key=(seed,),
+                            caption="Causal weights masked after the softmax, without and with renormalisation; the "
                            "renormalised weights equal the −∞-before-softmax ones (largest difference "
                            f"{result['max_diff_renorm_vs_fixed']:.1e}). " + cap)
     show_chart(viz_pitfalls.row_sums_chart(sums, lecture=lecture, title="Row sums of the three versions"),
@@ -114,11 +116,11 @@ def render_mask_after_softmax() -> None:
 
 
 def render_no_scaling() -> None:
-    ui.side_by_side([no_scaling.buggy_unscaled_weights],
-                    [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm],
-                    [no_scaling.demo, no_scaling.scaling_run])
-    seed = ui.widget(settings, "seed")
-    table = ui.demo("no_scaling", seed)
+    pitfalls_ui.side_by_side([no_scaling.buggy_unscaled_weights],
+                             [no_scaling.fixed_scaled_weights, no_scaling.softmax_jacobian_norm],
+                             [no_scaling.demo, no_scaling.scaling_run])
+    seed = pitfalls_ui.widget(settings, "seed")
+    table = pitfalls_ui.demo("no_scaling", seed)
     last = table[table["d_k"] == max(no_scaling.SCALING_DKS)].set_index("version")
     buggy, fixed = last.loc["no scaling (buggy)"], last.loc["÷ √d_k (fixed)"]
     a, b, c = st.columns(3)
@@ -141,10 +143,10 @@ def render_no_scaling() -> None:
 
 
 def render_short_names() -> None:
-    ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows],
-                    [short_names.demo, short_names.examples_by_length], fixed_height=480)
-    context_size = ui.widget(settings, "context_size")
-    result = ui.names_demo("short_names", context_size)
+    pitfalls_ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows],
+                             [short_names.demo, short_names.examples_by_length], fixed_height=480)
+    context_size = pitfalls_ui.widget(settings, "context_size")
+    result = pitfalls_ui.names_demo("short_names", context_size)
     n = result["n_names"]
     a, b, c, d = st.columns(4)
     a.metric(f"Names with no example, lecture (of {n:,})", f"{result['lecture_zero']:,}",
@@ -162,28 +164,29 @@ def render_short_names() -> None:
 
 
 def render_sgd() -> None:
-    ui.side_by_side([sgd.buggy_sgd_config, engine.lecture_config], [sgd.fixed_adamw_config, engine._make_optimizer],
-                    [sgd.optimizer_race_configs, sgd.optimizer_table])
-    ui.race_controls(settings)
-    key = ui.race_key(settings)
+    pitfalls_ui.side_by_side([sgd.buggy_sgd_config, training.lecture_config],
+                             [sgd.fixed_adamw_config, training.make_optimizer],
+                             [sgd.optimizer_race_configs, sgd.optimizer_table])
+    pitfalls_ui.race_controls(settings)
+    key = pitfalls_ui.race_key(settings)
     st.dataframe(sgd.optimizer_table(*key), hide_index=True)
-    ui.race_panel(key)
+    pitfalls_ui.race_panel(key)
 
 
 def render_vocab_order() -> None:
-    ui.side_by_side([vocab_order.buggy_vocab], [vocab_order.fixed_vocab, tokenizers.CharTokenizer.from_text],
-                    [vocab_order.demo, vocab_order.fit_bigram_probs, vocab_order.sample_bigram_ids])
+    pitfalls_ui.side_by_side([vocab_order.buggy_vocab], [vocab_order.fixed_vocab, tokenizers.CharTokenizer.from_text],
+                             [vocab_order.demo, vocab_order.fit_bigram_probs, vocab_order.sample_bigram_ids])
     a, b, c = st.columns(3)
     with a:
-        hash_a = ui.widget(settings, "hash_seed_a")
+        hash_a = pitfalls_ui.widget(settings, "hash_seed_a")
     with b:
-        hash_b = ui.widget(settings, "hash_seed_b")
+        hash_b = pitfalls_ui.widget(settings, "hash_seed_b")
     with c:
-        seed = ui.widget(settings, "seed")
+        seed = pitfalls_ui.widget(settings, "seed")
     if hash_a == hash_b:
         st.info("Both runs use the same hash seed, so even `list(set(...))` gives the same order: "
                 "pick two different seeds to see a restart.", icon=":material/info:")
-    result = ui.names_demo("vocab_order", hash_a, hash_b, seed)
+    result = pitfalls_ui.names_demo("vocab_order", hash_a, hash_b, seed)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters whose id changed: buggy", f"{result['buggy_changed']} of {result['n_chars']}")
     m2.metric("Characters whose id changed: fixed", f"{result['fixed_changed']} of {result['n_chars']}")
@@ -201,21 +204,22 @@ def render_vocab_order() -> None:
 
 
 def render_fit_indent() -> None:
-    ui.side_by_side([fit_indent.buggy_fit], [fit_indent.fixed_fit], [fit_indent.demo, slides.slides_setup], wrap=False)
+    pitfalls_ui.side_by_side([fit_indent.buggy_fit], [fit_indent.fixed_fit], [fit_indent.demo, slides.slides_setup],
+                             wrap=False)
     a, b, c = st.columns(3)
     with a:
-        iters = ui.widget(settings, "fit_iters")
+        iters = pitfalls_ui.widget(settings, "fit_iters")
     with b:
-        every = ui.widget(settings, "eval_iters")
+        every = pitfalls_ui.widget(settings, "eval_iters")
     with c:
-        seed = ui.widget(settings, "seed")
+        seed = pitfalls_ui.widget(settings, "seed")
     try:
         fit_indent.check_fit_args(iters, every)
     except ValueError as exc:
         st.error(f"{exc}. Showing the defaults (train_iters 200, eval_iters 10) instead.", icon=":material/block:")
         iters, every = 200, 10
     with st.spinner("Training both loops…"):
-        result = ui.demo("fit_indent", iters, every, seed)
+        result = pitfalls_ui.demo("fit_indent", iters, every, seed)
     m1, m2, m3 = st.columns(3)
     m1.metric("Optimizer steps: buggy", result["buggy_steps"], delta=f"in {iters} iterations", **OFF)
     m2.metric("Optimizer steps: fixed", result["fixed_steps"])
@@ -228,19 +232,18 @@ def render_fit_indent() -> None:
 
 
 def render_prep_global() -> None:
-    ui.side_by_side([prep_global.buggy_prep], [prep_global.fixed_prep], prep_global.demo)
+    pitfalls_ui.side_by_side([prep_global.buggy_prep], [prep_global.fixed_prep], prep_global.demo)
     corpus = state.bound(st.text_area, "Corpus passed to prep(corpus)", settings, "prep_corpus",
                          prefix=PREFIX, max_chars=prep_global.MAX_CORPUS_CHARS, height=90,
                          help=f"The notebook's global `text` is {len(prep_global.text)} characters of a "
                               "repeated pangram.")
-    try:
-        result = prep_global.demo(corpus)
-        st.session_state[LAST_CORPUS_KEY] = corpus
-    except ValueError as exc:
-        st.error(f"Could not use this corpus: {exc}", icon=":material/block:")
-        last = st.session_state.get(LAST_CORPUS_KEY, pf.PitfallsSettings().prep_corpus)
-        st.caption(f"Showing the last valid corpus: {last!r}")
-        result = prep_global.demo(last)
+    last, problem = state.keep_last_valid(LAST_CORPUS_KEY, lambda: (prep_global.demo(corpus), corpus))
+    if problem is not None:
+        st.error(f"Could not use this corpus: {problem}", icon=":material/block:")
+        default = pf.PitfallsSettings().prep_corpus
+        last = last or (prep_global.demo(default), default)  # no valid corpus yet in this session
+        st.caption(f"Showing the last valid corpus: {last[1]!r}")
+    result = last[0]
     a, b, c = st.columns(3)
     a.metric("Characters in your corpus", result["corpus_chars"])
     buggy = result["buggy"]
@@ -250,7 +253,7 @@ def render_prep_global() -> None:
     if not buggy.ok:
         st.markdown("The vocabulary comes from your corpus, but the text it encodes is the global one, "
                     "so the first character your corpus lacks crashes the encoder:")
-        ui.error_box(buggy.error)
+        pitfalls_ui.error_box(buggy.error)
         st.caption("Now add every character of the global text to your corpus (for example append "
                    f"{prep_global.text[:45]!r}): the buggy prep runs, silently, on the wrong text.")
     else:
@@ -261,10 +264,10 @@ def render_prep_global() -> None:
 
 
 def render_no_position() -> None:
-    ui.side_by_side([no_position.buggy_forward_no_position], [models.SingleHeadLM.forward], no_position.demo)
-    seed = ui.widget(settings, "seed")
+    pitfalls_ui.side_by_side([no_position.buggy_forward_no_position], [models.SingleHeadLM.forward], no_position.demo)
+    seed = pitfalls_ui.widget(settings, "seed")
     with st.spinner("Training both models…"):
-        result = ui.demo("no_position", seed)
+        result = pitfalls_ui.demo("no_position", seed)
     diffs = result["max_logit_diff"]
     buggy_diff, fixed_diff = diffs.values()
     a, b = st.columns(2)
@@ -281,9 +284,9 @@ def render_no_position() -> None:
 
 
 def render_encode_shape() -> None:
-    ui.side_by_side([short_names.buggy_lecture_windows, encode_shape.buggy_unpack], [data.name_windows],
-                    encode_shape.demo, fixed_height=560)
-    result = ui.names_demo("encode_shape", ui.widget(settings, "context_size"))
+    pitfalls_ui.side_by_side([short_names.buggy_lecture_windows, encode_shape.buggy_unpack], [data.name_windows],
+                             encode_shape.demo, fixed_height=560)
+    result = pitfalls_ui.names_demo("encode_shape", pitfalls_ui.widget(settings, "context_size"))
     if result["buggy_shape"] is None:
         st.warning("No name is longer than this context, so the lecture's dataset is empty.")
         return
@@ -293,9 +296,9 @@ def render_encode_shape() -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("`batch_size, context_size = x.size()` (the lecture's forward) on the lecture's batch:")
-        ui.error_box(result["buggy_unpack"].error)
+        pitfalls_ui.error_box(result["buggy_unpack"].error)
         st.markdown("Our GPT on the lecture's batch:")
-        ui.error_box(result["buggy_model"].error)
+        pitfalls_ui.error_box(result["buggy_model"].error)
     with right:
         st.markdown("The same on our batch:")
         st.code(f"batch_size, context_size = {result['fixed_unpack'].value}\n"
@@ -307,19 +310,19 @@ def render_encode_shape() -> None:
 
 
 def render_config_end_id() -> None:
-    ui.side_by_side([config_end_id.BuggyLectureGPT.forward, config_end_id.BuggyLectureGPT.generate],
-                    [models.generate], config_end_id.demo, fixed_height=640)
-    seed = ui.widget(settings, "seed")
-    trained_key = ui.finished_races().latest_with_seed(seed)
-    result = ui.config_end_id_result(seed, trained_key)
+    pitfalls_ui.side_by_side([config_end_id.BuggyLectureGPT.forward, config_end_id.BuggyLectureGPT.generate],
+                             [models.generate], config_end_id.demo, fixed_height=640)
+    seed = pitfalls_ui.widget(settings, "seed")
+    trained_key = pitfalls_ui.finished_races().latest_with_seed(seed)
+    result = pitfalls_ui.config_end_id_result(seed, trained_key)
     st.markdown("1. The lecture's `generate` as written:")
-    ui.error_box(result["first_error"])
+    pitfalls_ui.error_box(result["first_error"])
     st.markdown("2. Its `forward` on an input one token longer than the context: the assert's own "
                 "message reads `self.config`, so the student sees this instead of the assert:")
-    ui.error_box(result["assert_error"] or "no error (Python runs with -O, so asserts are skipped)")
+    pitfalls_ui.error_box(result["assert_error"] or "no error (Python runs with -O, so asserts are skipped)")
     st.markdown("3. With `self.config` patched in by hand, the list `end_id` makes the context (1, T, 1), "
                 "which `forward` cannot unpack:")
-    ui.error_box(result["second_error"])
+    pitfalls_ui.error_box(result["second_error"])
     st.markdown(f"4. And the stop test could never fire: `tokenizer.encode('.')` is `{result['end_id']}`, "
                 f"so `0 == {result['end_id']}` is **{result['end_test']}**.")
     which = ("the AdamW model trained on the SGD-vs-AdamW pitfall" if trained_key is not None else
@@ -331,10 +334,10 @@ def render_config_end_id() -> None:
 
 
 def render_module_typos() -> None:
-    ui.side_by_side([module_typos.BuggyForwardTypo, module_typos.buggy_build_liner, module_typos.BuggyOutProj.__init__],
-                    [attention.MultiHeadAttention.__init__], module_typos.demo)
+    pitfalls_ui.side_by_side([module_typos.BuggyForwardTypo, module_typos.buggy_build_liner, module_typos.BuggyOutProj.__init__],
+                             [attention.MultiHeadAttention.__init__], module_typos.demo)
     st.caption("`BuggyOutProj.forward` is the usual multi-head forward; only its `__init__` differs from the fix.")
-    table = ui.demo("module_typos", settings.seed)
+    table = pitfalls_ui.demo("module_typos", settings.seed)
     st.markdown("Each one run on the book's batch of shape (2, 6, 3), with d_out = 4 and 2 heads:")
     for row in table.itertuples(index=False):
         st.markdown(f"`{row.code}`")
@@ -342,12 +345,13 @@ def render_module_typos() -> None:
 
 
 def render_spelling() -> None:
-    ui.side_by_side([spelling.buggy_find_attention_class], [spelling.fixed_find_attention_class], spelling.demo)
-    result = ui.demo("spelling")
+    pitfalls_ui.side_by_side([spelling.buggy_find_attention_class], [spelling.fixed_find_attention_class],
+                             spelling.demo)
+    result = pitfalls_ui.demo("spelling")
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown("Code that uses the lecture's name cannot find our class:")
-        ui.error_box(result["buggy_error"], "found the class")
+        pitfalls_ui.error_box(result["buggy_error"], "found the class")
     with right:
         st.markdown("The right spelling finds it:")
         st.code(f"<class '{result['fixed_class']}'>", language="text")
@@ -360,12 +364,12 @@ RENDERERS: dict[str, Callable[[], None]] = {key: globals()[f"render_{key}"] for 
 st.title("Pitfalls")
 st.caption("The bugs of the original notebooks and slides, run live beside the correct code. "
            "Every number below is computed now, by the code shown.")
-ui.pitfall_menu(settings)
+pitfalls_ui.pitfall_menu(settings)
 with layout.friendly_errors("this pitfall"):
     if settings.pitfall == "overview":
-        ui.overview(settings)
+        pitfalls_ui.overview(settings)
     else:  # every pitfall: its header, its own part, the one-sentence why
-        pitfall = ui.header(settings.pitfall)
+        pitfall = pitfalls_ui.header(settings.pitfall)
         RENDERERS[settings.pitfall]()
-        ui.why(pitfall)
+        pitfalls_ui.why(pitfall)
 state.sync_url(settings)

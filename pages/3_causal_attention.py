@@ -11,37 +11,29 @@ import streamlit as st
 
 from core import attention, viz as charts
 from core.lessons import causal_attention
-from core.lessons import embeddings as emb
 from core.lessons import self_attention
 from core.lessons import walkthrough as wt
 from ui import state
-from ui import walkthrough as page
+from ui import walkthrough
 from ui.code import show_code
 from ui.layout import friendly_errors
 
 STEPS, LABELS = wt.CAUSAL_STEPS, wt.CAUSAL_STEP_LABELS
-PREFIX = page.PREFIX
+PREFIX = walkthrough.PREFIX
 
-settings = page.start_page(
+top = walkthrough.page_top(
     "causal_attention", "Causal attention and dropout",
     "Lesson 4 of *Coding attention mechanisms* (LLMs from Scratch, 3.5): a language model must not "
     "look at later tokens, so scores above the diagonal are set to −∞ before the softmax; dropout "
-    "then zeroes random attention weights while training and rescales the rest by 1/(1 − p).")
-area = page.areas()
-with area.inputs:  # the two editing panels, collapsed side by side: one row
-    embeddings_slot, weights_slot = st.columns(2)
-with embeddings_slot:
-    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
-labels = wt.labels_of(settings)
-inputs = wt.inputs_tensor(settings)  # (T, d_in)
-num_tokens, d_in = inputs.shape
-
-bar = page.stepper(settings, "causal_step", STEPS, LABELS, area.lesson)
+    "then zeroes random attention weights while training and rescales the rest by 1/(1 − p).",
+    step_field="causal_step", steps=STEPS, step_labels=LABELS, weights_editor=True)
+settings, area, bar, labels, inputs = top.settings, top.area, top.bar, top.labels, top.inputs
+num_tokens, d_in = inputs.shape  # (T, d_in)
 step = bar.step
 with bar.controls:  # compact rows: the popover should fit a projector's screen
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-        query = page.query_select(settings, labels, width=300)
-        page.book_setup_button("causal", "Book: CausalAttention, seed 123")
+        query = walkthrough.query_select(settings, labels, width=300)
+        walkthrough.book_setup_button("causal", "Book: CausalAttention, seed 123")
     with st.container(horizontal=True, vertical_alignment="center", gap="large"):
         state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
                     help="Hide every later token (j > i) from query i.")
@@ -51,11 +43,10 @@ with bar.controls:  # compact rows: the popover should fit a projector's screen
         state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
                     max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
                     help="Probability of zeroing each attention weight (only in training mode).")
-        page.whole_number("Dropout seed", settings, "dropout_seed", min_value=0,
-                          max_value=emb.MAX_SEED, width=210)  # room for 4 digits, − and +
+        state.number_field(settings, "dropout_seed", prefix=PREFIX, label="Dropout seed", width=210)
     st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")
-    projection = page.projection_controls(settings, d_in)
-projection = page.weights_editor(settings, projection, d_in, weights_slot, area.lesson)
+    projection = walkthrough.projection_controls(settings, d_in)
+projection = walkthrough.weights_editor(settings, projection, d_in, top.weights_slot, area.lesson)
 with bar.controls:
     st.caption(wt.describe_weights(settings, projection))
 
@@ -76,7 +67,7 @@ def steps_code(extra=()) -> None:
     check = "CausalAttention (eval) = these steps"
     if bundle.train_module_diff is not None:
         check += "” and “CausalAttention (training) = these steps"
-    page.show_book_code(attention.CausalAttention.forward, check)
+    walkthrough.show_book_code(attention.CausalAttention.forward, check)
 
 
 def masked_labels(steps) -> np.ndarray:
@@ -85,17 +76,17 @@ def masked_labels(steps) -> np.ndarray:
 
 
 def scores_step(steps) -> None:
-    page.step_header(STEPS, "scores", "scaled scores, as on the previous page")
+    walkthrough.step_header(STEPS, "scores", "scaled scores, as on the previous page")
     st.latex(r"\frac{Q K^\top}{\sqrt{d_k}}")
     words = causal_attention.scores_words(settings.causal)
-    page.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
-                     title=words.title, x_title="key j", y_title="query i", highlight_row=query,
-                     caption=f"{words.caption}; {where}.")
+    walkthrough.show_matrix(steps.scaled_scores[0], labels, labels, name="causal-scaled-scores",
+                            title=words.title, x_title="key j", y_title="query i", highlight_row=query,
+                            caption=f"{words.caption}; {where}.")
     steps_code()
 
 
 def mask_step(steps) -> None:
-    page.step_header(STEPS, "mask", "the causal mask")
+    walkthrough.step_header(STEPS, "mask", "the causal mask")
     if settings.causal:
         st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
                  r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
@@ -105,14 +96,14 @@ def mask_step(steps) -> None:
     words = causal_attention.mask_words(settings.causal)
     if words.text:
         st.info(words.text, icon=":material/info:")
-    page.show_matrix(steps.mask.to(int), labels, labels, name="causal-mask", decimals=0,
-                     title=words.title, x_title="key j", y_title="query i",
-                     highlight_row=query, caption=f"{words.caption}; {where}.")
+    walkthrough.show_matrix(steps.mask.to(int), labels, labels, name="causal-mask", decimals=0,
+                            title=words.title, x_title="key j", y_title="query i",
+                            highlight_row=query, caption=f"{words.caption}; {where}.")
     show_code(attention.causal_mask)
 
 
 def masked_step(steps) -> None:
-    page.step_header(STEPS, "masked", "masked scores")
+    walkthrough.step_header(STEPS, "masked", "masked scores")
     if settings.causal:
         st.latex(r"\tilde{\omega}_{ij} = \begin{cases} -\infty & M_{ij} = 1 \\ "
                  r"\omega_{ij} / \sqrt{d_k} & \text{otherwise} \end{cases}")
@@ -120,16 +111,16 @@ def masked_step(steps) -> None:
         st.latex(r"\tilde{\omega}_{ij} = \omega_{ij} / \sqrt{d_k}\quad"
                  r"\text{(the mask is off: no score is hidden)}")
     words = causal_attention.masked_words(settings.causal)
-    page.show_matrix(steps.masked_scores[0], labels, labels, name="causal-masked-scores",
-                     title=words.title, x_title="key j", y_title="query i",
-                     highlight_row=query, special=masked_labels(steps),
-                     caption=f"{words.caption}; {where}.")
-    page.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
+    walkthrough.show_matrix(steps.masked_scores[0], labels, labels, name="causal-masked-scores",
+                            title=words.title, x_title="key j", y_title="query i",
+                            highlight_row=query, special=masked_labels(steps),
+                            caption=f"{words.caption}; {where}.")
+    walkthrough.numbers_line(f"row {q_name} =", steps.masked_scores[0, query].tolist())
     steps_code()
 
 
 def weights_step(steps) -> None:
-    page.step_header(STEPS, "weights", "attention weights")
+    walkthrough.step_header(STEPS, "weights", "attention weights")
     if settings.causal:
         st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
                  r"diagonal, every row still sums to 1}")
@@ -139,7 +130,7 @@ def weights_step(steps) -> None:
     words = causal_attention.weights_words(settings.causal, causal_attention.dropout_active(settings))
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
-    revealed = page.predict_then_reveal(
+    revealed = walkthrough.predict_then_reveal(
         settings, wt.question_id("causal_top", settings.tokens, settings.embeddings, query,
                                  projection.W_query.tolist(), settings.causal),
         words.text.format(q=q_name),
@@ -147,16 +138,16 @@ def weights_step(steps) -> None:
         f"“{labels[top[0]]}” (α = {wt.fmt_number(float(weights[query, top[0]]))})"
         + (f". “{q_name}” can only see tokens 1 … {qi}." if settings.causal else "."))
     if revealed:
-        page.show_matrix(weights, labels, labels, name="causal-weights", domain=(0, 1),
-                         title=words.title, x_title="key j", y_title="query i",
-                         highlight_row=query, caption=f"{words.caption}; {where}.")
-        page.numbers_line(f"α_{qi}j =", weights[query].tolist())
-        page.numbers_line("row sums =", weights.sum(dim=-1).tolist())
+        walkthrough.show_matrix(weights, labels, labels, name="causal-weights", domain=(0, 1),
+                                title=words.title, x_title="key j", y_title="query i",
+                                highlight_row=query, caption=f"{words.caption}; {where}.")
+        walkthrough.numbers_line(f"α_{qi}j =", weights[query].tolist())
+        walkthrough.numbers_line("row sums =", weights.sum(dim=-1).tolist())
     steps_code()
 
 
 def dropout_step(steps) -> None:
-    page.step_header(STEPS, "dropout", "dropout on the attention weights")
+    walkthrough.step_header(STEPS, "dropout", "dropout on the attention weights")
     view = causal_attention.dropout_view(steps)
     if view.active:
         st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
@@ -165,18 +156,18 @@ def dropout_step(steps) -> None:
         st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
                  r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{(in training mode)}")
     # what dropout did beside the map: above it, the words pushed it below a projector's screen
-    chart_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+    chart_col, text_col = walkthrough.columns([3, 2], gap="large", side_by_side=True)
     with text_col:
         dropout_effect(view)
     special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
     special = np.where(steps.mask.numpy(), "0", special)
     words = causal_attention.dropout_words(settings)
     with chart_col:
-        page.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
-                         title=words.title, x_title="key j", y_title="query i",
-                         highlight_row=query, lecture_width=page.LECTURE_COLUMN_W,
-                         caption=f"{words.caption}; {where}.")
-    page.numbers_line("row sums =", view.row_sums())
+        walkthrough.show_matrix(view.dropped_weights, labels, labels, name="causal-dropout", special=special,
+                                title=words.title, x_title="key j", y_title="query i",
+                                highlight_row=query, lecture_width=walkthrough.LECTURE_COLUMN_W,
+                                caption=f"{words.caption}; {where}.")
+    walkthrough.numbers_line("row sums =", view.row_sums())
     # the dropout draw runs only in training mode with p > 0
     steps_code(([causal_attention.with_book_dropout, causal_attention.book_dropout_keep]
                 if view.active else [])
@@ -204,35 +195,35 @@ def dropout_effect(view) -> None:
 
 
 def context_step(steps) -> None:
-    page.step_header(STEPS, "context", "context vectors")
+    walkthrough.step_header(STEPS, "context", "context vectors")
     words = causal_attention.context_words(settings)
     st.latex(r"Z = \text{dropout}(A)\, V" if causal_attention.dropout_active(settings) else
              r"Z = A\, V\quad\text{(dropout is off)}")
-    page.show_matrix(steps.context_vec, labels, outs, name="causal-context", decimals=4,
-                     title=words.title, x_title="dimension", y_title="token", highlight_row=query,
-                     caption=f"{words.caption}; {where}.")
-    page.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
+    walkthrough.show_matrix(steps.context_vec, labels, outs, name="causal-context", decimals=4,
+                            title=words.title, x_title="dimension", y_title="token", highlight_row=query,
+                            caption=f"{words.caption}; {where}.")
+    walkthrough.numbers_line(f"z^({qi}) =", steps.context_vec[query].tolist())
     st.markdown(words.text)
     steps_code()
 
 
 def order_step(steps) -> None:
-    page.step_header(STEPS, "order", "where does the mask go?")
+    walkthrough.step_header(STEPS, "order", "where does the mask go?")
     orders = bundle.orders
     sums = orders.row_sums()
     if state.lecture_mode():  # the panels stacked; the words beside the first one
-        first_col, text_col = page.columns([3, 2], gap="large", side_by_side=True)
+        first_col, text_col = walkthrough.columns([3, 2], gap="large", side_by_side=True)
         check_row = st.container()  # full width: a badge does not wrap, in the column it was cut
         cols = [first_col, st.container(), st.container()]
     else:
         text_col = check_row = st.container()
-        cols = page.columns([1.3, 1, 1])  # the first panel also carries the row names
+        cols = walkthrough.columns([1.3, 1, 1])  # the first panel also carries the row names
     with text_col:
         st.markdown("Three ways to hide the future, always with the causal mask here: mask "
                     "**before** the softmax (the book); mask **after** it and divide each row by "
                     "its new sum; mask after it **without** renormalising.")
     with check_row:
-        page.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
+        walkthrough.check_badge("before softmax = after softmax + renormalise", orders.max_diff)
     hidden = attention.causal_mask(num_tokens).numpy()
     undefined = np.zeros_like(hidden, dtype=object)
     undefined[:] = ""
@@ -242,7 +233,7 @@ def order_step(steps) -> None:
               ("after_renorm", "softmax, mask, renormalise", orders.after_renorm, undefined),
               ("after_no_renorm", "softmax, mask, no renormalising", orders.after_no_renorm, None)]
     all_sum_to_one = causal_attention.rows_sum_to_one(orders.after_no_renorm)
-    reveal_last = page.predict_then_reveal(
+    reveal_last = walkthrough.predict_then_reveal(
         settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
                                  projection.W_query.tolist()),
         "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
@@ -255,11 +246,12 @@ def order_step(steps) -> None:
             if key == "after_no_renorm" and not reveal_last:
                 st.markdown(f"**{title}**: hidden until you commit your guess.")
                 continue
-            page.show_matrix(matrix, labels, labels, name=f"masking-order-{key}", title=title,
-                             domain=(0, 1), max_width=240, special=special, row_axis=i == 0,
-                             lecture_width=page.LECTURE_COLUMN_W if i == 0 else page.LECTURE_FILL_W,
-                             x_title="key j", y_title="query i",
-                             caption=f"Row sums: {'  '.join(f'{s:.3f}' for s in sums[key])}.")
+            walkthrough.show_matrix(matrix, labels, labels, name=f"masking-order-{key}", title=title,
+                                    domain=(0, 1), max_width=240, special=special, row_axis=i == 0,
+                                    lecture_width=(walkthrough.LECTURE_COLUMN_W if i == 0
+                                                   else walkthrough.LECTURE_FILL_W),
+                                    x_title="key j", y_title="query i",
+                                    caption=f"Row sums: {'  '.join(f'{s:.3f}' for s in sums[key])}.")
     if orders.undefined_rows:
         st.warning("In some rows every visible weight underflowed to 0 in the softmax (the largest "
                    "score was in the hidden future), so renormalising divides 0 by 0 (marked "
@@ -269,20 +261,20 @@ def order_step(steps) -> None:
 
 with area.lesson, friendly_errors("causal attention"):
     qkv_bias = settings.qkv_bias and settings.variant == "v2"
-    bundle = page.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out", "qkv_bias",
-                                                "custom_weights", "causal", "dropout_p",
-                                                "dropout_seed", "train_mode"),
-                         causal_attention.causal_page, inputs, projection,
-                         dataclasses.replace(settings), qkv_bias)
+    bundle = walkthrough.cached("causal", wt.cache_key(settings, "variant", "weight_seed", "d_out",
+                                                       "qkv_bias", "custom_weights", "causal", "dropout_p",
+                                                       "dropout_seed", "train_mode"),
+                                causal_attention.causal_page, inputs, projection,
+                                dataclasses.replace(settings), qkv_bias)
     steps = bundle.steps
-    with page.badge_row(bar):
-        page.sdpa_badge(bundle.sdpa)
+    with walkthrough.badge_row(bar):
+        walkthrough.sdpa_badge(bundle.sdpa)
         if bundle.module_diff is not None:
-            page.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)
+            walkthrough.check_badge("CausalAttention (eval) = these steps", bundle.module_diff)
         if bundle.train_module_diff is not None:
-            page.check_badge("CausalAttention (training) = these steps", bundle.train_module_diff)
-        page.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
+            walkthrough.check_badge("CausalAttention (training) = these steps", bundle.train_module_diff)
+        walkthrough.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
     {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
      "order": order_step, "dropout": dropout_step, "context": context_step}[step](steps)
 
-page.finish_page(settings)
+walkthrough.finish_page(settings)

@@ -15,34 +15,28 @@ from core.lessons import embeddings as emb
 from core.lessons import multi_head
 from core.lessons import walkthrough as wt
 from ui import state
-from ui import walkthrough as page
+from ui import walkthrough
 from ui.code import show_code
 from ui.layout import friendly_errors
 
-PREFIX = page.PREFIX
+PREFIX = walkthrough.PREFIX
 MAX_SHOWN_HEADS = 8
 STEPS, LABELS = wt.MULTI_STEPS, wt.MULTI_STEP_LABELS
 
-settings = page.start_page(
+top = walkthrough.page_top(
     "multi_head", "Multi-head attention",
     "Lesson 5 of *Coding attention mechanisms* (LLMs from Scratch, 3.6): several heads attend "
     "in parallel, each with its own W_q, W_k, W_v of width d_out / heads; their outputs are "
-    "concatenated and mixed by an output projection.")
-area = page.areas()
-with area.inputs:  # collapsed: the first screen belongs to the step (the presenter layout)
-    page.embeddings_editor(settings, expanded=False, notes=area.lesson)
-labels = wt.labels_of(settings)
-inputs = wt.inputs_tensor(settings)  # (T, d_in)
-num_tokens, d_in = inputs.shape
-
-bar = page.stepper(settings, "mh_step", STEPS, LABELS, area.lesson)
+    "concatenated and mixed by an output projection.",
+    step_field="mh_step", steps=STEPS, step_labels=LABELS)
+settings, area, bar, labels, inputs = top.settings, top.area, top.bar, top.labels, top.inputs
+num_tokens, d_in = inputs.shape  # (T, d_in)
 step = bar.step
 with bar.controls:  # compact rows: the popover should fit a projector's screen
     sizes = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
 with sizes:
-    page.whole_number("d_out", settings, "heads_d_out", min_value=1, max_value=emb.MAX_DIMS,
-                      width=130, help="Width of all heads together (this page's own; pages 2–3 "
-                                      "keep theirs).")
+    state.number_field(settings, "heads_d_out", prefix=PREFIX, label="d_out", width=130,
+                       help="Width of all heads together (this page's own; pages 2–3 keep theirs).")
 choices = multi_head.head_choices(settings.heads_d_out)
 heads_note = None
 if settings.num_heads not in choices:
@@ -56,8 +50,8 @@ with sizes:
                 width=110, help="Only head counts that divide d_out are offered.")
 with bar.controls:
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-        page.whole_number("Seed", settings, "heads_seed", min_value=0, max_value=emb.MAX_SEED,
-                          width=210, help="torch.manual_seed(seed) before building the heads.")
+        state.number_field(settings, "heads_seed", prefix=PREFIX, label="Seed", width=210,
+                           help="torch.manual_seed(seed) before building the heads.")
         state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,
                     options=list(wt.QK_SCALES), width=180,
                     help="Multiply every head's W_q and W_k by this: each score grows by its "
@@ -68,7 +62,7 @@ with bar.controls:
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX)
     state.bound(st.toggle, "Same initial weights", settings, "same_init", prefix=PREFIX,
                 help="Give every head head 1's initial weights: what if they all started equal?")
-    page.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
+    walkthrough.book_setup_button("multi", "Book: MultiHeadAttentionWrapper, seed 123, 2 heads of 2")
 # notes about the choice stay on the page: they explain what the maps below show
 with area.lesson:
     if heads_note:
@@ -92,70 +86,71 @@ def steps_code(result: multi_head.MultiHead) -> None:
     check = "MultiHeadAttention.forward = these steps"
     if result.train_module_diff is not None:
         check += "” and “MultiHeadAttention.forward (training) = these steps"
-    page.show_book_code(attention.MultiHeadAttention.forward, check)
+    walkthrough.show_book_code(attention.MultiHeadAttention.forward, check)
 
 
 def head_maps(result: multi_head.MultiHead) -> None:
-    page.step_header(STEPS, "heads", "one attention map per head")
+    walkthrough.step_header(STEPS, "heads", "one attention map per head")
     shown = min(num_heads, MAX_SHOWN_HEADS)
     if num_heads > shown:
         st.caption(f"Showing the first {shown} of {num_heads} heads.")
     per_row = 2  # two maps with readable values per row (stacked in lecture mode)
     for start in range(0, shown, per_row):
-        cols = page.columns(per_row)
+        cols = walkthrough.columns(per_row)
         for h, col in zip(range(start, min(start + per_row, shown)), cols):
             with col:
-                page.show_matrix(result.steps.attn_weights[h], labels, labels,
-                                 name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
-                                 domain=(0, 1), max_width=300, x_title="key j", y_title="query i",
-                                 caption=f"{multi_head.map_caption(settings, h)}; {where}.")
+                walkthrough.show_matrix(result.steps.attn_weights[h], labels, labels,
+                                        name=f"multi-head-map-{h + 1}", title=f"head {h + 1}",
+                                        domain=(0, 1), max_width=300, x_title="key j", y_title="query i",
+                                        caption=f"{multi_head.map_caption(settings, h)}; {where}.")
     steps_code(result)
 
 
 def concat_and_project(result: multi_head.MultiHead) -> None:
-    page.step_header(STEPS, "concat", "concatenate, then project")
+    walkthrough.step_header(STEPS, "concat", "concatenate, then project")
     head_dim, d_out = result.head_dim, settings.heads_d_out
     st.latex(rf"\underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
              rf"\xrightarrow{{\text{{concat}}}} ({num_tokens} \times {d_out})"
              rf"\xrightarrow{{\cdot\, W_o + b_o,\ W_o:\ {d_out} \times {d_out}}}"
              rf"({num_tokens} \times {d_out})")
     cols_concat = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(head_dim)]
-    left, right = page.columns(2)
+    left, right = walkthrough.columns(2)
     with left:
-        page.show_matrix(result.steps.context_vec, labels, cols_concat, name="multi-head-concat",
-                         title="heads side by side", x_title="head · dimension", y_title="token",
-                         decimals=4, max_width=440,
-                         caption=f"The heads' context vectors concatenated (torch.cat, dim=-1); {where}.")
+        walkthrough.show_matrix(result.steps.context_vec, labels, cols_concat, name="multi-head-concat",
+                                title="heads side by side", x_title="head · dimension", y_title="token",
+                                decimals=4, max_width=440,
+                                caption=f"The heads' context vectors concatenated (torch.cat, dim=-1); "
+                                        f"{where}.")
     with right:
-        page.show_matrix(result.steps.output, labels, [f"o{j + 1}" for j in range(d_out)],
-                         name="multi-head-output", title="after out_proj", x_title="dimension",
-                         y_title="token", decimals=4, max_width=440,
-                         caption=f"The output projection mixes what the heads found; {where}.")
+        walkthrough.show_matrix(result.steps.output, labels, [f"o{j + 1}" for j in range(d_out)],
+                                name="multi-head-output", title="after out_proj", x_title="dimension",
+                                y_title="token", decimals=4, max_width=440,
+                                caption=f"The output projection mixes what the heads found; {where}.")
     steps_code(result)
 
 
 def two_classes(result: multi_head.MultiHead) -> None:
-    page.step_header(STEPS, "classes", "two implementations, one result")
+    walkthrough.step_header(STEPS, "classes", "two implementations, one result")
     st.markdown(
         "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
         "concatenates their outputs. **MultiHeadAttention** does one big projection for all "
         "heads and splits it with `view` and `transpose`: the same arithmetic in fewer, larger "
         "matrix products. Copy the wrapper's weights into the split-head class and both compute "
         "the same numbers (both classes use the causal mask, compared in eval mode).")
-    page.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",
-                     result.impl_diff)
-    page.numbers_line("wrapper, first row =", result.wrapper_out[0].tolist())
-    page.numbers_line("split-head, first row =", result.mha_out[0].tolist())
+    walkthrough.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",
+                            result.impl_diff)
+    walkthrough.numbers_line("wrapper, first row =", result.wrapper_out[0].tolist())
+    walkthrough.numbers_line("split-head, first row =", result.mha_out[0].tolist())
     show_code([attention.MultiHeadAttentionWrapper, attention.MultiHeadAttention,
                attention.wrapper_to_multihead], label="Show the code of both classes")
 
 
 def why_heads_differ(result: multi_head.MultiHead) -> None:
-    page.step_header(STEPS, "why", "why do the heads differ?")
+    walkthrough.step_header(STEPS, "why", "why do the heads differ?")
     # the reasons beside the heads' weights: stacked, the figure would start below a projector's
     # first screen (a narrow W_q fits beside the text)
-    text_col, figure_col = page.columns([1, 1] if state.lecture_mode() else [3, 2], gap="large",
-                                        side_by_side=settings.heads_d_out <= 4)
+    text_col, figure_col = walkthrough.columns([1, 1] if state.lecture_mode() else [3, 2], gap="large",
+                                               side_by_side=settings.heads_d_out <= 4)
     with text_col:
         st.markdown(multi_head.why_words(settings, num_heads))
     if num_heads < 2:
@@ -164,7 +159,7 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
         return
     differs = result.head_diffs[1] > 1e-12
     with figure_col:
-        revealed = page.predict_then_reveal(
+        revealed = walkthrough.predict_then_reveal(
             settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
                                      settings.heads_seed, settings.same_init, num_heads,
                                      settings.heads_d_out, settings.qk_scale),
@@ -180,31 +175,31 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
     W_all = torch.cat(result.head_W_query, dim=1)  # (d_in, d_out): head h owns a block of columns
     cols = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(result.head_dim)]
     with figure_col:
-        page.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
-                         title="initial W_q of every head, side by side",
-                         x_title="head · output dimension", y_title="input dimension",
-                         lecture_width=300,  # its half of the page, with the row names
-                         caption="Each head's initial W_q"
-                         + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
-                         + f" (its block of {result.head_dim} columns); {where}.")
+        walkthrough.show_matrix(W_all, emb.dim_names(d_in), cols, name="multi-head-wq", decimals=2,
+                                title="initial W_q of every head, side by side",
+                                x_title="head · output dimension", y_title="input dimension",
+                                lecture_width=300,  # its half of the page, with the row names
+                                caption="Each head's initial W_q"
+                                + (f" times {settings.qk_scale}" if settings.qk_scale != 1 else "")
+                                + f" (its block of {result.head_dim} columns); {where}.")
     show_code(multi_head.build_wrapper, label="Show the code that built the heads")
 
 
 with area.lesson, friendly_errors("multi-head attention"):
-    bundle = page.cached("multi", wt.cache_key(settings, "heads_d_out", "heads_seed", "qk_scale",
-                                               "qkv_bias", "causal", "dropout_p", "dropout_seed",
-                                               "train_mode", "same_init", extra=num_heads),
-                         multi_head.multi_page, inputs, dataclasses.replace(settings), num_heads)
+    bundle = walkthrough.cached("multi", wt.cache_key(settings, "heads_d_out", "heads_seed", "qk_scale",
+                                                      "qkv_bias", "causal", "dropout_p", "dropout_seed",
+                                                      "train_mode", "same_init", extra=num_heads),
+                                multi_head.multi_page, inputs, dataclasses.replace(settings), num_heads)
     result = bundle.result
-    with page.badge_row(bar):
-        page.sdpa_badge(bundle.sdpa)
-        page.check_badge("wrapper = split-head class", result.impl_diff)
-        page.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)
+    with walkthrough.badge_row(bar):
+        walkthrough.sdpa_badge(bundle.sdpa)
+        walkthrough.check_badge("wrapper = split-head class", result.impl_diff)
+        walkthrough.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)
         if result.train_module_diff is not None:
-            page.check_badge("MultiHeadAttention.forward (training) = these steps",
-                             result.train_module_diff)
-        page.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
+            walkthrough.check_badge("MultiHeadAttention.forward (training) = these steps",
+                                    result.train_module_diff)
+        walkthrough.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
     {"heads": head_maps, "concat": concat_and_project, "classes": two_classes,
      "why": why_heads_differ}[step](result)
 
-page.finish_page(settings)
+walkthrough.finish_page(settings)

@@ -124,12 +124,12 @@ with friendly_errors("the tokens"):
     left, right = st.columns(2)
     with left:
         st.subheader(f"GPT-2 BPE · {summary.n_bpe:,} tokens")
-        st.html(fmt.chips_html(bpe, limit=250, lecture=lecture))
+        st.html(fmt.chips_html(bpe, limit=250, lecture=lecture, label="GPT-2 BPE tokens"))
         st.caption(f"Vocabulary of {GPT2_N_VOCAB:,} ids; ␣ marks a space that belongs to the token. "
                    f"Encoding loaded offline from the {gpt2_source().split(' (')[0]}.")
     with right:
         st.subheader(f"Characters · {summary.n_chars:,} tokens")
-        st.html(fmt.chips_html(chars, limit=250, lecture=lecture))
+        st.html(fmt.chips_html(chars, limit=250, lecture=lecture, label="Character tokens"))
         st.caption(f"One id per character, vocabulary of {char_vocab} (sorted; “.” is always id 0 "
                    "in this project's tokenizer, because the names GPT uses it as start/end).")
 
@@ -164,12 +164,11 @@ st.markdown(
     "`DataLoader` groups windows into batches (dropping a last, incomplete batch).")
 c1, c2, c3, c4, c5 = st.columns(5)
 with c1:
-    state.bound(st.number_input, "max_length", settings, "max_length", prefix=PREFIX, step=1,
-                help="Tokens per window (the lesson uses 4).")
+    state.number_field(settings, "max_length", prefix=PREFIX, help="Tokens per window (the lesson uses 4).")
 with c2:
-    state.bound(st.number_input, "stride", settings, "stride", prefix=PREFIX, step=1,
-                help="How far the next window starts (the lesson uses 5). "
-                     "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
+    state.number_field(settings, "stride", prefix=PREFIX,
+                       help="How far the next window starts (the lesson uses 5). "
+                            "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
 batch_max, batch_was = None, None
 with c3:
     if "batch_size" not in state.locked_fields(PREFIX):
@@ -178,13 +177,11 @@ with c3:
     if batch_max is not None and settings.batch_size > batch_max:  # fewer windows than a batch
         batch_was = settings.batch_size
         state.set_field(PREFIX, "batch_size", batch_max)
-    state.bound(st.number_input, "batch_size", settings, "batch_size", prefix=PREFIX, step=1,
-                **({"max_value": batch_max} if batch_max is not None else {}),
-                help="Windows per batch (the lesson uses 8); at most the number of windows.")
+    state.number_field(settings, "batch_size", prefix=PREFIX, max_value=batch_max,
+                       help="Windows per batch (the lesson uses 8); at most the number of windows.")
 with c4:
-    state.bound(st.number_input, "Shuffle seed", settings, "seed", prefix=PREFIX, step=1,
-                min_value=0, max_value=2**31 - 1,
-                help="Seeds the shuffle (a private torch.Generator) and the embedding tables.")
+    state.number_field(settings, "seed", prefix=PREFIX, label="Shuffle seed",
+                       help="Seeds the shuffle (a private torch.Generator) and the embedding tables.")
 with c5:
     st.write("")
     state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
@@ -267,13 +264,12 @@ if view is not None:
         state.set_field(PREFIX, "batch_index", last)
     c1, c2, c3 = st.columns(3)
     with c1:
-        state.bound(st.number_input, "Batch shown", settings, "batch_index", prefix=PREFIX,
-                    min_value=0, max_value=max(view.n_batches - 1, 0), step=1,
-                    help="0 is the batch the book looks at (`for batch in dataloader: ... break`).")
+        state.number_field(settings, "batch_index", prefix=PREFIX, label="Batch shown",
+                           max_value=max(view.n_batches - 1, 0),
+                           help="0 is the batch the book looks at (`for batch in dataloader: ... break`).")
     with c2:
-        state.bound(st.number_input, "Output dim (embedding width)", settings, "output_dim",
-                    prefix=PREFIX, min_value=1, max_value=512, step=1,
-                    help="The lesson uses 256, as GPT-2 small uses 768.")
+        state.number_field(settings, "output_dim", prefix=PREFIX, label="Output dim (embedding width)",
+                           help="The lesson uses 256, as GPT-2 small uses 768.")
     with c3:
         state.bound(st.slider, "Columns shown in the heatmaps", settings, "show_dims", prefix=PREFIX,
                     min_value=2, max_value=16)

@@ -65,7 +65,7 @@ if settings.corpus == "pangram":
                 "almost everything; a model that sees one character cannot.")
 vocab = CharTokenizer.from_text(text).vocab
 st.html(fmt.chips_html([tokens_data.TokenChip(i, i, ch) for i, ch in enumerate(vocab)], limit=200,
-                       lecture=lecture))
+                       lecture=lecture, label="Character vocabulary"))
 st.caption(f"The character vocabulary of {origin}: each character with its id (sorted; “.” is always "
            "id 0 in this project's tokenizer; ␣ is the space, ↵ a line break).")
 
@@ -92,11 +92,11 @@ with st.expander("Training settings", icon=":material/tune:"):
                     to_widget=lambda v: min([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1],
                                             key=lambda o: abs(o - v)))
     with c2:
-        state.bound(st.number_input, "Seed", settings, "seed", prefix=PREFIX, min_value=0,
-                    max_value=2**31 - 1, step=1, help="Initial weights, batch order, evaluation batches.")
+        state.number_field(settings, "seed", prefix=PREFIX, label="Seed",
+                           help="Initial weights, batch order, evaluation batches.")
     with c3:
-        state.bound(st.number_input, "Steps", settings, "max_steps", prefix=PREFIX, min_value=10,
-                    max_value=min(5000, budget.LIMITS.max_steps), step=100)
+        state.number_field(settings, "max_steps", prefix=PREFIX, label="Steps",
+                           max_value=min(5000, budget.LIMITS.max_steps))
     with c4:
         state.bound(st.slider, "Steps per live update", settings, "steps_per_tick", prefix=PREFIX,
                     min_value=1, max_value=100)
@@ -332,8 +332,7 @@ logits = settings.ce_logits
 if settings.ce_target > len(logits) - 1:  # clamp before the widget: fewer classes than before
     state.set_field(PREFIX, "ce_target", len(logits) - 1)
 with c2:
-    state.bound(st.number_input, "Target class", settings, "ce_target", prefix=PREFIX,
-                min_value=0, max_value=len(logits) - 1, step=1)
+    state.number_field(settings, "ce_target", prefix=PREFIX, label="Target class", max_value=len(logits) - 1)
 with c3:
     st.write("")
     st.button("Slide's example", on_click=_slide_example, key=f"{PREFIX}.ce_reset",

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core import budget, runs, train_settings
 from core.device import available_devices
-from core.engine import Trainer
+from core.training import Trainer
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
@@ -55,7 +55,7 @@ def _clear_device_notice() -> None:
 def _setting(name: str, **overrides) -> None:
     """One control, built from the metadata of its config field (label, bounds, choices); number
     boxes refuse what is not a number in range, with a message (ui.state.checked_number)."""
-    spec_widget(settings, name, prefix=PREFIX, typed=True, **overrides)
+    spec_widget(settings, name, prefix=PREFIX, **overrides)
 
 
 # ------------------------------------------------------------------ every setting, in one panel
@@ -140,7 +140,7 @@ training.run_controls(book, settings, blocked=blocked)
 live_slot = st.container()  # the live panel goes here, drawn after the overlay switch below has its value
 with st.container(horizontal=True, vertical_alignment="center"):
     spec_widget(settings, "overlay", prefix=PREFIX)
-    training.run_housekeeping(book)
+    training.forget_run_buttons(book)
 with live_slot:
     training.live_panel(book, settings)
 

@@ -28,7 +28,7 @@ from sklearn.decomposition import PCA  # noqa: E402
 from core import attention as att  # noqa: E402
 from core import viz as charts  # noqa: E402
 from core.data import build_names_data  # noqa: E402
-from core.engine import Trainer, quick_demo_config  # noqa: E402
+from core.training import Trainer, quick_demo_config  # noqa: E402
 
 QUERY = 1  # "journey", the book's query token
 

@@ -6,10 +6,11 @@ import random
 from streamlit.proto.Element_pb2 import Element
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from benchmarks import student_sim as sim
+from benchmarks.classroom_sim.behaviours import change_for, nudge_csv
+from benchmarks.classroom_sim.protocol import Node, initial_state
 
 
-def node(kind: str, **fields) -> sim.Node:
+def node(kind: str, **fields) -> Node:
     element = Element()
     widget = getattr(element, kind)
     for name, value in fields.items():
@@ -17,34 +18,34 @@ def node(kind: str, **fields) -> sim.Node:
             getattr(widget, name).extend(value)
         else:
             setattr(widget, name, value)
-    return sim.Node(kind, "run", "page", "", widget=widget)
+    return Node(kind, "run", "page", "", widget=widget)
 
 
 def test_initial_state_uses_the_value_the_server_set_over_the_default():
     n = node("number_input", id="a", default=3.0, value=7.0, set_value=True)
-    assert sim.initial_state("number_input", n.widget).double_value == 7.0
+    assert initial_state("number_input", n.widget).double_value == 7.0
     n = node("number_input", id="a", default=3.0)
-    assert sim.initial_state("number_input", n.widget).double_value == 3.0
+    assert initial_state("number_input", n.widget).double_value == 3.0
     box = node("selectbox", id="b", options=["x", "y"], default=1)
-    assert sim.initial_state("selectbox", box.widget).string_value == "y"
-    assert sim.initial_state("button", node("button", id="c").widget) is None
+    assert initial_state("selectbox", box.widget).string_value == "y"
+    assert initial_state("button", node("button", id="c").widget) is None
 
 
 def test_changes_stay_inside_the_widget_bounds():
     rng = random.Random(0)
     n = node("number_input", id="a", default=1.0, min=1.0, max=8.0, has_min=True, has_max=True, step=1.0)
     for _ in range(20):
-        change = sim.change_for(n, WidgetState(id="a", double_value=1.0), rng)
+        change = change_for(n, WidgetState(id="a", double_value=1.0), rng)
         assert change.double_value == 2.0
     toggle = node("checkbox", id="t", default=True)
-    assert sim.change_for(toggle, WidgetState(id="t", bool_value=True), rng).bool_value is False
+    assert change_for(toggle, WidgetState(id="t", bool_value=True), rng).bool_value is False
     box = node("selectbox", id="b", options=["x", "y"], default=0)
-    assert sim.change_for(box, WidgetState(id="b", string_value="x"), rng).string_value == "y"
+    assert change_for(box, WidgetState(id="b", string_value="x"), rng).string_value == "y"
 
 
 def test_csv_nudge_changes_one_number_and_keeps_the_shape():
     text = "Your,0.43,0.15,0.89\njourney,0.55,0.87,0.66"
-    new = sim._nudge_csv(text, random.Random(1))
+    new = nudge_csv(text, random.Random(1))
     old_rows = [r.split(",") for r in text.splitlines()]
     new_rows = [r.split(",") for r in new.splitlines()]
     assert [len(r) for r in new_rows] == [len(r) for r in old_rows]

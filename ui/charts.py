@@ -1,4 +1,5 @@
-"""Show a chart with its caption and one-click PNG (2x) and SVG downloads.
+"""Show a chart with its caption, its text alternative, and one-click PNG (2x), SVG and CSV
+(its numbers as a table) downloads.
 
 Only Streamlit display code lives here; the theme, the captioned figure and the file name come
 from core.viz. The figure files are made only when a download is clicked (Streamlit calls the
@@ -28,15 +29,24 @@ def show_chart(chart, *, name: str, caption: str, title: str = "", key: str | No
     `title` is the human title of the downloaded figure and its file name (default: the chart's
     own title, else `name`)."""
     lecture = lecture_mode()
-    spec = viz.vega_spec(chart, lecture)
-    if spec is None:  # tables inside layers: Altair serialises them (slower, same picture)
-        st.altair_chart(viz.themed(chart, lecture), width="content")
-    else:
-        st.vega_lite_chart(spec=spec, width="content")
+    title = title or viz.chart_title(chart) or name
+    draw_chart(chart, viz.vega_spec(chart, lecture), lecture=lecture,
+               description=viz.description(title, caption))
     st.caption(caption)
     if downloads:
-        download_buttons(lambda: chart, title=title or viz.chart_title(chart) or name, caption=caption,
-                         key=key or _key(name), lecture=lecture)
+        download_buttons(lambda: chart, title=title, caption=caption, key=key or _key(name),
+                         lecture=lecture)
+
+
+def draw_chart(chart, spec: dict | None, *, lecture: bool, description: str) -> None:
+    """Draw a chart from its spec (`viz.vega_spec`), or through Altair when that is None (tables
+    inside layers: slower, same picture). `description` is its text alternative: Vega puts it in
+    the chart's aria-label, which screen readers read (WCAG 1.1.1)."""
+    if spec is None:
+        st.altair_chart(viz.themed(chart, lecture).properties(description=description),
+                        width="content")
+    else:  # a fresh top level: a spec kept by a cache is never changed here
+        st.vega_lite_chart(spec={**spec, "description": description}, width="content")
 
 
 def download_buttons(build: Callable, *, title: str, caption: str, key: str,
@@ -54,3 +64,8 @@ def download_buttons(build: Callable, *, title: str, caption: str, key: str,
                 data=lambda fmt=fmt: viz.figure_bytes(build(), title=title, caption=caption,
                                                       lecture=lecture, fmt=fmt),
                 file_name=viz.file_name(title, fmt), mime=viz.export.FORMATS[fmt])
+        # the chart's numbers as a table: what a screen reader (or a spreadsheet) can go through
+        st.download_button("Table (CSV)", key=f"csv.{key}", on_click="ignore",
+                           icon=":material/table:", help="The numbers of this chart as a table (CSV)",
+                           data=lambda: viz.table_csv(build()), file_name=viz.file_name(title, "csv"),
+                           mime=viz.export.TABLE_MIME)

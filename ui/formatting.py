@@ -67,8 +67,9 @@ SPECIAL_CHIP_COLOUR = "#FFD54F"
 
 
 def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = False,
-               max_height: int = 380) -> str:
-    """HTML of coloured chips, the id under each token; at most `limit` chips."""
+               max_height: int = 380, label: str = "Tokens") -> str:
+    """HTML of coloured chips, the id under each token; at most `limit` chips. `label` names the
+    panel for screen readers."""
     size = "1.15rem" if lecture else "0.95rem"
     id_size = "0.85rem" if lecture else "0.7rem"
     parts = []
@@ -85,8 +86,10 @@ def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = 
     if len(chips) > limit:
         more = (f'<div style="color:#555;font-size:{id_size}">… showing the first {limit:,} of '
                 f'{len(chips):,} tokens</div>')
-    # a scroll box keeps a long text from pushing the rest of the lesson far down the page
-    return (f'<div style="line-height:2.1;max-height:{max_height}px;overflow-y:auto">'
+    # a scroll box keeps a long text from pushing the rest of the lesson far down the page; it is
+    # a tab stop so that keyboard users can scroll it too (WCAG 2.1.1)
+    return (f'<div role="region" aria-label="{html.escape(label)}" tabindex="0" '
+            f'style="line-height:2.1;max-height:{max_height}px;overflow-y:auto">'
             f'{"".join(parts)}</div>{more}')
 
 

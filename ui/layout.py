@@ -55,8 +55,27 @@ h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 """
 
 
+# Both modes (WCAG 2.1 AA, docs/ACCESSIBILITY.md). Sent with st.html: a style-only block goes to
+# Streamlit's event container and takes no room on the page.
+ACCESSIBLE_CSS = """
+<style>
+/* Streamlit draws captions in the text colour at 60% opacity: 3.9:1 on white, and small text
+   needs 4.5:1 (WCAG 1.4.3). A solid grey of the theme's warm hue: 7:1 */
+[data-testid="stCaptionContainer"] { opacity: 1; color: #5c5a58; }
+/* KaTeX lets a fraction line stick out 2 px past a formula: its box would scroll by 2 px, a
+   scroll box no keyboard can reach (axe: scrollable-region-focusable) */
+.katex-display > .katex > .katex-html { padding-right: 2px; }
+/* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
+a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
+  outline: 3px solid #0072B2 !important; outline-offset: 2px; }
+</style>
+"""
+
+
 def apply_lecture_style() -> None:
-    """Bigger text and less chrome when lecture mode is on."""
+    """The accessible colours and focus rings of both modes; bigger text and less chrome when
+    lecture mode is on."""
+    st.html(ACCESSIBLE_CSS)
     if state.lecture_mode():
         st.markdown(LECTURE_CSS, unsafe_allow_html=True)
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
-class Lesson:
+class PageEntry:
     file: str       # path relative to the repo root
     title: str      # navigation label
     icon: str       # material icon
@@ -28,29 +28,29 @@ class Lesson:
 
 
 LESSONS = [
-    Lesson("pages/1_simple_attention.py", "Simple attention", ":material/looks_one:", "Attention",
+    PageEntry("pages/1_simple_attention.py", "Simple attention", ":material/looks_one:", "Attention",
            "simple_attention", "One query, dot products, softmax and the context vector, on the book's six tokens."),
-    Lesson("pages/2_self_attention.py", "Trainable weights", ":material/looks_two:", "Attention",
+    PageEntry("pages/2_self_attention.py", "Trainable weights", ":material/looks_two:", "Attention",
            "self_attention", "W_q, W_k, W_v; queries, keys and values; why we scale by √d_k."),
-    Lesson("pages/3_causal_attention.py", "Causal mask & dropout", ":material/looks_3:", "Attention",
+    PageEntry("pages/3_causal_attention.py", "Causal mask & dropout", ":material/looks_3:", "Attention",
            "causal_attention", "Hide the future, renormalise, and drop weights at random while training."),
-    Lesson("pages/4_multi_head.py", "Multi-head attention", ":material/looks_4:", "Attention",
+    PageEntry("pages/4_multi_head.py", "Multi-head attention", ":material/looks_4:", "Attention",
            "multi_head", "Several heads side by side, concatenation and the output projection."),
-    Lesson("pages/5_tokens_data.py", "Tokens & data loaders", ":material/text_fields:", "Data and a first LM",
+    PageEntry("pages/5_tokens_data.py", "Tokens & data loaders", ":material/text_fields:", "Data and a first LM",
            "tokens_data", "GPT-2 BPE vs characters, the sliding-window loader, token + position embeddings."),
-    Lesson("pages/6_small_lm.py", "Small language model", ":material/insights:", "Data and a first LM",
+    PageEntry("pages/6_small_lm.py", "Small language model", ":material/insights:", "Data and a first LM",
            "small_lm", "A bigram table against one self-attention head, trained side by side."),
-    Lesson("pages/7_train_gpt.py", "Train the names GPT", ":material/model_training:", "The names GPT",
+    PageEntry("pages/7_train_gpt.py", "Train the names GPT", ":material/model_training:", "The names GPT",
            "train_gpt", "Train a character GPT on 32k first names live, on CPU, CUDA or MPS."),
-    Lesson("pages/8_sample_names.py", "Sample names", ":material/casino:", "The names GPT",
+    PageEntry("pages/8_sample_names.py", "Sample names", ":material/casino:", "The names GPT",
            "sample_names", "Sample new names with temperature, top-k and a prefix."),
-    Lesson("pages/9_inside_model.py", "Inside the model", ":material/visibility:", "The names GPT",
+    PageEntry("pages/9_inside_model.py", "Inside the model", ":material/visibility:", "The names GPT",
            "inside_model", "Attention maps of every layer and head, embeddings and their PCA."),
-    Lesson("pages/10_pitfalls.py", "Pitfalls", ":material/bug_report:", "For teachers",
+    PageEntry("pages/10_pitfalls.py", "Pitfalls", ":material/bug_report:", "For teachers",
            "pitfalls", "The bugs of the original notebooks, run live beside the correct code."),
 ]
 
 
-def available_lessons() -> list[Lesson]:
+def available_lessons() -> list[PageEntry]:
     """Lessons whose page file exists."""
     return [lesson for lesson in LESSONS if lesson.path.exists()]

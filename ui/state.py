@@ -7,6 +7,10 @@ widget keys are seeded from it whenever Streamlit has dropped them (page switch)
 survive navigation; a generation counter in the widget keys lets a lesson load or a reset
 replace every widget value at once. The first visit reads the URL, so a shared link
 reproduces what the lecturer showed; bad parameters fall back to defaults with a notice.
+
+Every number box of the app is `checked_number` (a settings field: `number_field`, bounds from its
+spec): typed text is checked here, never changed into another number in the browser.
+`keep_last_valid` keeps the last good result of a computation a user's entry can make fail.
 """
 
 from __future__ import annotations
@@ -99,71 +103,125 @@ def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefi
     return getattr(obj, field)
 
 
-def format_number(value: int | float, kind: type) -> str:
-    """How a number box shows a value: 700, 0.008, 1e-06 (the shortest text that reads back as the
-    very same float, so showing a value never changes it)."""
-    return str(int(value)) if kind is int else repr(float(value))
+def format_number(value: int | float, kind: type, fmt: str | None = None) -> str:
+    """How a number box shows a value: 700, 0.008, 1e-06. A float takes the field's printf
+    `format` ("%g") when that text reads back as the very same float, else the shortest text
+    that does, so showing a value never changes it."""
+    if kind is int:
+        return str(int(value))
+    if fmt:
+        try:
+            text = fmt % value
+            if float(text) == float(value):
+                return text
+        except (TypeError, ValueError):
+            pass  # a format that is not printf, or text that is not a number: the exact text
+    return repr(float(value))
 
 
+NUMBER_HELP = "anything else is refused and the last value kept"  # ends every number box's help
 REFUSED = "{key}.refused"  # session key of the message about the last text a number box refused
+KEPT = "{key}.value"  # session key of the value a number box holds in force
 
 
 def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int | float,
                    on_valid: Callable[[int | float], None] | None = None, help: str | None = None,
                    disabled: bool = False, **kwargs: Any) -> int | float:
-    """A number box that never changes what was typed into something else.
+    """The app's one number box: it never changes what was typed into something else.
 
     Streamlit's number input turns "1e30" into 1 and "abc" into the minimum in the browser, so the
     server cannot tell them from a real 1. This box is a text input checked here
-    (core.settings.parse_number_text): text that is not a number of the field's type and range is
-    refused with a message under the box, and the box goes back to the last valid value, which
-    stays in force. Returns the value in force; `on_valid(value)` runs when a new value is taken.
+    (core.settings.parse_number_text against `rules`: min, max, format): text that is not a number
+    of the field's type and range is refused with an error under the box, which stays until a
+    valid value is typed, and the box goes back to the last valid value, which stays in force.
+    Returns the value in force; `on_valid(value)` runs when a new value is taken.
     """
-    refused_key = REFUSED.format(key=key)
-    if key not in st.session_state:
-        st.session_state[key] = format_number(value, kind)
+    refused_key, kept_key = REFUSED.format(key=key), KEPT.format(key=key)
+    fmt = rules.get("format")
+    if key not in st.session_state:  # first draw, or a value set from code: nothing refused
+        st.session_state[key] = format_number(value, kind, fmt)
+        st.session_state.pop(refused_key, None)
 
     def check() -> None:
         text = st.session_state[key]
         try:
             number = core_settings.parse_number_text(text, kind, rules)
         except core_settings.SettingsError as exc:
-            kept = st.session_state.get(f"{key}.value", value)
+            kept = st.session_state.get(kept_key, value)
             st.session_state[refused_key] = (
-                f"{label}: {exc}. Kept {format_number(kept, kind)}; type "
+                f"{label}: {exc}. Kept {format_number(kept, kind, fmt)}; type "
                 f"{core_settings.number_range(kind, rules)}.")
-            st.session_state[key] = format_number(kept, kind)
+            st.session_state[key] = format_number(kept, kind, fmt)
         else:
             st.session_state.pop(refused_key, None)
-            st.session_state[f"{key}.value"] = number
-            st.session_state[key] = format_number(number, kind)
+            st.session_state[kept_key] = number
+            st.session_state[key] = format_number(number, kind, fmt)
             if on_valid is not None:
                 on_valid(number)
 
     words = core_settings.number_range(kind, rules)
     help_text = f"{help} " if help else ""
     st.text_input(label, key=key, on_change=check, disabled=disabled,
-                  help=f"{help_text}Type {words}; anything else is refused and the last value kept.",
+                  help=f"{help_text}Type {words}; {NUMBER_HELP}.",
                   **kwargs)
     if st.session_state.get(refused_key):
         st.error(st.session_state[refused_key], icon=":material/block:")
-    try:
-        number = core_settings.parse_number_text(st.session_state[key], kind, rules)
-    except core_settings.SettingsError:  # a value set from code that does not fit: keep the old one
-        number = value
-    st.session_state[f"{key}.value"] = number
+    number = number_now(key, kind, rules, value)
+    st.session_state[kept_key] = number
     return number
 
 
-def spec_widget(obj: Any, field: str, *, prefix: str, typed: bool = False, **overrides: Any) -> Any:
+def number_now(key: str, kind: type, rules: dict, fallback: int | float) -> int | float:
+    """The value a number box holds: what its text reads as when that is valid, else `fallback`.
+    For callbacks (a button beside the box), which may run before the box's own check."""
+    try:
+        return core_settings.parse_number_text(st.session_state.get(key, ""), kind, rules)
+    except core_settings.SettingsError:  # text refused, or bounds that moved: keep the old value
+        return st.session_state.get(KEPT.format(key=key), fallback)
+
+
+def field_rules(obj: Any, field: str) -> dict:
+    """The spec(...) metadata of a settings field (bounds, label, help, format ...)."""
+    return dict(next(f for f in dataclasses.fields(obj) if f.name == field).metadata)
+
+
+def number_field(obj: Any, field: str, *, prefix: str, label: str | None = None,
+                 min_value: int | float | None = None, max_value: int | float | None = None,
+                 help: str | None = None, disabled: bool = False, **kwargs: Any) -> int | float:
+    """A number field of a settings dataclass in the app's number box (`checked_number`).
+
+    Its type, label, help, bounds and format come from the field's spec(...); `min_value` /
+    `max_value` narrow the bounds where they depend on the data (e.g. at most the number of
+    batches). The box's key is `widget_key(prefix, field)`, as for every bound control, so links,
+    lesson files and locks work the same. Returns the value in force, written into `obj`."""
+    rules = field_rules(obj, field)
+    if min_value is not None:
+        rules["min"] = min_value
+    if max_value is not None:
+        rules["max"] = max_value
+    kind = core_settings.field_type(type(obj), field)
+    help = help if help is not None else rules.get("help")
+    key = widget_key(prefix, field)
+    is_locked = field in locked_fields(prefix)
+    if is_locked:
+        st.session_state[key] = format_number(getattr(obj, field), kind, rules.get("format"))
+        help = ((help or "") + " 🔒 Locked by the lesson.").strip()
+    value = checked_number(label or rules.get("label", field), key=key, kind=kind, rules=rules,
+                           value=getattr(obj, field), help=help, disabled=is_locked or disabled,
+                           **kwargs)
+    if not is_locked:
+        setattr(obj, field, value)
+    return getattr(obj, field)
+
+
+def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
     """The widget of a settings field, built from its metadata (core.settings.spec): a toggle for
     a bool, a select box for `choices` (shown with `choice_labels`), a text input for a string
-    (at most `max_len` characters), a slider or a number input with the declared bounds, step
-    and format. `overrides` replace any widget argument
-    (e.g. `options=` for the devices this machine has). `typed=True` makes a number field a
-    `checked_number` box (refuses what is not a number in range, with a message) instead of
-    Streamlit's number input (which silently turns "1e30" into 1)."""
-    rules = next(f for f in dataclasses.fields(obj) if f.name == field).metadata
+    (at most `max_len` characters), a slider with the declared bounds and step when the field says
+    `widget="slider"`, and otherwise the app's number box (`number_field`), which refuses what is
+    not a number in range with a message. `overrides` replace any widget argument
+    (e.g. `options=` for the devices this machine has)."""
+    rules = field_rules(obj, field)
     label = rules.get("label", field)
     kwargs: dict[str, Any] = {k: rules[k] for k in ("help", "step", "format") if k in rules}
     value = getattr(obj, field)
@@ -180,32 +238,27 @@ def spec_widget(obj: Any, field: str, *, prefix: str, typed: bool = False, **ove
         widget = st.text_input
         kwargs = {"max_chars": rules["max_len"]} if "max_len" in rules else {}
         kwargs.update({"help": rules["help"]} if "help" in rules else {})
-    elif typed and rules.get("widget") != "slider":
-        return _checked_field(obj, field, prefix=prefix, rules=rules, label=label,
-                              help=rules.get("help"), **overrides)
-    else:
-        widget = st.slider if rules.get("widget") == "slider" else st.number_input
+    elif rules.get("widget") == "slider":
+        widget = st.slider
         for bound_name, arg in (("min", "min_value"), ("max", "max_value")):
             if bound_name in rules:
                 kwargs[arg] = rules[bound_name]
+    else:
+        return number_field(obj, field, prefix=prefix, **overrides)
     kwargs.update(overrides)
     return bound(widget, label, obj, field, prefix=prefix, **kwargs)
 
 
-def _checked_field(obj: Any, field: str, *, prefix: str, rules: Any, label: str,
-                   help: str | None = None, **kwargs: Any) -> Any:
-    """A settings field in a `checked_number` box (see spec_widget's `typed`)."""
-    kind = core_settings.field_type(type(obj), field)
-    is_locked = field in locked_fields(prefix)
-    key = widget_key(prefix, field)
-    if is_locked:
-        st.session_state[key] = format_number(getattr(obj, field), kind)  # a locked value cannot drift
-        help = ((help or "") + " 🔒 Locked by the lesson.").strip()
-    value = checked_number(label, key=key, kind=kind, rules=dict(rules), value=getattr(obj, field),
-                           help=help, disabled=is_locked or kwargs.pop("disabled", False), **kwargs)
-    if not is_locked:
-        setattr(obj, field, value)
-    return getattr(obj, field)
+def keep_last_valid(key: str, compute: Callable[[], Any], first: Any = None) -> tuple[Any, ValueError | None]:
+    """(value, problem): `compute()` and no problem; or, when it raises a ValueError (a value the
+    user can fix), the value of the last call under `key` that worked (`first` before any did)
+    and the error, for the caller to show. So a bad entry never loses the last good result."""
+    try:
+        value = compute()
+    except ValueError as exc:
+        return st.session_state.get(key, first), exc
+    st.session_state[key] = value
+    return value, None
 
 
 def set_field(prefix: str, field: str, value: Any) -> None:

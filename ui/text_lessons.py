@@ -19,15 +19,11 @@ from ui import state
 
 def keep_last_good(key: str, compute: Callable[[], Any], what: str) -> tuple[Any, bool]:
     """(result, ok): the new result, or the last valid one (ok False) after showing why."""
-    try:
-        value = compute()
-    except ValueError as exc:
-        previous = st.session_state.get(key)
-        tail = " The last valid result is shown below." if previous is not None else ""
-        st.error(f"Could not update {what}: {exc}{tail}", icon=":material/block:")
-        return previous, False
-    st.session_state[key] = value
-    return value, True
+    value, problem = state.keep_last_valid(key, compute)
+    if problem is not None:
+        tail = " The last valid result is shown below." if value is not None else ""
+        st.error(f"Could not update {what}: {problem}{tail}", icon=":material/block:")
+    return value, problem is None
 
 
 def _read_upload(prefix: str, text_key: str, min_chars: int) -> None:
@@ -64,7 +60,6 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
 
     text_key, good_key = f"{prefix}.own_text", f"{prefix}.good_text"
     starter = texts.builtin_text(next(iter(choices)))
-    st.session_state.setdefault(good_key, starter)
     if text_key not in st.session_state:
         st.session_state[text_key] = starter  # start from the built-in text: edit it or replace it
     left, right = st.columns([3, 2])
@@ -75,11 +70,10 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
         # one character over the limit lets us tell a cut-off paste from a text that fits
         raw = st.text_area("Paste your text", key=text_key, height=height,
                            max_chars=texts.MAX_TEXT_CHARS + 1)
-    try:
-        text = texts.validate_text(raw, what="Your text", min_chars=min_chars)
-    except ValueError as exc:
-        st.error(f"{exc} The last valid text ({len(st.session_state[good_key]):,} characters) "
-                 "stays in use.", icon=":material/block:")
-        return st.session_state[good_key], "your last valid text"
-    st.session_state[good_key] = text
+    text, problem = state.keep_last_valid(
+        good_key, lambda: texts.validate_text(raw, what="Your text", min_chars=min_chars), first=starter)
+    if problem is not None:
+        st.error(f"{problem} The last valid text ({len(text):,} characters) stays in use.",
+                 icon=":material/block:")
+        return text, "your last valid text"
     return text, "your text"

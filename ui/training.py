@@ -19,7 +19,7 @@ import streamlit as st
 from core import budget, runs, train_settings, viz
 from core.viz import training as training_charts
 from ui import state
-from ui.charts import download_buttons
+from ui.charts import download_buttons, draw_chart
 from ui.live import leave_queue, live_fragment, session_owner
 
 RUNBOOK_KEY = "gpt.runbook"
@@ -118,7 +118,7 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
     * ended (stopped, finished, failed): Train N more steps (with the box for N);
     * always: Start (named "New run" while a run is running or paused), Break it (a new run
       with the mask off).
-    Forgetting runs is below the chart (`run_housekeeping`), away from the buttons of a lecture.
+    Forgetting runs is below the chart (`forget_run_buttons`), away from the buttons of a lecture.
 
     Each click reruns the whole page, so the ticking fragment starts or stops with it."""
     run = book.current
@@ -156,7 +156,7 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
                 st.rerun()
 
 
-def run_housekeeping(book: runs.RunBook) -> None:
+def forget_run_buttons(book: runs.RunBook) -> None:
     """Forget the current run; clear the earlier ones (beside the chart's overlay switch)."""
     run = book.current
     if run is not None and st.button("Forget this run", key="train.reset", icon=":material/delete:",
@@ -254,7 +254,8 @@ def _loss_chart(frame, vocab_size: int, caption: str) -> None:
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
     spec = {**spec, "data": {"name": "loss_rows"},
             "datasets": {**spec.get("datasets", {}), "loss_rows": frame}}
-    st.vega_lite_chart(spec=spec, width="content")
+    st.vega_lite_chart(spec={**spec, "description": viz.description("Names GPT: loss", caption)},
+                       width="content")
     st.caption(caption)
     frame = frame.copy()
     download_buttons(lambda: training_charts.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
@@ -282,10 +283,9 @@ def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: 
         while len(cache) > MAX_CACHED_CHARTS:
             cache.pop(next(iter(cache)))
     chart, spec = cache[full_key]
-    if spec is None:  # tables inside layers: Altair serialises them (slower, same picture)
-        st.altair_chart(viz.themed(chart, lecture), width="content")
-    else:  # a fresh top level each time: the kept spec is never changed by a rerun
-        st.vega_lite_chart(spec={**spec, "datasets": dict(spec.get("datasets", {}))}, width="content")
+    if spec is not None:  # a fresh top level each time: the kept spec is never changed by a rerun
+        spec = {**spec, "datasets": dict(spec.get("datasets", {}))}
+    draw_chart(chart, spec, lecture=lecture, description=viz.description(name, caption))
     st.caption(caption)
     download_buttons(lambda: chart, title=name, caption=caption, key=key, lecture=lecture)
 
@@ -297,12 +297,19 @@ def _fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
+def _sharing_words(run: runs.Run) -> str:
+    """' · sharing the server with N other runs' while other sessions train too (each gets a fair
+    turn, core.budget.TrainingSlots), so a slower steps/s is explained where it is shown."""
+    others = budget.SLOTS.sharing(session_owner()) if run.active else 0
+    return f" · sharing the server with {others} other run{'s' if others > 1 else ''}" if others else ""
+
+
 def _progress(run: runs.Run) -> None:
     status = STATUS_TEXT.get(run.status, run.status)
     text = (f"{run.label} · {status} · step {run.step:,} of {run.max_steps:,} · "
             f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
             f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
-    st.progress(run.progress, text=text)
+    st.progress(run.progress, text=text + _sharing_words(run))
     if run.message:
         st.error(run.message, icon=":material/block:")
     weights_caption(run)

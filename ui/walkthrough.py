@@ -1,5 +1,6 @@
 """Streamlit pieces shared by the four attention walkthrough pages.
 
+- `page_top`: what every page sets up first (settings, areas, embeddings editor, step bar);
 - `start_page` / `finish_page`: the shared `WalkthroughSettings` (prefix "walkthrough"), the
   lesson-preset panel, the "predict, then reveal" switch, and the URL sync at the end;
 - `embeddings_editor`: the tokens × dimensions table (st.data_editor) with add/remove
@@ -91,6 +92,35 @@ def finish_page(settings: WalkthroughSettings) -> None:
     state.sync_url(settings)
 
 
+@dataclasses.dataclass
+class PageTop:
+    """What every walkthrough page sets up first (see `page_top`)."""
+    settings: WalkthroughSettings  # shared by the four pages
+    area: Areas  # the lesson, and the collapsed editors
+    bar: StepBar  # the step bar: the step, and the Settings and Checks popovers
+    labels: list[str]  # the tokens' labels
+    inputs: Any  # the embeddings as a tensor, (T, d_in)
+    weights_slot: Any = None  # beside the embeddings editor, for the weights editor (pages 2-3)
+
+
+def page_top(page: str, title: str, intro: str, *, step_field: str, steps: Sequence[str],
+             step_labels: dict[str, str], weights_editor: bool = False) -> PageTop:
+    """The top of a walkthrough page: settings and lesson panel (`start_page`), the page's areas,
+    the collapsed embeddings editor (beside a slot for the weights editor with `weights_editor`),
+    the token labels and inputs, and the step bar of `step_field`."""
+    settings = start_page(page, title, intro)
+    area = areas()
+    embeddings_slot, weights_slot = area.inputs, None
+    if weights_editor:
+        with area.inputs:  # the two editing panels, collapsed side by side: one row
+            embeddings_slot, weights_slot = st.columns(2)
+    with embeddings_slot:
+        embeddings_editor(settings, expanded=False, notes=area.lesson)
+    bar = stepper(settings, step_field, steps, step_labels, area.lesson)
+    return PageTop(settings, area, bar, labels=wt.labels_of(settings), inputs=wt.inputs_tensor(settings),
+                   weights_slot=weights_slot)
+
+
 def clamp_query(settings: WalkthroughSettings) -> None:
     """Keep the query index inside the token list BEFORE its selectbox is created."""
     last = len(settings.tokens) - 1
@@ -113,60 +143,10 @@ def locked(field: str) -> bool:
     return field in state.locked_fields(PREFIX)
 
 
-# ----------------------------------------------------------------------------------- whole numbers
-def whole_number(label: str, settings: WalkthroughSettings, field: str, *, min_value: int,
-                 max_value: int, where=st, **kwargs) -> int:
-    """A number box for a whole-number setting (a seed, d_out) that refuses what it cannot take.
-
-    An int st.number_input reads the typed text with parseInt in the browser: "1e30" became 1
-    and "12.7" became 12, without a word. As a float box the browser reads 1e30 as 1e30 and
-    refuses it as out of range (Streamlit's message beside the box, the last value kept); a
-    fraction or an emptied box reaches `_keep_whole`, which puts the last valid value back and
-    says why.
-    """
-    key = state.widget_key(PREFIX, field)
-    value = state.bound(where.number_input, label, settings, field, prefix=PREFIX, value=None,
-                        min_value=float(min_value), max_value=float(max_value), step=1.0,
-                        format="%.0f", to_widget=float, from_widget=lambda v: _whole_or(v, settings, field),
-                        on_change=_keep_whole, args=(key, label, lambda: getattr(st.session_state[PREFIX], field)),
-                        **kwargs)
-    _show_refusal(key)
-    return value
-
-
-def _whole_or(value, settings: WalkthroughSettings, field: str) -> int:
-    return int(value) if value is not None and float(value).is_integer() else getattr(settings, field)
-
-
-def _plain_whole(label: str, key: str, *, min_value: int, max_value: int, initial: int, **kwargs) -> int:
-    """`whole_number` for a box that is not a settings field (its last valid value kept beside it)."""
-    ss, last_key = st.session_state, f"{key}.last"
-    ss.setdefault(key, float(initial))
-    ss.setdefault(last_key, int(initial))
-    value = st.number_input(label, key=key, value=None, min_value=float(min_value),
-                            max_value=float(max_value), step=1.0, format="%.0f", on_change=_keep_whole,
-                            args=(key, label, lambda: ss[last_key]), **kwargs)
-    _show_refusal(key)
-    if value is not None and float(value).is_integer():
-        ss[last_key] = int(value)
-    return ss[last_key]
-
-
-def _keep_whole(key: str, label: str, last_valid: Callable[[], int]) -> None:
-    """on_change: a fraction or an empty box is not applied; the last valid value goes back."""
-    value = st.session_state.get(key)
-    if value is not None and float(value).is_integer():
-        return
-    last = last_valid()
-    st.session_state[key] = float(last)
-    what = "the box was emptied" if value is None else f"{value:g} is not a whole number"
-    st.session_state[f"{key}.refused"] = f"{label}: {what}, so it was not applied; it stays {last}."
-
-
-def _show_refusal(key: str) -> None:
-    message = st.session_state.pop(f"{key}.refused", None)
-    if message:
-        st.toast(message, icon=":material/block:", duration="long")
+# ----------------------------------------------------------------------------------- random embeddings
+RANDOM_TOKENS, RANDOM_DIMS = f"{PREFIX}.random_tokens", f"{PREFIX}.random_dims"  # keys of two boxes
+RANDOM_RULES = {RANDOM_TOKENS: {"min": 1, "max": emb.MAX_TOKENS},  # what "Random embeddings" makes
+                RANDOM_DIMS: {"min": 1, "max": emb.MAX_DIMS}}
 
 
 # ----------------------------------------------------------------------------------- caching
@@ -317,11 +297,12 @@ def _on_reset_book() -> None:
 
 def _on_random() -> None:
     settings = st.session_state[PREFIX]
-    num_tokens = int(st.session_state.get(f"{PREFIX}.random_tokens", len(settings.tokens)))
-    d_in = int(st.session_state.get(f"{PREFIX}.random_dims", len(settings.embeddings[0])))
-    # callbacks run before the script copies widget values into the settings: read the widget
-    settings.embed_seed = int(st.session_state.get(state.widget_key(PREFIX, "embed_seed"),
-                                                   settings.embed_seed))
+    # callbacks run before the script copies box values into the settings (and maybe before the
+    # boxes' own checks): read what each box holds, its last valid value when its text is refused
+    num_tokens = state.number_now(RANDOM_TOKENS, int, RANDOM_RULES[RANDOM_TOKENS], len(settings.tokens))
+    d_in = state.number_now(RANDOM_DIMS, int, RANDOM_RULES[RANDOM_DIMS], len(settings.embeddings[0]))
+    settings.embed_seed = state.number_now(state.widget_key(PREFIX, "embed_seed"), int,
+                                           state.field_rules(settings, "embed_seed"), settings.embed_seed)
     try:
         rows = emb.random_embeddings(num_tokens, d_in, settings.embed_seed)
     except ValueError as exc:
@@ -453,12 +434,11 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
         st.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
                   disabled=is_locked, icon=":material/menu_book:")
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
-        _plain_whole("Tokens", f"{PREFIX}.random_tokens", min_value=1, max_value=emb.MAX_TOKENS,
-                     initial=len(settings.tokens), width=130, disabled=is_locked)
-        _plain_whole("Dimensions", f"{PREFIX}.random_dims", min_value=1, max_value=emb.MAX_DIMS,
-                     initial=d_in, width=130, disabled=is_locked)
-        whole_number("Seed", settings, "embed_seed", min_value=0, max_value=emb.MAX_SEED,
-                     disabled=is_locked, width=150)
+        for label, key, start in (("Tokens", RANDOM_TOKENS, len(settings.tokens)),
+                                  ("Dimensions", RANDOM_DIMS, d_in)):
+            state.checked_number(label, key=key, kind=int, rules=RANDOM_RULES[key], value=start,
+                                 width=130, disabled=is_locked)
+        state.number_field(settings, "embed_seed", prefix=PREFIX, label="Seed", disabled=is_locked, width=150)
         st.button("Random embeddings", key=f"{PREFIX}.random", on_click=_on_random,
                   disabled=is_locked, icon=":material/casino:",
                   help="Uniform values in [0, 1), rounded to 2 decimals like the book's, from the seed.")
@@ -517,10 +497,10 @@ def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attent
                     from_widget=lambda v: v if v in ("v1", "v2") else settings.variant,
                     help="V1 draws W from torch.rand (uniform 0..1); V2 uses nn.Linear "
                          "(uniform ±1/√d_in, optional bias).")
-        whole_number("d_out", settings, "d_out", min_value=1, max_value=emb.MAX_DIMS, width=130,
-                     help="Width of each query, key and value vector.")
-        whole_number("Seed", settings, "weight_seed", min_value=0, max_value=emb.MAX_SEED, width=210,
-                     help="torch.manual_seed(seed) before building the weights.")
+        state.number_field(settings, "d_out", prefix=PREFIX, label="d_out", width=130,
+                           help="Width of each query, key and value vector.")
+        state.number_field(settings, "weight_seed", prefix=PREFIX, label="Seed", width=210,
+                           help="torch.manual_seed(seed) before building the weights.")
         state.bound(st.checkbox, "qkv_bias", settings, "qkv_bias", prefix=PREFIX,
                     disabled=settings.variant == "v1",
                     help="nn.Linear(..., bias=True) adds a bias vector to Q, K and V (V2 only).")

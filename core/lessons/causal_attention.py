@@ -21,7 +21,7 @@ import torch.nn as nn
 from core import attention
 from core.attention import AttentionSteps, CausalAttention, seeded
 from core.lessons.self_attention import Projection, module_check
-from core.lessons.walkthrough import SdpaCheck, WalkthroughSettings, _max_abs_diff, sdpa_check
+from core.lessons.walkthrough import SdpaCheck, WalkthroughSettings, max_abs_diff, sdpa_check
 
 @dataclass(eq=False)
 class MaskingOrders:
@@ -50,7 +50,7 @@ def masking_orders(scaled_scores: torch.Tensor, mask: torch.Tensor) -> MaskingOr
     after_renorm = after_no_renorm / safe_sums  # (T, T)
     defined = torch.ones(scores.shape[0], dtype=torch.bool)
     defined[undefined] = False
-    max_diff = _max_abs_diff(before[defined], after_renorm[defined]) if defined.any() else 0.0
+    max_diff = max_abs_diff(before[defined], after_renorm[defined]) if defined.any() else 0.0
     return MaskingOrders(before, after_renorm, after_no_renorm, undefined, max_diff)
 
 
@@ -159,7 +159,7 @@ def module_check_train(module, inputs: torch.Tensor, ours: torch.Tensor, seed: i
             out = module(inputs.to(torch.float64)[None])[0]  # (T, d_out)
     finally:
         module.eval()
-    return _max_abs_diff(out, ours)
+    return max_abs_diff(out, ours)
 
 
 @dataclass(eq=False)

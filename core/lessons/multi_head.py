@@ -16,7 +16,7 @@ import torch
 from core import attention
 from core.attention import AttentionSteps, MultiHeadAttention, MultiHeadAttentionWrapper, seeded
 from core.lessons.causal_attention import dropout_active, module_check_train, with_book_dropout
-from core.lessons.walkthrough import SdpaCheck, WalkthroughSettings, _max_abs_diff, sdpa_check
+from core.lessons.walkthrough import SdpaCheck, WalkthroughSettings, max_abs_diff, sdpa_check
 
 def head_choices(d_out: int) -> list[int]:
     """Head counts that split d_out evenly (each head gets d_out // num_heads dimensions)."""
@@ -99,10 +99,10 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
         steps = dataclasses.replace(steps, dropout_p=settings.dropout_p, training=settings.train_mode)
     mha.causal = True
     maps = steps.attn_weights  # (H, T, T)
-    head_diffs = [_max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
+    head_diffs = [max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
     head_W = [head.W_query.weight.detach().T.clone() for head in wrapper.heads]
     return MultiHead(wrapper, mha, steps, settings.heads_d_out // num_heads, wrapper_out, mha_out,
-                     _max_abs_diff(wrapper_out, mha_out), _max_abs_diff(mha_out, eval_steps.output),
+                     max_abs_diff(wrapper_out, mha_out), max_abs_diff(mha_out, eval_steps.output),
                      train_diff, head_diffs, head_W)
 
 
@@ -120,7 +120,7 @@ def multi_page(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
 def smallest_pair_difference(maps: torch.Tensor) -> float:
     """min over head pairs of max |A_i - A_j|: how different the two most alike heads are (0 for one head)."""
     num_heads = maps.shape[0]
-    diffs = [_max_abs_diff(maps[i], maps[j]) for i in range(num_heads) for j in range(i + 1, num_heads)]
+    diffs = [max_abs_diff(maps[i], maps[j]) for i in range(num_heads) for j in range(i + 1, num_heads)]
     return min(diffs) if diffs else 0.0
 
 

@@ -21,7 +21,7 @@ import torch
 
 from core import attention
 from core.attention import AttentionSteps, SelfAttentionV1, SelfAttentionV2, seeded
-from core.lessons.walkthrough import SCALE_DKS, SdpaCheck, WalkthroughSettings, _max_abs_diff, sdpa_check
+from core.lessons.walkthrough import SCALE_DKS, SdpaCheck, WalkthroughSettings, max_abs_diff, sdpa_check
 
 SLIDE_LOGITS = (0.1, 0.4, -0.9, 0.02, 0.35, -0.62)  # the slides' example of peaky softmax
 
@@ -141,7 +141,7 @@ def module_check(module, inputs: torch.Tensor, ours: torch.Tensor, batched: bool
     with torch.no_grad():
         x = inputs.to(torch.float64)
         out = module(x[None])[0] if batched else module(x)  # (T, d_out)
-    return _max_abs_diff(out, ours)
+    return max_abs_diff(out, ours)
 
 
 def weight_rows_equal(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> bool:

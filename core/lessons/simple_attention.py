@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from core import attention
-from core.lessons.walkthrough import SdpaCheck, _agreement, _max_abs_diff
+from core.lessons.walkthrough import SdpaCheck, agreement, max_abs_diff
 
 @dataclass(eq=False)
 class SimpleAttention:
@@ -61,10 +61,10 @@ def simple_attention(inputs: torch.Tensor, query_idx: int) -> SimpleAttention:
     all_scores = attention.all_attn_scores(inputs)  # (T, T)
     all_weights = attention.all_attn_weights(all_scores)  # (T, T)
     all_context = attention.all_context_vecs(all_weights, inputs)  # (T, d_in)
-    loop_vs_matmul = max(_max_abs_diff(attn_scores, scores_matmul),
-                         _max_abs_diff(context_vec, context_matmul))
-    row_vs_single = max(_max_abs_diff(all_weights[query_idx], attn_weights),
-                        _max_abs_diff(all_context[query_idx], context_vec))
+    loop_vs_matmul = max(max_abs_diff(attn_scores, scores_matmul),
+                         max_abs_diff(context_vec, context_matmul))
+    row_vs_single = max(max_abs_diff(all_weights[query_idx], attn_weights),
+                        max_abs_diff(all_context[query_idx], context_vec))
     return SimpleAttention(query_idx, attn_scores, attn_weights, plain, note, context_vec,
                            attn_weights[:, None] * inputs, all_scores, all_weights, all_context,
                            loop_vs_matmul, row_vs_single)
@@ -74,7 +74,7 @@ def sdpa_check_simple(inputs: torch.Tensor, all_context: torch.Tensor) -> SdpaCh
     """Page 1 has no W and no scaling: SDPA(X, X, X) with scale=1 must give A X."""
     x = inputs.to(torch.float64)[None]  # (1, T, d_in)
     reference = F.scaled_dot_product_attention(x, x, x, scale=1.0)[0]  # (T, d_in)
-    diff, agrees = _agreement(all_context, reference)
+    diff, agrees = agreement(all_context, reference)
     return SdpaCheck(diff, agrees, "queries = keys = values = X, scale = 1 (no √d_k here)")
 
 

@@ -161,7 +161,8 @@ def labels_of(settings: WalkthroughSettings) -> list[str]:
     return unique_labels(settings.tokens)
 
 
-def _max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest |a - b| over all entries, in float64 (0.0 for empty tensors)."""
     return float((a.to(torch.float64) - b.to(torch.float64)).abs().max()) if a.numel() else 0.0
 
 
@@ -180,8 +181,9 @@ class SdpaCheck:
     note: str  # what exactly was compared
 
 
-def _agreement(ours: torch.Tensor, reference: torch.Tensor) -> tuple[float, bool]:
-    diff = _max_abs_diff(ours, reference)
+def agreement(ours: torch.Tensor, reference: torch.Tensor) -> tuple[float, bool]:
+    """(max |ours - reference|, whether it is within float64 rounding of ours' size)."""
+    diff = max_abs_diff(ours, reference)
     size = float(ours.abs().max()) if ours.numel() else 0.0
     return diff, diff <= 1e-9 * max(1.0, size)
 
@@ -192,7 +194,7 @@ def sdpa_check(steps: AttentionSteps) -> SdpaCheck:
     reference = F.scaled_dot_product_attention(q, k, v, is_causal=steps.causal)  # (H, T, head_dim)
     dropout_active = steps.training and steps.dropout_p > 0
     ours = steps.attn_weights.to(torch.float64) @ v if dropout_active else steps.context_per_head
-    diff, agrees = _agreement(ours, reference)
+    diff, agrees = agreement(ours, reference)
     note = f"Q, K, V of {steps.num_heads} head(s), is_causal={steps.causal}"
     if dropout_active:
         note += "; compared before dropout (PyTorch's kernel draws its own random zeros)"

@@ -5,79 +5,33 @@ One module per pitfall (`softmax_dim`, `mask_zero`, ... `spelling`), each holdin
 * the buggy code: `buggy_*` functions (or classes) that reproduce the original as written, small
   enough to show on screen, and that really run (or really crash) so the numbers come from them;
 * the fixed code: the project's real core code where it exists (`core.attention`,
-  `core.data.name_windows`, `core.tokenizers.CharTokenizer`, `core.models`, `core.engine`),
+  `core.data.name_windows`, `core.tokenizers.CharTokenizer`, `core.models`, `core.training`),
   otherwise a `fixed_*` function beside the buggy one;
 * `demo(...)`: runs both on the same inputs and returns the numbers that show the difference
   (plain values and pandas DataFrames, ready for a table or a chart).
 
-This file holds what they share: the `Pitfall` record, `Caught`/`run_caught` (the buggy code is
-meant to crash), `seeded` (the book's global-seed builds), `row_sums`, and the registry:
+`common.py` holds what they share: the `Pitfall` record, `Caught`/`run_caught` (the buggy code is
+meant to crash), `build_seeded` (the book's global-seed builds), `row_sums`. This file holds the registry:
 `PITFALL_LIST` in course order, `PITFALLS` by key, `MODULES` by key, and `PitfallsSettings`, the
 page's controls (`?pitfall=...` opens one pitfall directly). Charts live in `core.viz.pitfalls`.
 
 Randomness is explicit: every demo takes a `seed`. The book's classes (`CausalAttention`, ...)
-draw their initial weights from torch's global RNG, so they are built inside `seeded`, which
+draw their initial weights from torch's global RNG, so they are built inside `build_seeded`, which
 forks that RNG and holds a lock, leaving every other session's random numbers untouched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
 
-import torch
-
-from core import attention
+from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_softmax, mask_zero,
+                           module_typos, no_position, no_scaling, prep_global, sgd, short_names,
+                           softmax_dim, spelling, vocab_order)
+from core.pitfalls.common import Caught, Pitfall, build_seeded, row_sums, run_caught
 from core.settings import spec
 
-
-@dataclass(frozen=True)
-class Pitfall:
-    """One bug of the originals, as the page introduces it."""
-
-    key: str  # stable id, used in the URL (?pitfall=key) and as the module's name
-    title: str  # short title for the menu
-    where: str  # which original document and which code
-    effect: str  # what goes wrong, in one line
-    why: str  # one sentence on why it goes wrong
-
-
-@dataclass
-class Caught:
-    """What running a piece of code gave: its value, or the error it raised as one line of text."""
-
-    value: Any = None
-    error: str | None = None  # "ErrorType: message", never a traceback
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-def run_caught(fn: Callable, *args, **kwargs) -> Caught:
-    """Run fn and catch whatever it raises: these demos exist to show the originals crashing."""
-    try:
-        return Caught(value=fn(*args, **kwargs))
-    except Exception as exc:  # noqa: BLE001 - any crash of the buggy code is the lesson itself
-        return Caught(error=f"{type(exc).__name__}: {exc}")
-
-
-def seeded(seed: int, build: Callable[[], Any]) -> Any:
-    """Build something that draws from torch's global RNG (the book's classes) after
-    `torch.manual_seed(seed)`, without changing the global random state seen by anyone else."""
-    with attention.seeded(seed):
-        return build()
-
-
-def row_sums(weights: torch.Tensor) -> list[float]:
-    """Sum of each row of a (T, T) weight matrix: 1.0 for every row of a correct attention."""
-    return [float(v) for v in weights.sum(dim=-1)]
-
-
-# The pitfall modules import the helpers above from this package, so they are imported only now.
-from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_softmax,  # noqa: E402
-                           mask_zero, module_typos, no_position, no_scaling, prep_global, sgd,
-                           short_names, softmax_dim, spelling, vocab_order)
+__all__ = ["Caught", "Pitfall", "build_seeded", "row_sums", "run_caught", "MODULES", "PITFALL_LIST",
+           "PITFALLS", "PITFALL_CHOICES", "PitfallsSettings"]
 
 MODULES = {module.PITFALL.key: module for module in (
     softmax_dim, mask_zero, mask_after_softmax, no_scaling, short_names, sgd, vocab_order,

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from core.models import GPT, GPTConfig, generate
-from core.pitfalls import Pitfall, run_caught
+from core.pitfalls.common import Pitfall, run_caught
 from core.tokenizers import CharTokenizer
 
 PITFALL = Pitfall(

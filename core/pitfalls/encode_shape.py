@@ -15,7 +15,7 @@ import torch
 
 from core.data import name_windows
 from core.models import GPT, GPTConfig
-from core.pitfalls import Pitfall, run_caught
+from core.pitfalls.common import Pitfall, run_caught
 from core.pitfalls.short_names import buggy_lecture_windows
 from core.tokenizers import CharTokenizer
 

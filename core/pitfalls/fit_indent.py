@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from core.models import SingleHeadLM
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 from core.pitfalls.slides import slides_setup
 
 PITFALL = Pitfall(

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from core import attention
-from core.pitfalls import Pitfall, row_sums, seeded
+from core.pitfalls.common import Pitfall, build_seeded, row_sums
 from core.pitfalls.mask_zero import fixed_mask_by_position
 
 PITFALL = Pitfall(
@@ -39,7 +39,7 @@ def renormalised_mask_after_softmax(scaled_scores):
 def demo(seed: int = 789) -> dict:
     """SelfAttentionV2(3, 2) seeded (the book uses 789) on the six tokens, masked three ways."""
     x = attention.book_embeddings()  # (6, 3)
-    module = seeded(seed, lambda: attention.SelfAttentionV2(3, 2))
+    module = build_seeded(seed, lambda: attention.SelfAttentionV2(3, 2))
     with torch.no_grad():
         queries, keys = module.W_query(x), module.W_key(x)  # (6, 2), (6, 2)
         scaled_scores = queries @ keys.T / keys.shape[-1] ** 0.5  # (6, 6)

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from core import attention
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 
 PITFALL = Pitfall(
     "mask_zero", "Masking by `scores == 0`",

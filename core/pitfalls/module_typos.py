@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from core import attention
-from core.pitfalls import Pitfall, run_caught, seeded
+from core.pitfalls.common import Pitfall, build_seeded, run_caught
 
 PITFALL = Pitfall(
     "module_typos", "`def foward`, `nn.Liner`, `Linear(d_in, d_out)`",
@@ -67,9 +67,9 @@ class BuggyOutProj(nn.Module):
 def demo(seed: int = 123) -> pd.DataFrame:
     """Run each broken module on the book's batch (2, 6, 3), and core.attention.MultiHeadAttention."""
     batch = torch.stack([attention.book_embeddings()] * 2)  # (2, 6, 3)
-    typo = seeded(seed, lambda: BuggyForwardTypo(3, 4, 2))
-    out_proj = seeded(seed, lambda: BuggyOutProj(3, 4, 6, 2))
-    fixed = seeded(seed, lambda: attention.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)).eval()
+    typo = build_seeded(seed, lambda: BuggyForwardTypo(3, 4, 2))
+    out_proj = build_seeded(seed, lambda: BuggyOutProj(3, 4, 6, 2))
+    fixed = build_seeded(seed, lambda: attention.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)).eval()
     rows = []
     for what, fn in (("def foward(self, x)", lambda: typo(batch)),
                      ("nn.Liner(d_in, d_out)", lambda: buggy_build_liner(3, 4)),

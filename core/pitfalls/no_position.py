@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from core.models import SingleHeadLM
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 from core.pitfalls.fit_indent import fixed_fit
 from core.pitfalls.slides import slides_setup
 

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from core.lessons.self_attention import scaling_run
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 
 PITFALL = Pitfall(
     "no_scaling", "No √d_k scaling",

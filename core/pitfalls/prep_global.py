@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from core.data import encode_corpus, train_val_split_tensor
-from core.pitfalls import Caught, Pitfall, run_caught
+from core.pitfalls.common import Caught, Pitfall, run_caught
 from core.pitfalls.slides import SLIDES_TEXT
 from core.tokenizers import CharTokenizer
 

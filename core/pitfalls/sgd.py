@@ -1,8 +1,8 @@
 """Pitfall 6: SGD at lr 0.01 against AdamW (document 000, lecture 7, `train`).
 
-Buggy: `buggy_sgd_config`, the lecture's run (`core.engine.lecture_config`: SGD, lr 0.01).
-Fixed: `fixed_adamw_config`, the same run with AdamW (`core.engine._make_optimizer` builds it).
-Demo: `OptimizerRace`, two `core.engine.Trainer` runs from the same seed on the same batches, a
+Buggy: `buggy_sgd_config`, the lecture's run (`core.training.lecture_config`: SGD, lr 0.01).
+Fixed: `fixed_adamw_config`, the same run with AdamW (`core.training.make_optimizer` builds it).
+Demo: `OptimizerRace`, two `core.training.Trainer` runs from the same seed on the same batches, a
 `core.live_training.TrainerGroup`, so the page trains it a slice per tick through the app's one
 live-training protocol (`advance(budget_s, slot)`, `done`, `history`); `race_result` is what a
 finished race keeps, and `FinishedRaces` shares finished races between sessions.
@@ -19,10 +19,10 @@ import pandas as pd
 import torch
 
 from core.data import NamesData
-from core.engine import TrainConfig, Trainer, _make_optimizer, lecture_config
+from core.training import TrainConfig, Trainer, lecture_config, make_optimizer
 from core.live_training import Outcome, TrainerGroup
 from core.models import GPT, GPTConfig
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 from core.runs import KIND_RAW, KIND_SMOOTH, KIND_VAL, smooth
 
 PITFALL = Pitfall(
@@ -37,7 +37,7 @@ RaceKey = tuple  # (steps, seed, adamw_lr): the settings that decide a race's nu
 
 def buggy_sgd_config(steps: int, seed: int) -> TrainConfig:
     """The lecture's run: its GPTConfig, batch 32, plain SGD at lr 0.01 (shortened to `steps`)."""
-    config = lecture_config()  # core.engine: optimizer="sgd", lr=0.01, no weight decay
+    config = lecture_config()  # core.training: optimizer="sgd", lr=0.01, no weight decay
     return replace(config, max_steps=steps, seed=seed, device="cpu")
 
 
@@ -60,12 +60,12 @@ def optimizer_race_configs(steps: int, seed: int, adamw_lr: float) -> dict[str, 
 
 
 def optimizer_table(steps: int, seed: int, adamw_lr: float) -> pd.DataFrame:
-    """What the two runs differ in: the optimizer `core.engine._make_optimizer` builds from each
+    """What the two runs differ in: the optimizer `core.training.make_optimizer` builds from each
     config, one row per run. Built on a stand-in layer (left uninitialised, so no random numbers
     are drawn): an optimizer's settings do not depend on the model it updates."""
     rows = []
     for label, config in optimizer_race_configs(steps, seed, adamw_lr).items():
-        optimizer = _make_optimizer(torch.nn.utils.skip_init(torch.nn.Linear, 2, 2), config)
+        optimizer = make_optimizer(torch.nn.utils.skip_init(torch.nn.Linear, 2, 2), config)
         group = optimizer.param_groups[0]  # the weight matrices (biases get no weight decay)
         rows.append({"run": label, "optimizer": type(optimizer).__name__, "lr": group["lr"],
                      "weight decay": group["weight_decay"], "betas": str(group.get("betas", "—")),
@@ -74,7 +74,7 @@ def optimizer_table(steps: int, seed: int, adamw_lr: float) -> pd.DataFrame:
 
 
 def race_trainers(steps: int, seed: int, adamw_lr: float, data: NamesData) -> dict[str, Trainer]:
-    """One core.engine.Trainer per optimizer, on the same names data (trained by the page in slices)."""
+    """One core.training.Trainer per optimizer, on the same names data (trained by the page in slices)."""
     return {label: Trainer(config, data) for label, config in optimizer_race_configs(steps, seed, adamw_lr).items()}
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 import pandas as pd
 
 from core.data import IGNORE_INDEX, PAD_ID, name_windows
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 from core.tokenizers import CharTokenizer
 
 PITFALL = Pitfall(

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from core import attention
-from core.pitfalls import Pitfall, row_sums, seeded
+from core.pitfalls.common import Pitfall, build_seeded, row_sums
 
 PITFALL = Pitfall(
     "softmax_dim", "Softmax over the wrong dimension",
@@ -54,7 +54,7 @@ def demo(seed: int = 123) -> dict:
     """The book's six tokens (batch of 2, as document 002 prints), CausalAttention(3, 2) seeded,
     through the buggy and the fixed forward; the module's own forward must agree with the fix."""
     batch = torch.stack([attention.book_embeddings()] * 2)  # (2, 6, 3)
-    module = seeded(seed, lambda: attention.CausalAttention(3, 2, 6, 0.0)).eval()
+    module = build_seeded(seed, lambda: attention.CausalAttention(3, 2, 6, 0.0)).eval()
     with torch.no_grad():
         buggy_weights, buggy_context = buggy_causal_attention(module, batch)  # (2, 6, 6), (2, 6, 2)
         fixed_weights, fixed_context = fixed_causal_attention(module, batch)  # (2, 6, 6), (2, 6, 2)

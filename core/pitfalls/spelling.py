@@ -7,7 +7,7 @@ Demo: both lookups against core.models, and the attention class names inside our
 from __future__ import annotations
 
 from core.models import GPT, GPTConfig
-from core.pitfalls import Pitfall, run_caught
+from core.pitfalls.common import Pitfall, run_caught
 
 PITFALL = Pitfall(
     "spelling", "“CasualSelfAttention”",

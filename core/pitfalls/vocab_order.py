@@ -13,7 +13,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from core.pitfalls import Pitfall
+from core.pitfalls.common import Pitfall
 from core.tokenizers import CharTokenizer
 
 PITFALL = Pitfall(

@@ -47,14 +47,17 @@ Theme (theme.py): palette(lecture), font_sizes(lecture), themed(chart, lecture) 
 Export (export.py): with_caption(chart, title, caption), to_png(chart, scale), to_svg(chart),
     figure_bytes(chart, *, title, caption, lecture, fmt="png"|"svg") -> bytes (themed, captioned),
     file_name(title, ext) -> a safe file name that keeps the human title;
-    chart_title(chart) -> the title text a chart carries ("" if none).
+    chart_title(chart) -> the title text a chart carries ("" if none);
+    description(title, caption) -> the chart's text alternative (set as Vega-Lite `description`);
+    chart_table(chart) / table_csv(chart) -> the numbers it draws, as a table / as CSV bytes.
 
 Chart code that needs Altair itself belongs in a module of this package (a new one per topic is
 fine): tests/core/test_viz.py fails when any module outside core/viz imports altair.
 """
 
 from core.viz.bars import bar_chart, grouped_bars, hbar_chart, scatter
-from core.viz.export import chart_title, figure_bytes, file_name, to_png, to_svg, with_caption
+from core.viz.export import (chart_table, chart_title, description, figure_bytes, file_name, table_csv,
+                             to_png, to_svg, with_caption)
 from core.viz.heatmap import heatmap, matrix_frame
 from core.viz.lines import line_chart
 from core.viz.theme import (DEFAULT_PALETTE, HIGHLIGHT, LECTURE_MIN_AXIS_PX, LECTURE_MIN_VALUE_PX,
@@ -64,7 +67,7 @@ from core.viz.theme import (DEFAULT_PALETTE, HIGHLIGHT, LECTURE_MIN_AXIS_PX, LEC
 
 __all__ = [
     "heatmap", "matrix_frame", "line_chart", "bar_chart", "grouped_bars", "hbar_chart", "scatter",
-    "with_caption", "chart_title", "to_png", "to_svg", "figure_bytes", "file_name",
+    "with_caption", "chart_title", "description", "chart_table", "table_csv", "to_png", "to_svg", "figure_bytes", "file_name",
     "themed", "vega_spec", "theme_config", "padded", "fast_build", "palette", "font_sizes", "unique_labels", "format_value",
     "sequential_scheme", "diverging_scheme", "OKABE_ITO", "DEFAULT_PALETTE", "NEG_INF_LABEL",
     "HIGHLIGHT", "MASKED_GREY", "PAD", "LECTURE_MIN_AXIS_PX", "LECTURE_MIN_VALUE_PX",

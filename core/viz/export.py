@@ -10,10 +10,12 @@ import re
 import textwrap
 
 import altair as alt
+import pandas as pd
 
 from core.viz.theme import CHART_LOCK, themed
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+TABLE_MIME = "text/csv"
 
 
 def with_caption(chart: alt.TopLevelMixin, title: str, caption: str) -> alt.TopLevelMixin:
@@ -62,3 +64,35 @@ def chart_title(chart: alt.TopLevelMixin) -> str:
     if isinstance(title, (list, tuple)):
         title = " ".join(str(t) for t in title)
     return title.strip() if isinstance(title, str) else ""
+
+
+def description(title: str, caption: str) -> str:
+    """The text alternative of a chart (Vega-Lite `description`, read out by screen readers):
+    its title, then the caption that says what it shows."""
+    title, caption = (title or "").strip().rstrip("."), (caption or "").strip()
+    return f"{title}. {caption}" if title and caption else title or caption or "Chart"
+
+
+def chart_table(chart: alt.TopLevelMixin) -> pd.DataFrame:
+    """The numbers a chart draws, as one table: its own data, or the tables of its layers and
+    parts one after another (empty when it carries none)."""
+    data = getattr(chart, "data", alt.Undefined)
+    if isinstance(data, pd.DataFrame):
+        return data
+    frames = []
+    for key in ("layer", "hconcat", "vconcat", "concat"):
+        for part in getattr(chart, key, alt.Undefined) or []:
+            if isinstance(part, alt.SchemaBase):
+                frames.append(chart_table(part))
+    spec = getattr(chart, "spec", alt.Undefined)
+    if isinstance(spec, alt.SchemaBase):
+        frames.append(chart_table(spec))
+    frames = [f for f in frames if len(f.columns)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def table_csv(chart: alt.TopLevelMixin) -> bytes:
+    """The chart's numbers as CSV (UTF-8 with a byte-order mark, so spreadsheets read −∞ right)."""
+    with CHART_LOCK:  # a chart shared by sessions may have its data swapped by vega_spec meanwhile
+        table = chart_table(chart).copy()
+    return table.to_csv(index=False).encode("utf-8-sig")

@@ -90,6 +90,8 @@ def _frame(values, row_labels, col_labels, fmt, special, masked, facets) -> pd.D
         if masked_all is not None:
             flat = (masked_all[idx] if idx else masked_all).ravel()
             df["finite"] = df["finite"] & ~flat  # grey, but the number stays in the tooltip
+            # ... which says in words that the cell is masked: grey alone is colour alone
+            df["label"] = np.where(flat, df["label"] + " (masked)", df["label"])
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 

@@ -89,7 +89,7 @@ def test_dropout_p_seed_and_train_mode():
     set_step(at, "causal_step", "dropout")
     kept = (dropped["label"] != "✕").to_numpy() & (dropped["col_i"] <= dropped["row_i"]).to_numpy()
     assert abs(dropped["value"].to_numpy()[kept] - 2 * weights[kept]).max() < 1e-12  # × 1/(1 − p)
-    at.number_input(key=key(at, "dropout_seed")).set_value(1).run()
+    at.text_input(key=key(at, "dropout_seed")).input("1").run()
     again = chart(at, "weights after dropout")
     assert sorted(again[again["label"] == "✕"][["row_i", "col_i"]].itertuples(index=False)) != first
     at.toggle(key=key(at, "train_mode")).set_value(False).run()
@@ -131,7 +131,7 @@ def test_url_round_trip_and_lock():
     at = page()
     at.toggle(key=key(at, "train_mode")).set_value(True).run()
     at.slider(key=key(at, "dropout_p")).set_value(0.3).run()
-    at.number_input(key=key(at, "dropout_seed")).set_value(11).run()
+    at.text_input(key=key(at, "dropout_seed")).input("11").run()
     set_step(at, "causal_step", "dropout")
     sums = numbers(at, "row sums =")
     params = core_settings.to_params(settings_of(at))

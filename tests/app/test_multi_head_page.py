@@ -43,7 +43,7 @@ def test_defaults_one_map_per_head_and_the_checks():
 
 def test_only_divisors_are_offered_and_a_bad_count_is_explained():
     at = page()
-    at.number_input(key=key(at, "heads_d_out")).set_value(6).run()
+    at.text_input(key=key(at, "heads_d_out")).input("6").run()
     assert at.selectbox(key=key(at, "num_heads")).options == ["1", "2", "3", "6"]
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
     assert_no_exception(at)
@@ -51,10 +51,10 @@ def test_only_divisors_are_offered_and_a_bad_count_is_explained():
     set_step(at, "mh_step", "concat")
     assert "heads side by side  (6, 6)" in charts(at)
     assert "3 \\times (6 \\times 2)" in " ".join(l.value for l in at.latex)
-    at.number_input(key=key(at, "heads_d_out")).set_value(4).run()  # 3 does not divide 4
+    at.text_input(key=key(at, "heads_d_out")).input("4").run()  # 3 does not divide 4
     assert_no_exception(at)
     assert "3 heads do not divide d_out = 4" in info(at) and settings_of(at).num_heads == 2
-    at.number_input(key=key(at, "heads_d_out")).set_value(1).run()
+    at.text_input(key=key(at, "heads_d_out")).input("1").run()
     assert "can only be split into one head" in info(at)
 
 
@@ -74,7 +74,7 @@ def test_book_wrapper_and_seed():
     assert concat[concat["row_i"] == 0]["value"].round(4).tolist() == [-0.4519, 0.2216, 0.4772, 0.1063]
     set_step(at, "mh_step", "heads")
     before = chart(at, "head 1")["value"].tolist()
-    at.number_input(key=key(at, "heads_seed")).set_value(7).run()
+    at.text_input(key=key(at, "heads_seed")).input("7").run()
     assert chart(at, "head 1")["value"].tolist() != before
     assert not [b for b in badges(at) if "the book" in b]
 
@@ -132,7 +132,7 @@ def test_many_tokens_and_heads():
     at = page()
     apply_csv(at, "\n".join(f"t{i}," + ",".join(str((i * j) % 7 / 7) for j in range(8))
                             for i in range(32)))
-    at.number_input(key=key(at, "heads_d_out")).set_value(16).run()
+    at.text_input(key=key(at, "heads_d_out")).input("16").run()
     at.selectbox(key=key(at, "num_heads")).set_value(16).run()
     assert_no_exception(at)
     assert len(head_titles(at)) == 8 and "Showing the first 8 of 16 heads." in \
@@ -144,9 +144,9 @@ def test_many_tokens_and_heads():
 
 def test_url_round_trip_and_lock():
     at = page()
-    at.number_input(key=key(at, "heads_d_out")).set_value(6).run()
+    at.text_input(key=key(at, "heads_d_out")).input("6").run()
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
-    at.number_input(key=key(at, "heads_seed")).set_value(99).run()
+    at.text_input(key=key(at, "heads_seed")).input("99").run()
     set_step(at, "mh_step", "classes")
     first = numbers(at, "wrapper, first row =")
     params = core_settings.to_params(settings_of(at))

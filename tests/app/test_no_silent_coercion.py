@@ -1,5 +1,6 @@
-"""No silent coercion on the walkthrough pages: a value the app cannot take is refused with a
-message naming it, and the last valid value is kept; a value it can take is taken as typed.
+"""No silent coercion: a value the app cannot take is refused with a message naming it, and the
+last valid value is kept; a value it can take is taken as typed. Every number box of every page
+(the list BOXES, checked against what the pages draw), and the embeddings editor's cells.
 
 The embeddings editor's cells are text cells: a number cell of st.data_editor drops the characters
 it does not parse, so "1e30" arrived as 130 without a word. AppTest does not apply data_editor
@@ -9,16 +10,22 @@ editor's own table, and the CSV box (the same validation); tests/browser types i
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
+from core import budget, pitfalls as pf, settings as core_settings
 from core.lessons import embeddings as emb
 from core.lessons import walkthrough as wt
+from tests.app.conftest import assert_no_exception, open_page
+from tests.app.gpt_helpers import TINY, tiny_trained_book
 from tests.app.walkthrough_helpers import (
-    BOOK_SCORES, PREFIX, apply_csv, assert_book_table, errors, key, numbers, open_expander, open_walk,
+    BOOK_SCORES, PREFIX, apply_csv, assert_book_table, errors, numbers, open_expander, open_walk,
     settings_of, warnings)
-from tests.helpers import texts
+from ui import state
+from ui.state import NUMBER_HELP
 
 
 def open_editor():
@@ -90,36 +97,164 @@ def test_beyond_the_limit_is_refused_and_the_last_valid_table_kept():
     assert at.text_area(key=f"{PREFIX}.csv_text").value == "a,1e200,0\nb,0,1"
 
 
-# ----------------------------------------------------------------------------- whole-number boxes
-# An int st.number_input reads typed text with parseInt in the browser ("1e30" -> 1, "12.7" -> 12);
-# these boxes are float boxes, so the browser refuses 1e30 as out of range, and a fraction or an
-# emptied box comes back refused, with a message, the last valid value in place.
-WHOLE_BOXES = [("pages/2_self_attention.py", "d_out", 2), ("pages/2_self_attention.py", "weight_seed", 123),
-               ("pages/3_causal_attention.py", "dropout_seed", 0),
-               ("pages/4_multi_head.py", "heads_d_out", 4), ("pages/4_multi_head.py", "heads_seed", 590)]
+# ----------------------------------------------------------------------------- every number box
+# Streamlit's number input turns typed text into something else in the browser ("1e30" -> 1,
+# "12.7" -> 12, "abc" -> the minimum) where the server never sees it. Every number box of the app
+# is ui.state.checked_number, a text box checked on the server: refused text gets a message under
+# the box, which stays until a valid value is typed, and the last valid value stays in force.
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """One number box: where it is and what it holds."""
+    page: str  # the page file
+    field: str  # the settings field (or, with no `prefix`, the box's own key)
+    prefix: str | None = None  # where the page keeps its settings object in session state
+    query: tuple = ()  # the link the page is opened with, as (name, value) pairs
+    setup: str = ""  # "editor": open the embeddings editor; "model": a trained model in the session
+    bounds: tuple = ()  # (min, max) of a box that is not a settings field
+
+    def __str__(self) -> str:
+        return f"{Path(self.page).stem}:{self.field}"
 
 
-@pytest.mark.parametrize("page, field, default", WHOLE_BOXES)
-def test_a_fraction_or_an_empty_box_is_refused_with_a_message(page, field, default):
-    at = open_walk(page)
-    box = at.number_input(key=key(at, field))
-    assert (box.min, box.step) == (float(box.min), 1.0)  # a float box: no parseInt in the browser
-    box.set_value(12.5).run()
-    assert getattr(settings_of(at), field) == default
-    assert at.number_input(key=key(at, field)).value == default
-    assert "12.5 is not a whole number, so it was not applied; it stays" in texts(at.toast)
-    at.number_input(key=key(at, field)).set_value(None).run()
-    assert getattr(settings_of(at), field) == default
-    assert "the box was emptied" in texts(at.toast)
-    at.number_input(key=key(at, field)).set_value(3).run()
-    assert getattr(settings_of(at), field) == 3 and not at.toast
+WALKS = ("pages/1_simple_attention.py", "pages/2_self_attention.py", "pages/3_causal_attention.py",
+         "pages/4_multi_head.py")
+EDITOR = [Box(page, key, setup="editor", bounds=(1, limit))  # in the embeddings editor of each page
+          for page in WALKS for key, limit in ((f"{PREFIX}.random_tokens", emb.MAX_TOKENS),
+                                               (f"{PREFIX}.random_dims", emb.MAX_DIMS))]
+EDITOR += [Box(page, "embed_seed", PREFIX, setup="editor") for page in WALKS]
+TRAIN = "pages/7_train_gpt.py"
+PITFALLS = "pages/10_pitfalls.py"
+BOXES = EDITOR + [
+    Box(WALKS[1], "d_out", PREFIX), Box(WALKS[1], "weight_seed", PREFIX),
+    Box(WALKS[2], "dropout_seed", PREFIX), Box(WALKS[2], "d_out", PREFIX), Box(WALKS[2], "weight_seed", PREFIX),
+    Box(WALKS[3], "heads_d_out", PREFIX), Box(WALKS[3], "heads_seed", PREFIX),
+    *[Box("pages/5_tokens_data.py", field, "tokens")
+      for field in ("max_length", "stride", "batch_size", "seed", "batch_index", "output_dim")],
+    *[Box("pages/6_small_lm.py", field, "small_lm") for field in ("seed", "max_steps", "ce_target")],
+    *[Box(TRAIN, field, "train", query=tuple(TINY.items()))
+      for field in ("context_size", "n_layer", "n_head", "d_embed", "d_ff", "lr", "weight_decay",
+                    "batch_size", "max_steps", "val_interval", "val_batches", "eval_batch_size", "seed",
+                    "pack_length", "grad_clip", "warmup_steps", "min_lr_ratio")],
+    Box(TRAIN, "train.extra", query=tuple(TINY.items()), setup="model", bounds=(1, budget.LIMITS.max_steps)),
+    *[Box("pages/8_sample_names.py", field, "sample", setup="model") for field in ("n", "seed")],
+    Box(PITFALLS, "seed", "pitfalls", query=(("pitfall", "softmax_dim"),)),
+    Box(PITFALLS, "optim_steps", "pitfalls", query=(("pitfall", "sgd"),)),
+    *[Box(PITFALLS, field, "pitfalls", query=(("pitfall", "vocab_order"),))
+      for field in ("hash_seed_a", "hash_seed_b")],
+    *[Box(PITFALLS, field, "pitfalls", query=(("pitfall", "fit_indent"),))
+      for field in ("fit_iters", "eval_iters")],
+]
+# every page, in the states that show its boxes (the Train page's "More steps" needs a finished run)
+VIEWS = [(page, (), "editor") for page in WALKS] + [
+    ("pages/5_tokens_data.py", (), ""), ("pages/6_small_lm.py", (), ""),
+    (TRAIN, tuple(TINY.items()), ""), (TRAIN, tuple(TINY.items()), "model"),
+    ("pages/8_sample_names.py", (), "model"), ("pages/9_inside_model.py", (), "model"),
+    ("pages/home.py", (), "")] + [(PITFALLS, (("pitfall", name),), "") for name in pf.PITFALL_CHOICES]
+TYPED = ["abc", "1e30", "12.7", "", "nan", "-0", "9" * 400]
 
 
-def test_random_embedding_sizes_refuse_fractions():
+def open_view(page: str, query: tuple, setup: str):
+    at = open_page(page, query=dict(query))
+    if setup == "editor":
+        open_expander(at, f"{PREFIX}.embeddings_open.0")
+    elif setup == "model":
+        at.session_state["gpt.runbook"] = tiny_trained_book()
+        at.run()
+    assert_no_exception(at)
+    return at
+
+
+def box_key(at, box: Box) -> str:
+    if box.prefix is None:
+        return box.field
+    return f"{box.prefix}.{at.session_state[box.prefix + '.__gen']}.{box.field}"
+
+
+def kind_and_rules(at, box: Box) -> tuple[type, dict]:
+    if box.prefix is None:
+        return int, dict(zip(("min", "max"), box.bounds))
+    settings = at.session_state[box.prefix]
+    return (core_settings.field_type(type(settings), box.field),
+            {f.name: dict(f.metadata) for f in dataclasses.fields(settings)}[box.field])
+
+
+def value_in_force(at, box: Box):
+    if box.prefix is None:
+        return at.session_state[f"{box.field}.value"]
+    return getattr(at.session_state[box.prefix], box.field)
+
+
+def expected(text: str, kind: type, rules: dict) -> tuple[str, object]:
+    """("taken", value) or ("refused", what the message must say)."""
+    shown = text if len(text) <= 24 else text[:24] + "…"
+    if text in ("abc", "nan"):
+        return "refused", f"“{text}” is not a number"
+    if text == "":
+        return "refused", "the box is empty"
+    if text == "12.7" and kind is int:
+        return "refused", "“12.7” is not a whole number"
+    number = 0 if text == "-0" else float(text)
+    if number < rules["min"]:
+        return "refused", f"“{shown}” is less than the minimum"
+    if number > rules["max"]:
+        return "refused", f"“{shown}” is more than the maximum"
+    return "taken", kind(number)
+
+
+def a_valid_value(default, rules: dict):
+    """A value the box takes that differs from the default and from 0 and 12.7 (typed before)."""
+    for value in (default * 2, default + 1, default - 1):
+        if value not in (default, 0, 12.7) and rules["min"] <= value <= rules["max"]:
+            return value
+    raise AssertionError(f"no valid value near {default}")
+
+
+@pytest.mark.parametrize("box", BOXES, ids=str)
+def test_a_number_box_refuses_what_it_cannot_take_and_keeps_the_last_valid_value(box):
+    at = open_view(box.page, box.query, box.setup)
+    key = box_key(at, box)
+    label = at.text_input(key=key).label
+    kind, rules = kind_and_rules(at, box)
+    default = kept = value_in_force(at, box)
+    for text in TYPED:
+        at.text_input(key=key).input(text).run()
+        assert_no_exception(at)
+        outcome, what = expected(text, kind, rules)
+        if outcome == "taken":
+            kept = what
+            assert f"{label}: " not in errors(at), (text, errors(at))
+        else:
+            shown = state.format_number(kept, kind, rules.get("format"))
+            assert f"{label}: {what}" in errors(at) and f"Kept {shown};" in errors(at), (text, errors(at))
+        assert value_in_force(at, box) == kept and type(value_in_force(at, box)) is kind, text
+        assert at.text_input(key=key).value == state.format_number(kept, kind, rules.get("format"))
+    at.run()  # the message stays until a valid value is typed
+    assert f"{label}: " in errors(at)
+    valid = a_valid_value(default, rules)
+    at.text_input(key=key).input(str(valid)).run()
+    assert_no_exception(at)
+    assert value_in_force(at, box) == valid
+    assert f"{label}: " not in errors(at)
+
+
+@pytest.mark.parametrize("page, query, setup", VIEWS, ids=lambda v: v if isinstance(v, str) else None)
+def test_every_number_box_of_every_page_is_a_checked_box_in_the_list(page, query, setup):
+    """A new number box must be added to BOXES (and so to the test above); no page has a
+    Streamlit number input, which changes typed text in the browser."""
+    at = open_view(page, query, setup)
+    assert not at.number_input, [w.key for w in at.number_input]
+    found = {box.key for box in at.text_input if NUMBER_HELP in (box.help or "")}
+    listed = {box_key(at, box) for box in BOXES if box.page == page}
+    assert found <= listed, f"{page}: number boxes not in BOXES: {sorted(found - listed)}"
+    here = {box_key(at, box) for box in BOXES if (box.page, box.query, box.setup) == (page, query, setup)}
+    assert here <= found, f"{page}: listed in BOXES but not drawn: {sorted(here - found)}"
+
+
+def test_random_embeddings_take_the_sizes_in_the_boxes():
     at = open_editor()
-    at.number_input(key=f"{PREFIX}.random_tokens").set_value(3.5).run()
-    assert "Tokens: 3.5 is not a whole number" in texts(at.toast)
-    assert at.number_input(key=f"{PREFIX}.random_tokens").value == 6
-    at.number_input(key=f"{PREFIX}.random_tokens").set_value(3).run()
+    at.text_input(key=f"{PREFIX}.random_tokens").input("3.5").run()
+    assert "Tokens: “3.5” is not a whole number. Kept 6;" in errors(at)
+    assert at.text_input(key=f"{PREFIX}.random_tokens").value == "6"
+    at.text_input(key=f"{PREFIX}.random_tokens").input("3").run()
     at.button(key=f"{PREFIX}.random").click().run()
-    assert len(settings_of(at).embeddings) == 3
+    assert len(settings_of(at).embeddings) == 3 and "Tokens:" not in errors(at)

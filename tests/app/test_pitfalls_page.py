@@ -33,8 +33,8 @@ def chart_tables(at) -> list[pd.DataFrame]:
     return tables
 
 
-def number_input(at, label: str):
-    return next(w for w in at.number_input if w.label == label)
+def number_box(at, label: str):
+    return next(w for w in at.text_input if w.label == label)
 
 
 # ------------------------------------------------------------------ overview and navigation
@@ -85,7 +85,7 @@ def test_softmax_dim_rows_do_not_sum_to_one():
     buggy = sums[sums["kind"] == "buggy dim=1"]["value"]
     fixed = sums[sums["kind"] == "fixed dim=-1"]["value"]
     assert (buggy - 1).abs().max() > 0.5 and (fixed - 1).abs().max() < 1e-6
-    number_input(at, "Seed").set_value(7).run()
+    number_box(at, "Seed").input("7").run()
     assert metrics(at)["Context of “Your” (2,)"] != "[-0.4519, 0.2216]"
 
 
@@ -132,8 +132,8 @@ def test_short_names_zero_examples_lecture_vs_ours():
 
 def test_sgd_vs_adamw_trains_on_demand_and_sgd_is_behind():
     at = open_pitfall("sgd")
-    number_input(at, "Steps per optimizer").set_value(20).run()
-    number_input(at, "Seed").set_value(4242).run()  # a setting no other test has trained
+    number_box(at, "Steps per optimizer").input("20").run()
+    number_box(at, "Seed").input("4242").run()  # a setting no other test has trained
     assert any("Press **Train both**" in i.value for i in at.info)
     next(b for b in at.button if b.key == "pitfalls.race_start").click().run()
     assert_no_exception(at)
@@ -166,7 +166,7 @@ def test_vocab_order_changes_ids_only_for_the_set_vocabulary():
     samples = at.dataframe[0].value
     assert (samples["buggy: decoded in run A"] != samples["buggy: decoded in run B"]).all()
     assert (samples["fixed: decoded in run A"] == samples["fixed: decoded in run B"]).all()
-    number_input(at, "Hash seed of the run that loads").set_value(1).run()
+    number_box(at, "Hash seed of the run that loads").input("1").run()
     assert metrics(at)["Characters whose id changed: buggy"] == "0 of 26"
     assert any("same hash seed" in i.value for i in at.info)
 
@@ -175,9 +175,9 @@ def test_fit_indent_counts_optimizer_steps_and_rejects_bad_counts():
     at = open_pitfall("fit_indent", fit_iters="50", eval_iters="10")
     assert metrics(at)["Optimizer steps: buggy"] == "5"
     assert metrics(at)["Optimizer steps: fixed"] == "50"
-    number_input(at, "eval_iters").set_value(25).run()
+    number_box(at, "eval_iters").input("25").run()
     assert metrics(at)["Optimizer steps: buggy"] == "2"
-    number_input(at, "eval_iters").set_value(80).run()  # more than train_iters
+    number_box(at, "eval_iters").input("80").run()  # more than train_iters
     assert_no_exception(at)
     assert any("eval_iters (80) must be between 1 and train_iters (50)" in e.value for e in at.error)
     assert metrics(at)["Optimizer steps: buggy"] == "20"  # the defaults are shown instead
@@ -239,8 +239,9 @@ def test_widgets_take_their_label_and_bounds_from_the_settings_spec():
     rules = {f.name: f.metadata for f in dataclasses.fields(pf.PitfallsSettings)}
     at = open_pitfall("fit_indent")
     for field in ("fit_iters", "eval_iters", "seed"):
-        widget = number_input(at, rules[field]["label"])
-        assert (widget.min, widget.max) == (rules[field]["min"], rules[field]["max"]), field
+        widget = number_box(at, rules[field]["label"])
+        low, high = rules[field]["min"], rules[field]["max"]
+        assert f"a whole number from {low:,} to {high:,}" in widget.help, field
     slider = open_pitfall("short_names").slider[0]
     assert slider.label == rules["context_size"]["label"]
     assert (slider.min, slider.max) == (rules["context_size"]["min"], rules["context_size"]["max"])

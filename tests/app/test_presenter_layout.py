@@ -10,7 +10,7 @@ import pytest
 from core.lessons import walkthrough as wt
 from tests.app.conftest import assert_no_exception
 from tests.app.walkthrough_helpers import PREFIX, key, open_walk
-from ui import walkthrough as page
+from ui import walkthrough
 
 PAGES = [("pages/1_simple_attention.py", "step"), ("pages/2_self_attention.py", "sa_step"),
          ("pages/3_causal_attention.py", "causal_step"), ("pages/4_multi_head.py", "mh_step")]
@@ -95,8 +95,8 @@ def test_a_failed_check_is_repeated_on_the_page(monkeypatch):
 
 
 def test_lecture_heatmap_cells_use_the_width_but_fit_the_screen():
-    cell = page.lecture_cell(6, 6)  # the book's six tokens
+    cell = walkthrough.lecture_cell(6, 6)  # the book's six tokens
     assert cell > 54  # larger than before (54 px: a 6 x 6 map used a third of the width)
-    assert 6 * cell <= page.LECTURE_FILL_H  # the whole map fits under the step bar at 720 px
-    assert page.lecture_cell(3, 2) == page.LECTURE_CELL_MAX  # tiny matrices stop growing
-    assert page.lecture_cell(64, 3) == page.LECTURE_CELL_MIN  # long ones keep readable cells
+    assert 6 * cell <= walkthrough.LECTURE_FILL_H  # the whole map fits under the step bar at 720 px
+    assert walkthrough.lecture_cell(3, 2) == walkthrough.LECTURE_CELL_MAX  # tiny matrices stop growing
+    assert walkthrough.lecture_cell(64, 3) == walkthrough.LECTURE_CELL_MIN  # long ones keep readable cells

@@ -83,11 +83,11 @@ def test_names_are_sampled_labelled_and_shared():
 
 def test_every_control_changes_the_names():
     at = with_model()
-    at.number_input(key=_key(at, "n")).set_value(7).run()
+    at.text_input(key=_key(at, "n")).input("7").run()
     run = book_of(at).current
     expected = sample_names.sample_for_page(run, sample_names.SampleSettings(n=7))
     assert len(names(at)) == 7 and names(at) == [s.name or "(empty)" for s in expected]
-    at.number_input(key=_key(at, "seed")).set_value(5).run()
+    at.text_input(key=_key(at, "seed")).input("5").run()
     reseeded = names(at)
     assert reseeded != [s.name or "(empty)" for s in expected]
     at.slider(key=_key(at, "top_k")).set_value(1).run()
@@ -130,7 +130,7 @@ def test_a_chosen_name_shows_its_step_by_step_probabilities():
 
 def test_url_round_trip():
     at = with_model()
-    at.number_input(key=_key(at, "n")).set_value(9).run()
+    at.text_input(key=_key(at, "n")).input("9").run()
     at.slider(key=_key(at, "temperature")).set_value(0.7).run()
     at.text_input(key=_key(at, "prefix")).input("an").run()
     params = core_settings.to_params(at.session_state["sample"])
@@ -146,7 +146,7 @@ def _key(at, field: str) -> str:
 
 
 def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
-    at = open_page(PAGE, query={"top_k": "100", "temperature": "0.5"})  # used to crash the slider (max 27)
+    at = open_page(PAGE, query={"top_k": "100", "temperature": "0.5"})  # above the slider's max (27)
     assert_no_exception(at)
     assert "top_k must be at most 27" in texts(at.warning)
     at.session_state["gpt.runbook"] = tiny_trained_book()

@@ -59,10 +59,10 @@ def test_variant_seed_and_book_setup_buttons():
     at.segmented_control(key=key(at, "variant")).set_value("v2").run()
     assert_no_exception(at)
     assert settings_of(at).variant == "v2" and book_badge(at) == ""  # seed 123 is not the V2 example
-    at.number_input(key=key(at, "weight_seed")).set_value(789).run()
+    at.text_input(key=key(at, "weight_seed")).input("789").run()
     assert "-0.0739 0.0713" in book_badge(at) and ":green-badge" in book_badge(at)
     assert any("SelfAttentionV2.forward = these steps" in b for b in badges(at))
-    at.number_input(key=key(at, "weight_seed")).set_value(5).run()
+    at.text_input(key=key(at, "weight_seed")).input("5").run()
     w5 = chart(at, "W_q")["value"].tolist()
     at.button(key=f"{PREFIX}.setup.v1").click().run()
     s = settings_of(at)
@@ -73,7 +73,7 @@ def test_variant_seed_and_book_setup_buttons():
 def test_d_out_and_bias_change_the_shapes():
     at = page()
     assert at.checkbox(key=key(at, "qkv_bias")).disabled  # V1 has no bias
-    at.number_input(key=key(at, "d_out")).set_value(4).run()
+    at.text_input(key=key(at, "d_out")).input("4").run()
     assert "W_q  (3, 4)" in charts(at)
     at.segmented_control(key=key(at, "variant")).set_value("v2").run()
     at.checkbox(key=key(at, "qkv_bias")).check().run()
@@ -108,7 +108,7 @@ def test_hand_edited_weights_are_used_and_validated():
     set_step(at, "sa_step", "qkv")
     assert numbers(at, "q^(2) =") == [0.55, 0.87]
     assert book_badge(at) == ""  # edited weights are not the book's
-    at.number_input(key=key(at, "d_out")).set_value(3).run()  # the edited tables no longer fit
+    at.text_input(key=key(at, "d_out")).input("3").run()  # the edited tables no longer fit
     assert "have shape (3, 2)" in warnings(at) and "(3, 3)" in warnings(at)
     at.button(key=f"{PREFIX}.seeded_weights").click().run()
     assert settings_of(at).custom_weights == []
@@ -165,8 +165,8 @@ def test_shared_embeddings_from_page_one_are_used_here():
 def test_url_round_trip():
     at = page()
     at.segmented_control(key=key(at, "variant")).set_value("v2").run()
-    at.number_input(key=key(at, "d_out")).set_value(3).run()
-    at.number_input(key=key(at, "weight_seed")).set_value(42).run()
+    at.text_input(key=key(at, "d_out")).input("3").run()
+    at.text_input(key=key(at, "weight_seed")).input("42").run()
     at.checkbox(key=key(at, "qkv_bias")).check().run()
     set_step(at, "sa_step", "context")
     z = numbers(at, "z^(2) =")
@@ -182,6 +182,6 @@ def test_locked_projection_controls_are_disabled(locked_field):
     at = page()
     at.session_state[f"{PREFIX}.__locked"] = {locked_field}
     at.run()
-    widget = {"variant": at.segmented_control, "d_out": at.number_input,
-              "weight_seed": at.number_input}[locked_field](key=key(at, locked_field))
+    widget = {"variant": at.segmented_control, "d_out": at.text_input,
+              "weight_seed": at.text_input}[locked_field](key=key(at, locked_field))
     assert widget.disabled

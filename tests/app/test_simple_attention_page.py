@@ -98,9 +98,9 @@ def test_csv_edit_updates_the_result_and_the_table_shape():
 def test_random_add_remove_dimension_and_reset():
     at = open_walk()
     open_expander(at, f"{PREFIX}.embeddings_open.0")  # the editor is collapsed (presenter layout)
-    at.number_input(key=f"{PREFIX}.random_tokens").set_value(8)
-    at.number_input(key=f"{PREFIX}.random_dims").set_value(5)
-    at.number_input(key=key(at, "embed_seed")).set_value(7)
+    at.text_input(key=f"{PREFIX}.random_tokens").input("8")
+    at.text_input(key=f"{PREFIX}.random_dims").input("5")
+    at.text_input(key=key(at, "embed_seed")).input("7")
     at.button(key=f"{PREFIX}.random").click().run()
     assert_no_exception(at)
     s = settings_of(at)

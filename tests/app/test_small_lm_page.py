@@ -191,7 +191,7 @@ def test_bad_prompt_falls_back():
 def test_cross_entropy_by_hand_controls():
     at = fresh()
     at.text_input(key=key("ce_logits")).set_value("1, 2, 3").run()
-    at.number_input(key=key("ce_target")).set_value(2).run()
+    at.text_input(key=key("ce_target")).input("2").run()
     expected = -math.log(math.exp(3) / (math.exp(1) + math.exp(2) + math.exp(3)))
     assert metrics(at)["By hand (float64)"] == f"{expected:.10f}"
     at.text_input(key=key("ce_logits")).set_value("1, x").run()
@@ -212,7 +212,7 @@ def test_url_round_trip():
     at.radio(key=key("corpus")).set_value("essay").run()
     at.slider(key=key("block_size")).set_value(4).run()
     at.text_input(key=key("ce_logits")).set_value("1, 2, 3").run()
-    at.number_input(key=key("ce_target")).set_value(0).run()
+    at.text_input(key=key("ce_target")).input("0").run()
     shown = metrics(at)
     params = core_settings.to_params(at.session_state[PREFIX])
     assert params == {"corpus": "essay", "block_size": "4", "ce_logits": "[1.0,2.0,3.0]", "ce_target": "0"}
@@ -235,7 +235,7 @@ def test_model_and_sampling_controls():
     at.slider(key=key("n_embd")).set_value(24).run()
     at.slider(key=key("head_size")).set_value(8).run()
     at.select_slider(key=key("lr")).set_value(0.003).run()
-    at.number_input(key=key("seed")).set_value(7).run()
+    at.text_input(key=key("seed")).input("7").run()
     config = at.session_state["small_lm.race"].config  # untrained: rebuilt with every change
     assert (config.batch_size, config.n_embd, config.head_size, config.lr, config.seed) == (16, 24, 8, 0.003, 7)
     assert "(B, T, C) = (16, 8, 24)" in " ".join(m.value for m in at.markdown)
@@ -244,6 +244,6 @@ def test_model_and_sampling_controls():
     before = samples(at)
     at.slider(key=key("temperature")).set_value(0.05).run()  # sharpens even untrained logits
     assert samples(at) != before
-    at.number_input(key=key("max_steps")).set_value(20).run()
+    at.text_input(key=key("max_steps")).input("20").run()
     assert at.get("progress")[0].proto.text.endswith("of 20")
     assert_no_exception(at)

@@ -279,8 +279,30 @@ def test_when_every_training_slot_is_taken_the_page_waits_its_turn():
         assert run.step == step and run.status == "running"
         assert "runs ahead of you, retrying…" in texts(at.info) or \
             "run ahead of you, retrying…" in texts(at.info)
+        for i in range(budget.SLOTS.capacity):
+            budget.SLOTS.leave(f"other-session-{i}")  # their runs end
     at.run()  # the slots are free again: training carries on by itself
     assert run.step > step and "ahead of you" not in texts(at.info)
+
+
+def test_the_status_line_says_when_other_runs_share_the_server():
+    import re
+
+    def sharing() -> int:  # other runs named in the status line (earlier tests' sessions may count)
+        found = re.search(r"sharing the server with (\d+) other run", at.get("progress")[0].proto.text)
+        return int(found.group(1)) if found else 0
+
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    before = sharing()
+    with budget.SLOTS.slot("another-student", timeout=0.0):
+        pass  # another session trained a slice just now
+    try:
+        at.run()
+        assert_no_exception(at)
+        assert sharing() == before + 1
+    finally:
+        budget.SLOTS.leave("another-student")
 
 
 # ------------------------------------------------------------------------------ one source of settings
@@ -292,7 +314,7 @@ def test_every_config_field_is_a_control_with_its_declared_bounds():
     metadata: a new hyper-parameter declared with spec(...) in its config needs nothing else."""
     import dataclasses
 
-    from core.engine import TrainConfig
+    from core.training import TrainConfig
     from core.models import GPTConfig
 
     at = open_page(PAGE)
@@ -458,10 +480,10 @@ def test_the_more_steps_box_refuses_bad_text_too():
 
 @pytest.mark.parametrize("cuda", [False, True])
 def test_a_preset_chosen_for_a_cuda_run_takes_its_gpu_version(monkeypatch, cuda):
-    """core.engine.preset_config scales the quick demo and the best preset for a GPU: the page's
+    """core.training.preset_config scales the quick demo and the best preset for a GPU: the page's
     preset buttons use it for the run's device (CUDA here is monkeypatched in: no GPU is needed)."""
     import core.device as device_module
-    from core.engine import GPU_PRESETS, PRESETS
+    from core.training import GPU_PRESETS, PRESETS
 
     monkeypatch.setattr(device_module, "_cuda_status", lambda: (cuda, "CUDA GPU: X" if cuda else "no CUDA GPU"))
     at = open_page(PAGE)

@@ -164,7 +164,7 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         check_first_screen(page, number, steps, "softmax", 720, lecture=True)
         # typing in a field does not step: there the arrows move the cursor
         page.locator(BAR).get_by_role("button", name=re.compile("Settings")).click()
-        field_input = page.locator("[data-testid='stNumberInput'] input[aria-label='d_out']")
+        field_input = page.locator("[data-testid='stTextInput'] input[aria-label='d_out']")
         field_input.wait_for(timeout=10_000)
         page.mouse.move(5, 715)
         page.wait_for_timeout(400)
@@ -176,7 +176,7 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         assert "journey" in (query_box.text_content() or "") + " ".join(
             query_box.locator("input").evaluate_all("els => els.map(e => e.value)"))
         assert field_input.input_value() == "2"
-        assert page.locator("[data-testid='stNumberInput'] input[aria-label='Seed']").input_value() == "123"
+        assert page.locator("[data-testid='stTextInput'] input[aria-label='Seed']").input_value() == "123"
         field_input.click()
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "d_out"
         page.keyboard.press("ArrowRight")

@@ -197,34 +197,37 @@ def test_simple_attention_lecture_mode(page, warm_url):
     screenshot(page, "walkthrough_simple_attention_lecture")
 
 
-def test_a_whole_number_box_refuses_1e30_and_a_fraction(page, warm_url):
-    """An int number box read "1e30" as 1 (parseInt) and applied it: the seed box now refuses it
-    (out of range, Streamlit's message) and refuses a fraction with our message; the seed stays."""
+def test_a_number_box_refuses_1e30_and_a_fraction_until_a_valid_value(page, warm_url):
+    """A Streamlit number input read "1e30" as 1 (parseInt) and applied it: the app's number box
+    (a text box checked on the server) refuses it and a fraction with a message under the box,
+    which stays until a valid value is typed; the seed in use stays."""
     open_walk(page, f"{warm_url}/{SIMPLE}")
     open_editor(page)
-    box = page.locator("[data-testid='stNumberInput']").filter(has_text="Seed").first
+    box = page.locator("[data-testid='stTextInput']").filter(has_text="Seed").first
     field = box.locator("input")
+    assert field.input_value() == "0"
     field.fill("1e30")
     field.press("Enter")
+    message = page.get_by_text(re.compile("Seed: “1e30” is more than the maximum, 2,147,483,647. Kept 0;"))
+    message.first.wait_for(timeout=20_000)
     wait_idle(page)
-    assert field.get_attribute("aria-invalid") == "true"  # marked, with an error icon beside it
-    box.locator("[data-testid='stTooltipErrorHoverTarget']").hover()
-    page.get_by_text(re.compile("Number is outside the allowed range")).first.wait_for(timeout=10_000)
-    assert "embed_seed" not in page.url  # still the default seed, 0
+    assert field.input_value() == "0" and "embed_seed" not in page.url  # still the default seed, 0
     field.fill("2.5")
     field.press("Enter")
-    page.get_by_text(re.compile("Seed: 2.5 is not a whole number, so it was not applied; it stays 0")
-                     ).first.wait_for(timeout=20_000)
+    page.get_by_text(re.compile("Seed: “2.5” is not a whole number. Kept 0;")).first.wait_for(timeout=20_000)
     wait_idle(page)
     assert field.input_value() == "0" and "embed_seed" not in page.url
     screenshot(page, "walkthrough_seed_fraction_refused")
+    page.get_by_role("button", name=re.compile("Random embeddings")).click()  # another rerun
+    wait_idle(page)
+    assert page.get_by_text(re.compile("Seed: “2.5” is not a whole number")).count() == 1  # it stays
     field.fill("7")
     field.press("Enter")
     wait_idle(page)
-    field.fill("")  # an emptied box is refused too (it used to fall back to the minimum)
+    assert page.get_by_text(re.compile("Seed: “")).count() == 0  # a valid value clears it
+    field.fill("")  # an emptied box is refused too
     field.press("Enter")
-    page.get_by_text(re.compile("Seed: the box was emptied, so it was not applied; it stays 7")
-                     ).first.wait_for(timeout=20_000)
+    page.get_by_text(re.compile("Seed: the box is empty. Kept 7;")).first.wait_for(timeout=20_000)
     wait_idle(page)
     assert field.input_value() == "7" and "embed_seed=7" in page.url
     assert_no_error(page)

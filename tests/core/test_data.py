@@ -363,3 +363,14 @@ def test_get_batch_needs_one_more_token_than_the_block():
     assert get_batch(torch.arange(9), 8, 2, torch.Generator())[0].shape == (2, 8)
     with pytest.raises(ValueError, match="has 8 tokens"):
         get_batch(torch.arange(8), 8, 2, torch.Generator())
+
+
+def test_scikit_learn_is_imported_only_when_names_are_split():
+
+    code = ("import sys\nimport core.data, core.models, core.sampling\n"
+            "assert 'sklearn' not in sys.modules, 'imported too early'\n"
+            "core.data.split_names(['ann', 'bob', 'cy'], val_size=0.34)\n"
+            "assert 'sklearn' in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

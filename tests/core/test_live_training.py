@@ -4,7 +4,7 @@ import pytest
 
 from core import budget
 from core.data import build_names_data, load_names
-from core.engine import TrainConfig, Trainer
+from core.training import TrainConfig, Trainer
 from core.live_training import LiveTraining, Outcome, SteppedTraining, TrainerGroup, run_steps
 from core.models import GPTConfig
 
@@ -105,7 +105,7 @@ def test_a_diverging_trainer_stops_the_race_with_its_message(small_data, monkeyp
     race = TrainerGroup({"a": trainer(small_data), "b": trainer(small_data)})
 
     def diverge(**kwargs):
-        from core.engine import TrainingError
+        from core.training import TrainingError
         raise TrainingError("training stopped at step 1: the loss became nan (diverged).")
 
     monkeypatch.setattr(race.trainers["b"], "train", diverge)

@@ -15,7 +15,7 @@ from core.pitfalls import (config_end_id, encode_shape, fit_indent, mask_after_s
                            module_typos, no_position, no_scaling, prep_global, sgd, short_names, slides,
                            softmax_dim, spelling, vocab_order)
 from core.data import build_names_data, load_names, name_windows
-from core.engine import Trainer
+from core.training import Trainer
 from core.live_training import LiveTraining
 from core.runs import KIND_RAW, KIND_SMOOTH, KIND_VAL
 from core.models import GPT, GPTConfig, SingleHeadLM
@@ -72,10 +72,10 @@ def test_seeded_builds_leave_the_global_rng_alone():
     torch.manual_seed(5)
     expected = torch.rand(3)
     torch.manual_seed(5)
-    first = pf.seeded(123, lambda: attention.CausalAttention(3, 2, 6, 0.0))
+    first = pf.build_seeded(123, lambda: attention.CausalAttention(3, 2, 6, 0.0))
     after = torch.rand(3)
     assert torch.equal(after, expected)
-    second = pf.seeded(123, lambda: attention.CausalAttention(3, 2, 6, 0.0))
+    second = pf.build_seeded(123, lambda: attention.CausalAttention(3, 2, 6, 0.0))
     assert torch.equal(first.W_query.weight, second.W_query.weight)
 
 
@@ -91,13 +91,13 @@ def test_softmax_over_dim1_breaks_row_sums_and_the_fix_matches_the_book():
     assert result["buggy_context_row0"] != pytest.approx(result["fixed_context_row0"], abs=1e-3)
     # the fixed forward shown on the page is what core.attention.CausalAttention computes
     assert result["fixed_vs_module"] < 1e-6
-    module = pf.seeded(123, lambda: attention.CausalAttention(3, 2, 6, 0.0)).eval()
+    module = pf.build_seeded(123, lambda: attention.CausalAttention(3, 2, 6, 0.0)).eval()
     reference = attention.intermediates_from_module(module, attention.book_embeddings()).attn_weights[0]
     assert torch.allclose(fixed, reference.float(), atol=1e-6)
 
 
 def test_buggy_causal_attention_weights_differ_from_the_module():
-    module = pf.seeded(1, lambda: attention.CausalAttention(3, 2, 6, 0.0)).eval()
+    module = pf.build_seeded(1, lambda: attention.CausalAttention(3, 2, 6, 0.0)).eval()
     batch = torch.stack([attention.book_embeddings()] * 2)  # (2, 6, 3)
     weights, _ = softmax_dim.buggy_causal_attention(module, batch)
     fixed = attention.intermediates_from_module(module, batch[0]).attn_weights[0]
@@ -122,7 +122,7 @@ def test_mask_by_zero_hides_genuine_zero_scores():
 
 
 def test_fixed_mask_by_position_matches_causal_attention():
-    module = pf.seeded(2, lambda: attention.CausalAttention(3, 4, 6, 0.0))
+    module = pf.build_seeded(2, lambda: attention.CausalAttention(3, 4, 6, 0.0))
     x = attention.book_embeddings()
     with torch.no_grad():
         scores = module.W_query(x) @ module.W_key(x).T / 2.0  # (6, 6), sqrt(4) = 2

@@ -13,7 +13,7 @@ from core import budget, runs, settings as core_settings, train_settings
 from core.lessons import inside_model, sample_names
 from core.viz import names_model as names_charts, training as training_charts
 from core.checkpoints import CheckpointError
-from core.engine import PRESETS, TrainingError
+from core.training import PRESETS, TrainingError
 from core.tokenizers import CharTokenizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -205,7 +205,7 @@ def test_a_diverged_run_trains_on_from_its_last_good_step_with_a_smaller_learnin
     run.model.forward = forward
     train_to_the_end(run)
     assert run.status == "error" and run.step == 6 and "step 7" in run.message
-    with pytest.raises(ValueError, match="lr must be above 0"):
+    with pytest.raises(ValueError, match="lr must be at least"):
         runs.extend(run, 10, lr=0.0)
     assert run.status == "error" and run.trainer.config.lr == 0.004  # a refused lr changes nothing
     runs.extend(run, 10, lr=0.002)

@@ -9,7 +9,7 @@ import torch
 
 from core.checkpoints import FORMAT_TAG, CheckpointError, Checkpoint, load_checkpoint, save_checkpoint
 from core.data import build_names_data
-from core.engine import Trainer, TrainConfig
+from core.training import Trainer, TrainConfig
 from core.models import GPT, GPTConfig, SingleHeadLM
 from core.sampling import SampledName, label_shares, next_char_distributions, sample_names
 from core.tokenizers import CharTokenizer

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from core import settings as core_settings, train_settings
-from core.engine import PRESETS, TrainConfig
+from core.training import PRESETS, TrainConfig
 from core.models import GPTConfig
 from core.settings import spec
 

@@ -13,12 +13,6 @@ from core import viz
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-# Modules that still import altair because their chart code belongs to a part of issue 11 in
-# progress elsewhere (lessons, training, pitfalls). Each helper removes its entries once its
-# charts live in core/viz; the test below then holds for that file strictly.
-PENDING_ALTAIR_MIGRATION: set[str] = set()
-
-
 def layers(spec: dict) -> list[dict]:
     """The layers of a (possibly faceted) layer chart's spec."""
     return spec.get("spec", spec)["layer"]
@@ -87,7 +81,8 @@ def test_heatmap_special_and_masked_cells():
     masked = np.triu(np.ones((2, 2), dtype=bool), k=1)
     chart = viz.heatmap([[1.0, 0.0], [0.4, 0.6]], ["a", "b"], ["a", "b"], masked=masked)
     assert list(chart.data["finite"]) == [True, False, True, True]
-    assert list(chart.data["label"]) == ["1.00", "0.00", "0.40", "0.60"]  # value kept for hover
+    # value kept for hover, and the tooltip says the grey cell is masked (not colour alone)
+    assert list(chart.data["label"]) == ["1.00", "0.00 (masked)", "0.40", "0.60"]
 
 
 def test_heatmap_highlights_rows_columns_and_cells():
@@ -290,15 +285,13 @@ def test_the_import_check_sees_imports(tmp_path):
         assert imports_altair(tmp_path / "m.py") == found, code
 
 
-def test_pending_list_names_real_files():
-    assert all((ROOT / path).exists() for path in PENDING_ALTAIR_MIGRATION), \
-        "remove the moved or deleted files from PENDING_ALTAIR_MIGRATION"
+def test_the_check_covers_the_project():
+    files = _python_files()
+    assert "streamlit_app.py" in files and "ui/charts.py" in files and len(files) > 40
+    assert not any(f.startswith("core/viz/") for f in files)
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(reason="chart code not yet moved to core/viz", strict=False))
-    if p in PENDING_ALTAIR_MIGRATION else p
-    for p in _python_files()])
+@pytest.mark.parametrize("path", _python_files())
 def test_only_core_viz_imports_altair(path):
     assert not imports_altair(ROOT / path), f"{path} imports altair: move its chart code to core/viz"
 

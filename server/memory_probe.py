@@ -1,7 +1,7 @@
 """Where a server's memory is: a diagnostic that benchmarks/student_sim.py switches on.
 
-With ATTENTION_LAB_MEMORY_PROBE set to a file path, ui/housekeeping.py appends one JSON line to it
-every REAP_S seconds: the resident size, glibc's own account (bytes malloc hands out, free bytes it
+With ATTENTION_LAB_MEMORY_PROBE set to a file path, server/housekeeping.py appends one JSON line
+to it every REAP_S seconds: the resident size, glibc's own account (bytes malloc hands out, free bytes it
 keeps in its arenas, mmapped blocks), how many sessions Streamlit holds, the objects the garbage
 collector tracks, the entries of the app's caches, and, when the server runs with
 PYTHONTRACEMALLOC, the Python allocations by file. It separates "Python objects still alive"
@@ -28,7 +28,7 @@ import time
 import tracemalloc
 import warnings
 
-from ui.housekeeping import session_manager
+from server import runtime
 
 PROBE_ENV = "ATTENTION_LAB_MEMORY_PROBE"
 
@@ -121,17 +121,6 @@ def _pymalloc() -> dict:
     return found
 
 
-def _sessions() -> dict:
-    manager = session_manager()
-    if manager is None:
-        return {}
-    try:
-        return {"sessions_active": len(manager.list_active_sessions()),
-                "sessions_held": len(manager.list_sessions())}
-    except Exception:  # noqa: BLE001 - a diagnostic: Streamlit's internals may change
-        return {}
-
-
 _SKIP = (type, type(os), type(len), type(_rss_mb))  # classes, modules, functions: shared, not state
 
 
@@ -163,7 +152,7 @@ def deep_size(obj, seen: set[int]) -> int:
 
 def _session_state_sizes() -> dict:
     """Per session_state key (summed over the sessions held): the memory a session keeps."""
-    manager = session_manager()
+    manager = runtime.session_manager()
     if manager is None:
         return {}
     by_key: collections.Counter = collections.Counter()
@@ -361,7 +350,7 @@ def report(libc: ctypes.CDLL | None, label: str = "", snapshot: tracemalloc.Snap
 def _report(libc: ctypes.CDLL | None, label: str, snapshot: tracemalloc.Snapshot | None) -> dict:
     t0 = time.perf_counter()
     out = {"t": round(time.time(), 1), "label": label, "rss_mb": _rss_mb(), **_malloc(libc), **_mappings(),
-           **_sessions()}
+           **runtime.session_counts()}
     if snapshot is None:
         # walks over every object; skipped under tracemalloc, where each of their allocations is
         # traced too and one report took over a minute (the server stalls meanwhile)

@@ -58,6 +58,8 @@ import sys
 import threading
 import time
 
+from server import memory_probe, runtime
+
 REAP_S = 30.0  # how often expired sessions are looked for
 M_ARENA_MAX = -8  # glibc's mallopt parameter number for the arena limit
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number for the size served by mmap
@@ -79,22 +81,9 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def _session_storage():
-    """(storage lock, TTL cache) of Streamlit's disconnected sessions, or None if not found."""
-    manager = session_manager()
-    if manager is None:
-        return None
-    storage = getattr(manager, "_session_storage", None)
-    cache = getattr(storage, "_cache", None)
-    lock = getattr(manager, "_storage_lock", None)
-    if cache is None or lock is None or not hasattr(cache, "expire"):
-        return None
-    return lock, cache
-
-
 def reap_expired_sessions() -> int:
     """Drop the disconnected sessions whose TTL has passed and shut them down; returns how many."""
-    found = _session_storage()
+    found = runtime.session_storage()
     if found is None:
         return 0
     lock, cache = found
@@ -148,16 +137,6 @@ class SessionTracker:
         return gone
 
 
-def session_ids() -> set[str] | None:
-    """Ids of every session Streamlit holds (connected or waiting for a reconnect), or None."""
-    manager = session_manager()
-    lock = getattr(manager, "_storage_lock", None)
-    if manager is None or lock is None:
-        return None
-    with lock:
-        return {info.session.id for info in manager.list_sessions()}
-
-
 def forget_sessions(ids: set[str]) -> int:
     """Let go of everything the server still keeps for sessions that are gone for good: their
     entries in Streamlit's file and dataframe managers, and, for a session object something still
@@ -167,17 +146,16 @@ def forget_sessions(ids: set[str]) -> int:
     sent messages to in a loop variable (`active_session_info`) until it sends again, so after a
     class one student's whole session state (its widgets' callbacks, charts, data frames) stayed
     alive. (The resident size after a 10-minute class did not change measurably: docs/HOSTING.md.)"""
-    from streamlit.runtime import Runtime
     from streamlit.runtime.app_session import AppSession
 
-    if not ids or not Runtime.exists():
+    streamlit_runtime = runtime.instance() if ids else None
+    if streamlit_runtime is None:
         return 0
-    runtime = Runtime.instance()
     for sid in ids:
-        runtime.uploaded_file_mgr.remove_session_files(sid)
-        runtime.media_file_mgr.clear_session_refs(sid)
-        runtime.dataframe_source_mgr.clear_all_for_session(sid)
-    runtime.media_file_mgr.remove_orphaned_files()
+        streamlit_runtime.uploaded_file_mgr.remove_session_files(sid)
+        streamlit_runtime.media_file_mgr.clear_session_refs(sid)
+        streamlit_runtime.dataframe_source_mgr.clear_all_for_session(sid)
+    streamlit_runtime.media_file_mgr.remove_orphaned_files()
     # type(), not isinstance(): isinstance wakes the deprecated attributes of some modules
     held = [obj for obj in gc.get_objects() if type(obj) is AppSession and obj.id in ids]
     for session in held:
@@ -188,19 +166,6 @@ def forget_sessions(ids: set[str]) -> int:
         session._session_state = type(session._session_state)()
         session._fragment_storage = type(session._fragment_storage)()
     return len(held)
-
-
-def session_manager():
-    """Streamlit's session manager, or None (no runtime, or under AppTest's mock runtime)."""
-    from streamlit.runtime import Runtime
-
-    return getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
-
-
-def nobody_left() -> bool:
-    """True when Streamlit holds no session at all (connected or waiting for a reconnect)."""
-    manager = session_manager()
-    return manager is not None and not manager.list_sessions()
 
 
 def clear_shared_caches() -> int:
@@ -271,7 +236,7 @@ def freeze_at_start(tracker: SessionTracker) -> None:
     sessions already there (the lecturer's tab, the first students), which are frozen too."""
     if gc_freeze_enabled():
         freeze_survivors()
-        tracker.frozen = session_ids() or set()
+        tracker.frozen = runtime.session_ids() or set()
 
 
 def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | None = None) -> bool:
@@ -283,11 +248,9 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     so when a class leaves, the last sessions may be gone before this thread looks, with nothing
     left for it to reap. Measured: a class whose last sessions went that way kept every cache
     entry it made (the names data, the pitfalls lesson's tables) for nobody."""
-    from ui import memory_probe
-
     reaped = reap_expired_sessions()
-    ids = session_ids()  # one listing per round, under Streamlit's storage lock
-    empty_now = not ids if ids is not None else nobody_left()
+    ids = runtime.session_ids()  # one listing per round, under Streamlit's storage lock
+    empty_now = not ids if ids is not None else runtime.nobody_left()
     class_left = empty_now and not was_empty
     if class_left:
         gc.unfreeze()  # the class has gone: forget_sessions' scan must see every object again
@@ -297,7 +260,7 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
         froze = release_memory(libc, empty_now)
         label = "caches emptied" if empty_now else ""
         if froze and tracker is not None:
-            tracker.frozen = session_ids() or set()  # a tab that connected meanwhile
+            tracker.frozen = runtime.session_ids() or set()  # a tab that connected meanwhile
     elif libc is not None:
         # Freed pages inside glibc's arenas stay resident until trimmed; a trim is cheap
         # (measured 0.5-6 ms with 30 sessions, without the GIL) and gave back 15-40 MB
@@ -308,9 +271,10 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
 
 
 def _forget_gone(tracker: SessionTracker, ids: set[str] | None, class_left: bool = False) -> int:
-    """forget_sessions for the ids gone since the last round (`ids`: what session_ids() said this
-    round) and, once the class has gone, for those that were frozen; if Streamlit's internals
-    changed, says so once in the log and goes on without it (reaping and trimming still run)."""
+    """forget_sessions for the ids gone since the last round (`ids`: what runtime.session_ids()
+    said this round) and, once the class has gone, for those that were frozen; if Streamlit's
+    internals changed, says so once in the log and goes on without it (reaping and trimming still
+    run)."""
     global _forget_broken
     if _forget_broken:
         return 0
@@ -369,7 +333,7 @@ def start() -> None:
     arena_max = os.environ.get("ATTENTION_LAB_ARENA_MAX")
     if libc is not None and arena_max and "MALLOC_ARENA_MAX" not in os.environ:
         libc.mallopt(M_ARENA_MAX, int(arena_max))
-    if _session_storage() is None:
+    if runtime.session_storage() is None:
         _log.info("no Streamlit session storage found: expired sessions are left to Streamlit")
         return
     threading.Thread(target=_loop, args=(libc,), daemon=True, name="attention-lab-housekeeping").start()

@@ -1,4 +1,4 @@
-"""The engine's GPU code paths: loss reads every N steps, mask caching, autocast, CUDA graph replay.
+"""The trainer's GPU code paths: loss reads every N steps, mask caching, autocast, CUDA graph replay.
 
 The first part runs on the CPU (the same code paths, with the CPU's settings forced where needed); the
 second part needs a CUDA GPU and skips cleanly without one.
@@ -11,17 +11,18 @@ import pytest
 import torch
 
 from core.data import IGNORE_INDEX, build_names_data, load_names
-from core.engine import (
-    PackedRows,
+from core.training import (
     PRESETS,
     Trainer,
     TrainConfig,
     TrainingError,
-    autocast_dtype,
     best_config,
-    loss_read_every,
     preset_config,
+    steps_between_loss_reads,
 )
+from core.training import gpu
+from core.training.gpu import autocast_dtype
+from core.training.packing import PackedRows
 from core.models import GPTConfig
 
 TINY = GPTConfig(context_size=12, n_layer=1, n_head=2, d_embed=16, d_ff=32, dropout=0.0)
@@ -52,7 +53,7 @@ def tiny_config(**changes) -> TrainConfig:
     "changes, message",
     [({"autocast": "fp8"}, "autocast"), ({"loss_read_every": 0}, "loss_read_every"), ({"cuda_graph": "yes"}, "cuda_graph")],
 )
-def test_new_fields_are_validated(changes, message):
+def test_gpu_fields_are_validated(changes, message):
     with pytest.raises(ValueError, match=message):
         tiny_config(**changes)
 
@@ -62,7 +63,7 @@ def test_reading_losses_every_n_steps_changes_nothing_but_the_syncs(small_data, 
     runs = {}
     for every in (1, 7):
         trainer = Trainer(tiny_config(loss_read_every=every, pack_length=pack_length), small_data)
-        assert trainer.loss_read_every == every
+        assert trainer.read_every == every
         sliced = [trainer.train(n_steps=5).steps for _ in range(3)]  # slices end between reads: flushed
         assert sliced == [5, 5, 5] and len(trainer.history["train_loss"]) == 15
         trainer.train()
@@ -205,7 +206,7 @@ def test_reading_every_step_keeps_no_restore_point(small_data):
     """The CPU's default: each loss is read before its own update, so a NaN never reaches the weights
     and nothing is copied (the per-step path stays as it was)."""
     trainer = Trainer(tiny_config(), small_data)
-    assert trainer.loss_read_every == 1 and trainer._restore_point is None
+    assert trainer.read_every == 1 and trainer._restore_point is None
     forward_with_nan_loss_at(trainer, 5)
     with pytest.raises(TrainingError, match="step 5"):
         trainer.train()
@@ -218,9 +219,9 @@ def test_reading_every_step_keeps_no_restore_point(small_data):
 
 def test_defaults_read_every_step_on_the_cpu_and_in_batches_on_a_gpu():
     config = tiny_config()
-    assert loss_read_every(config, torch.device("cpu")) == 1
-    assert loss_read_every(config, torch.device("cuda")) == 32
-    assert loss_read_every(replace(config, loss_read_every=5), torch.device("cuda")) == 5
+    assert steps_between_loss_reads(config, torch.device("cpu")) == 1
+    assert steps_between_loss_reads(config, torch.device("cuda")) == 32
+    assert steps_between_loss_reads(replace(config, loss_read_every=5), torch.device("cuda")) == 5
 
 
 def test_autocast_is_never_used_on_the_cpu(small_data):
@@ -238,9 +239,26 @@ def test_autocast_is_never_used_on_the_cpu(small_data):
 
 def test_no_cuda_graph_on_the_cpu(small_data):
     trainer = Trainer(tiny_config(cuda_graph=True, max_steps=8), small_data)
-    assert not trainer.use_cuda_graph
+    assert trainer.cuda is None and trainer.autocast_dtype is None  # no CUDA code runs on the CPU
     trainer.train()
-    assert trainer._graph is None and trainer.graph_error is None
+    assert trainer.step == 8
+
+
+def test_a_step_that_cannot_be_recorded_trains_on_eagerly(small_data, monkeypatch):
+    """CudaSteps driven on the CPU, where recording a CUDA graph fails: after the warm-up the run gives
+    the graph up, says why, and trains on with eager steps exactly like a run that never had one."""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)  # no GPU to wait for
+    plain = Trainer(tiny_config(max_steps=12), small_data)
+    failing = Trainer(tiny_config(max_steps=12), small_data)
+    failing.cuda = gpu.CudaSteps(failing.config, failing.model, failing.optimizer, failing._dropout_generator,
+                                 packed=True)
+    assert failing.cuda.use_graph
+    plain.train()
+    failing.train()
+    assert not failing.cuda.use_graph and failing.cuda.graph is None
+    assert "CUDAGraph" in failing.cuda.graph_error  # failed while recording, after the lr became a tensor
+    assert all(isinstance(group["lr"], float) for group in failing.optimizer.param_groups)
+    assert failing.history["train_loss"] == plain.history["train_loss"]
 
 
 def test_packed_rows_build_the_causal_mask_once_and_count_tokens_on_the_cpu(small_data):
@@ -308,7 +326,7 @@ def test_cuda_graph_replay_trains_like_eager_steps(small_data, dropout):
     graphed = Trainer(cuda_config(model=model, autocast="off"), small_data)  # float32 both, to compare
     eager.train()
     graphed.train()
-    assert graphed.use_cuda_graph and graphed._graph is not None, graphed.graph_error
+    assert graphed.cuda.use_graph and graphed.cuda.graph is not None, graphed.cuda.graph_error
     assert graphed.history["steps"] == list(range(1, 61))
     torch.testing.assert_close(
         torch.tensor(graphed.history["train_loss"]), torch.tensor(eager.history["train_loss"]), rtol=1e-4, atol=1e-4
@@ -324,7 +342,7 @@ def test_cuda_graph_run_resumes_from_its_state_dict(small_data):
     resumed = Trainer.from_state_dict(trainer.state_dict(), small_data)
     trainer.train(n_steps=20)
     resumed.train(n_steps=20)
-    assert resumed._graph is not None
+    assert resumed.cuda.graph is not None
     torch.testing.assert_close(
         torch.tensor(resumed.history["train_loss"]), torch.tensor(trainer.history["train_loss"]), rtol=1e-4, atol=1e-4
     )
@@ -363,7 +381,7 @@ def test_a_nan_stops_a_graphed_run(small_data, dropout):
     trainer = Trainer(cuda_config(model=replace(TINY, dropout=dropout), max_steps=200, val_interval=1000,
                                   loss_read_every=8), small_data)
     trainer.train(n_steps=10)  # the slice ends with a read: step 10 is the restore point
-    assert trainer._graph is not None
+    assert trainer.cuda.graph is not None
     kept = {name: t.clone() for name, t in training_tensors(trainer).items()}
     with torch.no_grad():
         trainer.model.lm_head.weight.fill_(float("nan"))  # in place: the graph reads the same memory
@@ -375,6 +393,6 @@ def test_a_nan_stops_a_graphed_run(small_data, dropout):
     trainer.clear_error()
     trainer.set_lr(trainer.config.lr / 2)
     trainer.train(n_steps=40)
-    assert trainer.step == 50 and trainer._graph is not None, trainer.graph_error
+    assert trainer.step == 50 and trainer.cuda.graph is not None, trainer.cuda.graph_error
     assert all(math.isfinite(v) for v in trainer.history["train_loss"])
     assert all(bool(torch.isfinite(t).all()) for t in training_tensors(trainer).values() if t.is_floating_point())

@@ -1,6 +1,7 @@
-"""Tests of core.engine: TrainConfig validation, schedules, Trainer slices, reproducibility, evaluation."""
+"""Tests of core.training: TrainConfig validation, schedules, Trainer slices, reproducibility, evaluation."""
 
 import contextlib
+import dataclasses
 import math
 import time
 from dataclasses import replace
@@ -10,16 +11,10 @@ import torch
 import torch.nn.functional as F
 
 from core.data import IGNORE_INDEX, build_names_data, load_names, random_batch
-from core.engine import (
-    PRESETS,
-    PackedRows,
-    SliceResult,
-    Trainer,
-    TrainConfig,
-    TrainingError,
-    learning_rate,
-)
+from core.training import PRESETS, SliceResult, Trainer, TrainConfig, TrainingError, learning_rate
+from core.training.packing import PackedRows
 from core.models import GPTConfig
+from core.settings import field_type
 
 TINY = GPTConfig(context_size=12, n_layer=1, n_head=2, d_embed=16, d_ff=32, dropout=0.1)
 
@@ -67,11 +62,32 @@ def tiny_config(**changes) -> TrainConfig:
         ({"pack_length": 8}, "pack_length"),
         ({"pack_length": 24, "model": GPTConfig(causal=False)}, "causal"),
         ({"restore_best": "yes"}, "restore_best must be true or false"),
+        ({"lr": 11}, "lr must be at most 10"),
+        ({"batch_size": 1025}, "batch_size must be at most 1024"),
+        ({"eval_batch_size": 8193}, "eval_batch_size must be at most 8192"),
+        ({"seed": -1}, "seed must be at least 0"),
+        ({"val_batches": 10_001}, "val_batches must be at most 10000"),
     ],
 )
 def test_train_config_validation(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes)
+
+
+RULES = {f.name: f.metadata for f in dataclasses.fields(TrainConfig)}
+
+
+@pytest.mark.parametrize("name, key", [(name, key) for name, rules in RULES.items()
+                                       for key in ("min", "max") if key in rules])
+def test_validation_reads_every_bound_from_the_spec(name, key):
+    """The page's bounds and TrainConfig.validate are one rule: the bound itself passes (unless it is the
+    page's stand-in for None, e.g. 0 = no clipping), a value past it is refused naming the field."""
+    kind, bound = field_type(TrainConfig, name), RULES[name][key]
+    if bound != RULES[name].get("none_is"):
+        assert getattr(TrainConfig(**{name: kind(bound)}), name) == bound
+    beyond = bound + 1 if key == "max" else (bound / 2 if bound > 0 else bound - 1)
+    with pytest.raises(ValueError, match=f"^{name} must be at (least|most)"):
+        TrainConfig(**{name: kind(beyond)})
 
 
 def test_train_config_dict_round_trip():
@@ -137,7 +153,7 @@ def test_validation_also_after_the_last_step_when_off_interval(small_data):
 
 
 def test_time_budget_stops_a_slice(small_data):
-    trainer = Trainer(tiny_config(max_steps=10**6, val_interval=10**6), small_data)
+    trainer = Trainer(tiny_config(max_steps=100_000, val_interval=100_000), small_data)
     assert trainer.train(time_budget_s=0).steps == 0
     start = time.perf_counter()
     result = trainer.train(time_budget_s=0.3)
@@ -422,25 +438,6 @@ def test_set_max_steps_extends_a_finished_run(small_data):
     assert trainer.train().steps == 5
     with pytest.raises(ValueError):
         trainer.set_max_steps(3)
-
-
-def test_trimming_padding_columns_changes_nothing_but_the_cost(small_data):
-    trainer = Trainer(tiny_config(model=GPTConfig(n_layer=2, n_head=2, d_embed=16, d_ff=32, dropout=0.0)), small_data)
-    x, y = small_data.train_x[:8], small_data.train_y[:8]  # (8, 12), mostly short names
-    tx, ty = trainer._trim_padding(x, y)
-    assert tx.size(1) < x.size(1) and torch.all((y[:, tx.size(1):] == IGNORE_INDEX))
-    grads = []
-    for inputs, targets in ((x, y), (tx, ty)):
-        trainer.model.zero_grad()
-        _, loss = trainer.model(inputs, targets)
-        loss.backward()
-        grads.append((loss.item(), [p.grad.clone() for p in trainer.model.parameters()]))
-    assert grads[0][0] == pytest.approx(grads[1][0], abs=1e-6)
-    for full, trimmed in zip(grads[0][1], grads[1][1]):
-        assert torch.allclose(full, trimmed, atol=1e-6)
-    # without the causal mask, real positions see the padding: nothing may be trimmed
-    leaky = Trainer(tiny_config(model=GPTConfig(causal=False, n_layer=1, n_head=2, d_embed=16, d_ff=32)), small_data)
-    assert leaky._trim_padding(x, y)[0].shape == x.shape
 
 
 # ---------------------------------------------------------------------------------------------

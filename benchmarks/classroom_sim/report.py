@@ -1,0 +1,118 @@
+"""The figures of a run of the simulated class: latencies, server runs, ticks, memory, trainers'
+progress, the soak's checkpoints, the pass verdict; and the one-line table rows of --curve."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+from pathlib import Path
+
+from benchmarks.classroom_sim.server import SimServer
+from benchmarks.classroom_sim.stats import Stats
+from benchmarks.harness import percentile
+
+
+def summarise(result: dict, stats: Stats, server: SimServer, tmp: Path, args: argparse.Namespace) -> None:
+    lat = [s for _, s in stats.interactions]
+    by_kind: dict[str, list[float]] = {}
+    for kind, s in stats.interactions:
+        by_kind.setdefault(kind, []).append(s)
+    runs = []
+    log = tmp / "runs.tsv"
+    if log.exists():
+        for line in log.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                runs.append(float(line.partition("\t")[2]))
+    minutes = {}
+    for name, points in stats.trainer_steps.items():
+        if len(points) >= 2:
+            dt = (points[-1][0] - points[0][0]) / 60
+            minutes[name] = round((points[-1][1] - points[0][1]) / dt, 1) if dt > 0 else 0.0
+        else:
+            minutes[name] = 0.0
+    one = result.get("rss_one_student_mb")
+    after = result.get("rss_after_leave_mb")
+    browser = result.pop("browser", {})
+    blat = browser.get("latency", [])
+    result.update({
+        "interactions": len(lat),
+        "interaction_median_s": round(statistics.median(lat), 3) if lat else None,
+        "interaction_p95_s": round(percentile(lat, 0.95), 3) if lat else None,
+        "interaction_max_s": round(max(lat), 3) if lat else None,
+        "by_kind": {k: {"n": len(v), "median_s": round(statistics.median(v), 3),
+                        "p95_s": round(percentile(v, 0.95), 3)} for k, v in sorted(by_kind.items())},
+        "server_runs": len(runs),
+        "server_run_median_s": round(statistics.median(runs), 3) if runs else None,
+        "server_run_p95_s": round(percentile(runs, 0.95), 3) if runs else None,
+        "ticks": len(stats.ticks),
+        "tick_median_s": round(statistics.median(stats.ticks), 3) if stats.ticks else None,
+        "tick_p95_s": round(percentile(stats.ticks, 0.95), 3) if stats.ticks else None,
+        "runs_ended_early": stats.early,
+        "first_render_median_s": round(statistics.median(stats.first_render), 3) if stats.first_render else None,
+        "steps_per_min": minutes,
+        "every_trainer_advances": bool(minutes) and all(v > 0 for v in minutes.values()),
+        "peak_rss_mb": round(server.peak / 2**20, 1),
+        "after_leave_vs_one_student": round(after / one - 1, 3) if after and one else None,
+        "after_leave_vs_one_student_class": (round(after / result["rss_one_student_class_mb"] - 1, 3)
+                                             if after and result.get("rss_one_student_class_mb") else None),
+        "sim_cpu_per_client": round(result.get("sim_cpu_s", 0) / max(1, args.students)
+                                    / max(1e-9, result.get("wall_s", 1)), 4),
+        "browsers": args.browsers,
+        "browser_clicks": len(blat),
+        "browser_click_median_s": round(statistics.median(blat), 3) if blat else None,
+        "browser_click_p95_s": round(percentile(blat, 0.95), 3) if blat else None,
+        "browser_errors": len(browser.get("errors", [])),
+        "app_error_boxes": len(stats.app_errors),
+        "errors": len(stats.errors),
+    })
+    if stats.reconnects:
+        result["reconnects"] = len(stats.reconnects)
+        result["reconnect_median_s"] = round(statistics.median(stats.reconnects), 2)
+        result["reconnect_max_s"] = round(max(stats.reconnects), 2)
+    if args.soak:
+        result["soak_trainers"] = soak_report(stats)
+    result["pass"] = bool(
+        result["errors"] == 0 and lat and result["interaction_p95_s"] <= 1.0
+        and result["interaction_median_s"] <= 0.2 and result["every_trainer_advances"]
+        and result["peak_rss_mb"] <= 1024
+        and (after is None or (one and abs(after / one - 1) <= 0.10)))
+    result["error_samples"] = stats.errors[:12]
+    result["app_error_samples"] = sorted(set(stats.app_errors))[:6]
+    result["browser_error_samples"] = browser.get("errors", [])[:4]
+
+
+def soak_report(stats: Stats) -> list[dict]:
+    """Per trainer: the step it had, what it downloaded, what the upload restored (and a check of
+    the downloaded bytes with core.checkpoints, outside the app)."""
+    from core import runs
+
+    out = []
+    for name, soak in sorted(stats.soak.items()):
+        if name.startswith("_"):
+            out.append({name.strip("_"): soak})
+            continue
+        entry = {k: v for k, v in soak.items() if k != "checkpoint"}
+        data = soak.get("checkpoint")
+        if data:
+            try:
+                run = runs.run_from_checkpoint(data, "names-gpt.pt")
+                entry["checkpoint_step"] = run.step
+                entry["checkpoint_val_loss"] = (round(run.trainer.last_val_loss, 4)
+                                                if run.trainer.last_val_loss is not None else None)
+            except Exception as exc:  # noqa: BLE001
+                entry["checkpoint_error"] = f"{type(exc).__name__}: {exc}"
+        out.append(entry)
+    return out
+
+
+def print_row(r: dict) -> None:
+    print(f"{r['students']:>4} {r['trainers']:>3} {r['server_cores']:>5} {r['interactions']:>6} "
+          f"{r['interaction_median_s']!s:>8} {r['interaction_p95_s']!s:>8} {r['peak_rss_mb']:>8} "
+          f"{r.get('rss_after_leave_mb')!s:>8} {r['errors']:>6} {r['every_trainer_advances']!s:>6} "
+          f"{r['sim_cpu_per_client']:>7} {(r['loadavg_before'] or ['?'])[0]!s:>5}", flush=True)
+
+
+TABLE_HEADER = (f"{'N':>4} {'K':>3} {'cores':>5} {'inter':>6} {'median':>8} {'p95':>8} {'peakMB':>8} "
+                f"{'leaveMB':>8} {'errors':>6} {'adv':>6} {'cpu/cl':>7} {'load':>5}")
+

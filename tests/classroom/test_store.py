@@ -1,0 +1,358 @@
+"""The class-mode store on SQLite and on a real PostgreSQL server: rules, concurrency, durability.
+
+Every test taking `db_url` runs once per backend (see conftest.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from core.classroom import store as store_module
+from core.classroom.security import ClassroomError, NotAllowed, RateLimited, RateLimiter
+from core.classroom.store import ClassroomStore
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeClock:
+    """A clock the test moves by hand (expiry without waiting a week)."""
+
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def generous() -> dict:
+    """Rate limiters that never refuse (tests of other rules send many actions fast)."""
+    return {"answer_limiter": RateLimiter(10**6, 1), "submission_limiter": RateLimiter(10**6, 1)}
+
+
+@dataclass
+class FakeEvaluation:
+    """What core.classroom.challenge.Evaluation carries (the store only reads these fields)."""
+
+    val_loss: float = 2.1
+    n_params: int = 5000
+    steps: int = 100
+    seconds: float = 20.0
+    settings: dict = field(default_factory=lambda: {"n_layer": "2"})
+    samples: list = field(default_factory=lambda: ["ada", "bo", "cy", "di", "ed"])
+
+
+# ------------------------------------------------------------------------------ polls
+
+
+def test_one_answer_per_member_per_question_and_answering_again_replaces(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, _ = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, bo = s.join(info.code, "Bo")
+    s.answer(info.code, ada, "p3.mask", "row")
+    s.answer(info.code, bo, "p3.mask", "row")
+    s.answer(info.code, ada, "p3.mask", "column")  # Ada changes her mind
+    poll = s.poll(info.code, "p3.mask")
+    assert poll.counts == {"column": 1, "row": 1}
+    assert poll.total == 2
+    assert s.my_answer(info.code, ada, "p3.mask") == "column"
+    assert s.my_answer(info.code, bo, "p1.other") is None
+    assert s.poll(info.code, "p1.other").total == 0  # questions are separate
+
+
+def test_reveal_state_is_per_question_and_only_the_lecturer_reveals(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    assert not s.poll(info.code, "p3.mask").revealed
+    with pytest.raises(NotAllowed):
+        s.reveal(info.code, ada, "p3.mask")  # a member's token is not the lecturer's
+    with pytest.raises(NotAllowed):
+        s.reveal(info.code, "", "p3.mask")
+    s.reveal(info.code, lecturer, "p3.mask")
+    s.reveal(info.code, lecturer, "p3.mask")  # twice is fine
+    assert s.poll(info.code, "p3.mask").revealed
+    assert not s.poll(info.code, "p4.heads").revealed
+    assert s.revealed(info.code) == {"p3.mask"}
+    s.hide_reveal(info.code, lecturer, "p3.mask")
+    assert s.revealed(info.code) == set()
+
+
+def test_a_member_acts_only_in_their_own_class(db_url):
+    s = ClassroomStore(db_url, **generous())
+    first, _ = s.create_class()
+    second, _ = s.create_class()
+    _, ada = s.join(first.code, "Ada")
+    with pytest.raises(NotAllowed, match="not in this class"):
+        s.answer(second.code, ada, "p1.q", "a")
+    with pytest.raises(NotAllowed):
+        s.answer(first.code, "made-up-token", "p1.q", "a")
+    assert s.member(first.code, ada).nickname == "Ada"
+    assert s.member(second.code, ada) is None
+
+
+def test_bad_questions_and_choices_are_refused_with_a_message(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, _ = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    for question in ("", "x" * 81, "p1 q", "<script>", None):
+        with pytest.raises(ClassroomError, match="question"):
+            s.answer(info.code, ada, question, "a")
+    with pytest.raises(ClassroomError, match="Choose"):
+        s.answer(info.code, ada, "p1.q", "   ")
+    with pytest.raises(ClassroomError, match="at most"):
+        s.answer(info.code, ada, "p1.q", "a" * 201)
+
+
+def test_answers_are_rate_limited_per_member(db_url):
+    s = ClassroomStore(db_url, answer_limiter=RateLimiter(3, 60, "answers"))
+    info, _ = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, bo = s.join(info.code, "Bo")
+    for choice in "abc":
+        s.answer(info.code, ada, "p1.q", choice)
+    with pytest.raises(RateLimited, match="Too many answers"):
+        s.answer(info.code, ada, "p1.q", "d")
+    s.answer(info.code, bo, "p1.q", "a")  # Bo has his own budget
+    assert s.poll(info.code, "p1.q").counts == {"a": 1, "c": 1}  # the refused answer changed nothing
+
+
+def test_nicknames_are_cleaned_and_unique_within_a_class(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, _ = s.create_class()
+    other, _ = s.create_class()
+    member, _ = s.join(info.code, "  Ada\u202e  Lovelace ")
+    assert member.nickname == "Ada Lovelace"
+    with pytest.raises(ClassroomError, match="already has that nickname"):
+        s.join(info.code, "ada lovelace")  # same name up to case
+    s.join(other.code, "Ada Lovelace")  # another class: fine
+    with pytest.raises(ClassroomError, match="no class"):
+        s.join("ZZZZZZ", "Bo")
+    assert [m.nickname for m in s.members(info.code)] == ["Ada Lovelace"]
+
+
+# ------------------------------------------------------------------------------ follow the lecturer
+
+
+def test_lecturer_state_is_published_with_a_version_and_only_by_the_lecturer(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    assert s.lecturer_state(info.code).version == 0
+    s.publish_state(info.code, lecturer, "causal-attention", 2, {"mask": "1"})
+    state = s.publish_state(info.code, lecturer, "causal-attention", 3, {"mask": "1"})
+    assert (state.version, state.page, state.step) == (2, "causal-attention", 3)
+    seen = s.lecturer_state(info.code)
+    assert (seen.version, seen.page, seen.step, seen.settings) == (2, "causal-attention", 3, {"mask": "1"})
+    with pytest.raises(NotAllowed):
+        s.publish_state(info.code, ada, "home", 0)
+    with pytest.raises(ClassroomError, match="too large"):
+        s.publish_state(info.code, lecturer, "p", 0, {f"k{i}": "v" * 1000 for i in range(40)})
+    assert s.lecturer_state(info.code).version == 2
+
+
+def test_a_lost_lecturer_session_gets_a_new_token_and_the_old_one_stops_working(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, old = s.create_class()
+    assert s.is_lecturer(info.code, old)
+    new = s.replace_lecturer_token(info.code)
+    assert s.is_lecturer(info.code, new) and not s.is_lecturer(info.code, old)
+    with pytest.raises(NotAllowed):
+        s.reveal(info.code, old, "p1.q")
+
+
+# ------------------------------------------------------------------------------ challenge
+
+
+def test_challenge_submissions_leaderboard_hiding_and_closing(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, bo = s.join(info.code, "=Bo")
+    with pytest.raises(NotAllowed):
+        s.open_challenge(info.code, ada, "mine", 10_000, 60)
+    challenge = s.open_challenge(info.code, lecturer, "Lowest loss", 10_000, 60)
+    assert s.current_challenge(info.code).is_open
+    s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.3))
+    best = s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.0))
+    s.submit(info.code, bo, challenge.id, FakeEvaluation(val_loss=2.1))
+    board = s.leaderboard(info.code, challenge.id)
+    assert [(e.nickname, e.val_loss) for e in board] == [("Ada", 2.0), ("=Bo", 2.1)]  # best per member
+    assert board[0].samples == ["ada", "bo", "cy", "di", "ed"] and board[0].settings == {"n_layer": "2"}
+
+    over_limits = (FakeEvaluation(n_params=10_001), FakeEvaluation(seconds=61), FakeEvaluation(val_loss=float("nan")))
+    for too_much in over_limits:
+        with pytest.raises(ClassroomError):
+            s.submit(info.code, bo, challenge.id, too_much)
+
+    with pytest.raises(NotAllowed):
+        s.hide_submission(info.code, bo, best.id)
+    s.hide_submission(info.code, lecturer, best.id)
+    assert [(e.nickname, e.val_loss) for e in s.leaderboard(info.code, challenge.id)] == [("=Bo", 2.1), ("Ada", 2.3)]
+    assert len(s.submissions(info.code, challenge.id, include_hidden=True)) == 3
+
+    csv_text = store_module.submissions_csv(s.leaderboard(info.code, challenge.id))
+    assert csv_text.splitlines()[1].startswith("1,'=Bo,2.1000")  # no spreadsheet formula
+
+    s.close_challenge(info.code, lecturer, challenge.id)
+    assert not s.current_challenge(info.code).is_open
+    with pytest.raises(ClassroomError, match="closed"):
+        s.submit(info.code, ada, challenge.id, FakeEvaluation())
+
+
+def test_submissions_are_rate_limited(db_url):
+    s = ClassroomStore(db_url, submission_limiter=RateLimiter(2, 600, "submissions"))
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
+    s.submit(info.code, ada, challenge.id, FakeEvaluation())
+    s.submit(info.code, ada, challenge.id, FakeEvaluation())
+    with pytest.raises(RateLimited, match="Too many submissions"):
+        s.submit(info.code, ada, challenge.id, FakeEvaluation())
+    assert len(s.submissions(info.code, challenge.id)) == 2
+
+
+# ------------------------------------------------------------------------------ expiry and deletion
+
+
+def test_classes_expire_and_expired_ones_are_purged(db_url):
+    clock = FakeClock()
+    s = ClassroomStore(db_url, clock=clock, **generous())
+    info, lecturer = s.create_class(ttl_s=3600)
+    keep, _ = s.create_class(ttl_s=7 * 24 * 3600)
+    _, ada = s.join(info.code, "Ada")
+    s.answer(info.code, ada, "p1.q", "a")
+    assert s.find_class(info.code.lower()) == info  # codes are typed in any case
+    clock.now += 3601
+    assert s.find_class(info.code) is None
+    with pytest.raises(ClassroomError, match="no class"):
+        s.answer(info.code, ada, "p1.q", "b")
+    assert s.purge_expired() == 1
+    with s.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(store_module.answers)).scalar() == 0
+        assert conn.execute(sa.select(sa.func.count()).select_from(store_module.members)).scalar() == 0
+    assert s.find_class(keep.code) == keep
+
+
+def test_the_lecturer_deletes_a_class_with_everything_in_it(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    other, _ = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, cy = s.join(other.code, "Cy")
+    s.answer(info.code, ada, "p1.q", "a")
+    s.answer(other.code, cy, "p1.q", "a")
+    challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
+    s.submit(info.code, ada, challenge.id, FakeEvaluation())
+    with pytest.raises(NotAllowed):
+        s.delete_class(info.code, ada)
+    s.delete_class(info.code, lecturer)
+    assert s.find_class(info.code) is None
+    with s.engine.connect() as conn:
+        for table in (store_module.members, store_module.answers, store_module.challenges, store_module.submissions):
+            remaining = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar()
+            assert remaining == (1 if table in (store_module.members, store_module.answers) else 0), table.name
+    assert s.poll(other.code, "p1.q").total == 1  # the other class is untouched
+
+
+# ------------------------------------------------------------------------------ schema
+
+
+def test_the_schema_is_versioned_and_migrating_again_changes_nothing(db_url):
+    s = ClassroomStore(db_url)
+    with s.engine.connect() as conn:
+        version = conn.execute(sa.select(store_module.schema_version.c.version)).scalar_one()
+    assert version == store_module.SCHEMA_VERSION
+    assert store_module.migrate(s.engine) == store_module.SCHEMA_VERSION  # it was already there
+    with s.engine.begin() as conn:
+        conn.execute(store_module.schema_version.update().values(version=store_module.SCHEMA_VERSION + 1))
+    with pytest.raises(RuntimeError, match="update the app"):
+        store_module.migrate(s.engine)
+
+
+# ------------------------------------------------------------------------------ concurrency
+
+
+def test_sixty_students_answering_at_once_are_each_counted_exactly_once(db_url):
+    s = ClassroomStore(db_url)
+    info, _ = s.create_class()
+    tokens = [s.join(info.code, f"student {i}")[1] for i in range(60)]
+    barrier = threading.Barrier(60)
+    errors: list[BaseException] = []
+
+    def student(i: int) -> None:
+        try:
+            # Each one opens its own store (as each session does); the engine is shared.
+            session_store = ClassroomStore(db_url)
+            barrier.wait(timeout=60)
+            session_store.answer(info.code, tokens[i], "p3.mask", "first")
+            session_store.answer(info.code, tokens[i], "p3.mask", "even" if i % 2 == 0 else "odd")
+            session_store.answer(info.code, tokens[i], "p4.heads", str(i % 3))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=student, args=(i,)) for i in range(60)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    assert s.poll(info.code, "p3.mask").counts == {"even": 30, "odd": 30}
+    assert s.poll(info.code, "p4.heads").counts == {"0": 20, "1": 20, "2": 20}
+
+
+# ------------------------------------------------------------------------------ durability
+
+WRITER = textwrap.dedent("""
+    import sys
+    from core.classroom.security import RateLimiter
+    from core.classroom.store import ClassroomStore
+    url, code, token = sys.argv[1:4]
+    s = ClassroomStore(url, answer_limiter=RateLimiter(10**6, 1))
+    i = 0
+    while True:
+        s.answer(code, token, f"q{i}", f"choice {i}")
+        print(i, flush=True)  # printed only after the commit returned
+        i += 1
+""")
+
+
+def test_a_kill_9_loses_no_committed_answer(db_url):
+    s = ClassroomStore(db_url)
+    info, _ = s.create_class()
+    _, token = s.join(info.code, "Ada")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, db_url, info.code, token], cwd=REPO_ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    committed = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(committed) < 25 and time.monotonic() < deadline:
+            line = writer.stdout.readline()
+            if not line:
+                break
+            committed.append(int(line))
+        writer.send_signal(signal.SIGKILL)  # mid-write, most likely
+        rest, err = writer.communicate(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    committed += [int(line) for line in rest.split()]
+    assert len(committed) >= 25, err[-2000:]
+
+    store_module.dispose_engine(db_url)  # reopen from scratch, as a restarted server would
+    reopened = ClassroomStore(db_url)
+    for i in committed:
+        assert reopened.poll(info.code, f"q{i}").counts == {f"choice {i}": 1}
+    assert writer.returncode == -signal.SIGKILL

@@ -1,0 +1,1 @@
+"""Tests of server/: Streamlit runtime access, housekeeping, the memory probe."""
