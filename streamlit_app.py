@@ -26,7 +26,7 @@ st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
 from server import housekeeping  # noqa: E402
-from ui import nav  # noqa: E402
+from ui import class_follow, nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import ENTRY_FLAG
 
@@ -58,8 +58,11 @@ elif "lecture" in st.query_params:
 apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
+page_url = page.url_path or "home"
+class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
 try:
     page.run()
+    class_follow.publish_lecturer_state(page_url)  # a lecturer in a class: students follow this
 finally:
     if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
         try:

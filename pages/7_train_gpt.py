@@ -8,7 +8,7 @@ import streamlit as st
 from core import budget, runs, train_settings
 from core.device import available_devices
 from core.training import Trainer
-from ui import training
+from ui import class_challenge, training
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.state import page_settings, replace_settings, spec_widget, sync_url, widget_key
@@ -143,6 +143,7 @@ with st.container(horizontal=True, vertical_alignment="center"):
     training.forget_run_buttons(book)
 with live_slot:
     training.live_panel(book, settings)
+class_challenge.submit_panel(book.current)  # only for a student in a class with an open challenge
 
 # ------------------------------------------------------------------ break it
 current = book.current

@@ -33,7 +33,7 @@ from core.lessons import self_attention
 from core.lessons import walkthrough as wt
 from core.lessons.walkthrough import WalkthroughSettings
 from core.viz import lessons as lesson_charts
-from ui import state
+from ui import class_polls, state
 from ui.charts import show_chart
 from ui.code import show_code
 from ui.layout import lesson_panel
@@ -633,7 +633,11 @@ def book_badge(reference, ours) -> None:
 def predict_then_reveal(settings: WalkthroughSettings, qid: str, prompt: str, options: Sequence,
                         format_func: Callable[[Any], str], is_right: Callable[[Any], bool],
                         answer: str) -> bool:
-    """Ask first when "predict, then reveal" is on. Returns True when the result may be shown."""
+    """Ask first when "predict, then reveal" is on. Returns True when the result may be shown.
+    In a class the question is a class poll (ui.class_polls), whatever the switch says."""
+    in_class = class_polls.class_poll(qid, prompt, options, format_func, is_right, answer)
+    if in_class is not None:
+        return in_class
     if not settings.predict:
         return True
     ss = st.session_state

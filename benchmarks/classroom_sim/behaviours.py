@@ -16,6 +16,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from benchmarks.classroom_sim.client import Client
 from benchmarks.classroom_sim.protocol import INTERACTION_TIMEOUT_S, Disconnected, Node
 from benchmarks.classroom_sim.stats import Plan, Stats
+from ui.state import NUMBER_HELP  # the words that end every number box's help
 
 # Widgets a student does not press at random: they start training (only the K trainers do that),
 # throw away work, or download files (downloads never rerun the app).
@@ -75,6 +76,16 @@ def change_for(node: Node, current: WidgetState | None, rng: random.Random) -> W
         if not options:
             return None
         state.string_array_value.data.append(rng.choice(options))
+    elif kind == "text_input" and NUMBER_HELP in (w.help or ""):
+        # a number box (ui.state.checked_number): type the number one above or below; a value out
+        # of range is refused by the server with a message, as a student would see it
+        text = current.string_value if current is not None else w.default
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        new = value + rng.choice([-1, 1])
+        state.string_value = f"{new:g}" if new != int(new) else str(int(new))
     elif kind == "text_area":
         text = current.string_value if current is not None else w.default
         new = nudge_csv(text, rng) if "csv" in w.label.lower() else None

@@ -75,11 +75,11 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                     await save_checkpoint(c, step)
                 if step >= total and not c.auto:  # finished: another run with a new seed
                     await c.pause(rng.uniform(*plan.think))
-                    seed = c.widgets("number_input", "Seed")
+                    seed = c.widgets("text_input", "Seed")
                     if seed:
                         change = change_for(seed[0], c.values.get(seed[0].widget.id), rng)
                         if change is not None:
-                            stats.interactions.append(("number_input", await c.set_value(seed[0], change)))
+                            stats.interactions.append(("text_input", await c.set_value(seed[0], change)))
                     await start_run(c)
 
         async def save_checkpoint(c: Client, step: int) -> None:

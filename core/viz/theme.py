@@ -20,7 +20,9 @@ from altair.utils.schemapi import debug_mode
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies, and on a projector.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
-DEFAULT_PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#EECA3B"]
+# Student mode: Tableau's colour-blind-safe set (Vega's default puts green beside red, which
+# deuteranopes cannot tell apart); blue and orange first, like Vega's charts
+DEFAULT_PALETTE = ["#1170AA", "#FC7D0B", "#A3ACB9", "#57606C", "#5FA2CE", "#C85200", "#7B848F"]
 HIGHLIGHT = "#D55E00"  # outline of highlighted cells (Okabe-Ito vermillion: visible on blues and viridis)
 MASKED_GREY = "#BBBBBB"  # cells that carry no number (masked −∞, dropped, undefined)
 NEG_INF_LABEL = "−∞"

@@ -52,6 +52,10 @@ def test_axe_finds_no_wcag_21_aa_violation(mode_page, server_url, path):
     assert_no_error(page)
     found = axe.violations(page)
     assert found == [], axe.report(found)
+    # each chart's text alternative says what it shows (its Vega-Lite description), not Vega's default
+    labels = page.locator("[data-testid='stVegaLiteChart']").evaluate_all(
+        "els => els.map((e) => e.getAttribute('aria-label') || '')")
+    assert all(len(label) > 20 and label != "Vega visualization" for label in labels), labels
 
 
 def test_upstream_exclusions_are_only_the_navigation_list(mode_page, server_url):
@@ -185,6 +189,8 @@ def test_zoom_200_nothing_is_cut_off(browser, server_url, path, lecture):
         name = f"zoom200_{path}" + ("_lecture" if lecture else "")
         screenshot(page, name, full_page=False)  # the first screen
         assert page.evaluate(OVERFLOW) == []
+        found = axe.violations(page)  # e.g. a formula wider than the window: a scroll box
+        assert found == [], axe.report(found)
         # the whole page, laid out at the same width: Streamlit scrolls inside its main area,
         # which a full-page screenshot would not follow
         page.set_viewport_size({"width": 640, "height": 2600})

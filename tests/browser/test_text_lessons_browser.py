@@ -39,7 +39,12 @@ def whole_page_screenshot(page, name: str, max_height: int = 7000) -> None:
 
 
 def _metric(page, label: str) -> str:
-    box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
+    """The value of the metric labelled exactly `label`. A substring match would also take
+    "Windows dropped" (0) for "Windows", and read it whenever it came first in the page."""
+    exact = page.locator("[data-testid='stMetricLabel']", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+    box = page.locator("[data-testid='stMetric']").filter(has=exact)
+    box.first.wait_for(timeout=30_000)
+    assert box.count() == 1, f"{box.count()} metrics labelled {label!r}"
     return box.locator("[data-testid='stMetricValue']").inner_text().strip()
 
 

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import math
 import zlib
 from dataclasses import dataclass
 
@@ -132,9 +133,16 @@ def test_a_typed_number_is_taken_exactly_or_refused_with_the_reason():
     assert parse_number_text("0.008", float, {"min": 1e-6, "max": 10.0}) == 0.008
     for text, why in [("abc", "is not a number"), ("1e30", "more than the maximum, 100,000"),
                       ("12.7", "not a whole number"), ("-5", "less than the minimum, 1"),
-                      ("", "empty"), ("nan", "not a finite number"), ("inf", "not a finite number")]:
+                      ("", "empty"), ("nan", "“nan” is not a number"), ("inf", "not a finite number"),
+                      ("-Infinity", "not a finite number"), ("9" * 400, "more than the maximum, 100,000"),
+                      ("1e400", "more than the maximum"), ("-1e400", "less than the minimum, 1")]:
         with pytest.raises(SettingsError, match=why):
             parse_number_text(text, int, steps)
+    with pytest.raises(SettingsError, match="“999999999999999999999999…” is more than any setting takes"):
+        parse_number_text("9" * 400, float, {})
+    # "-0" is 0, also as a float (a box never shows "-0.0")
+    assert parse_number_text("-0", int, {"min": 0}) == 0
+    assert math.copysign(1.0, parse_number_text("-0", float, {"min": 0.0})) == 1.0
     with pytest.raises(SettingsError, match="use a dot for decimals"):
         parse_number_text("0,5", float, {})
     assert number_range(int, steps) == "a whole number from 1 to 100,000"

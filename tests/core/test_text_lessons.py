@@ -478,3 +478,23 @@ def test_too_many_windows_is_refused_before_building_them():
     settings = tokens_data.TokensDataSettings(max_length=256, stride=1, batch_size=1)
     with pytest.raises(ValueError, match="keeps at most 1,000,000"):
         tokens_data.build_loader_view(text, settings)
+
+
+def test_a_loader_view_is_never_empty_it_is_refused_instead():
+    """The Tokens page's "Windows" metric is len(view.inputs): every view that is built has at least
+    one window and one batch; settings that would give none raise the page's ValueError."""
+    rng = np.random.default_rng(0)
+    text = texts.builtin_text("paragraph")
+    built = refused = 0
+    for _ in range(60):
+        settings = tokens_data.TokensDataSettings(
+            max_length=int(rng.integers(1, 24)), stride=int(rng.integers(1, 24)),
+            batch_size=int(rng.integers(1, 40)), shuffle=bool(rng.integers(2)))
+        try:
+            view = tokens_data.build_loader_view(text, settings)
+        except ValueError:
+            refused += 1
+            continue
+        built += 1
+        assert view.n_windows >= 1 and view.n_batches >= 1 and view.dropped < settings.batch_size
+    assert built >= 10 and refused >= 5  # both branches were exercised

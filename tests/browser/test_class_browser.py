@@ -1,0 +1,163 @@
+"""Class mode in real browsers: a lecturer and two students, three Chromium contexts on one real
+`streamlit run` server with a lecturer key and its own database folder.
+
+The lecturer starts a class; the students join with the code and a nickname. The lecturer opens
+page 1 and steps to the poll: both students follow there, answer, and their answers appear on the
+lecturer's chart; the reveal unlocks both students; the lecturer steps on and both follow; a
+student submits a run and it appears on the board. Every view is photographed at 1280x720 in
+lecture mode (artifacts/screenshots/class_*.png), for a person to look at.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from benchmarks.harness import StreamlitServer
+from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+KEY = "browser-test lecturer key"
+PROJECTOR = {"width": 1280, "height": 720}
+FOLLOW_S = 8.0  # the app aims at 2 s (a 1 s fragment tick plus a page run); the slack is for a busy 2-core CI box
+
+
+@pytest.fixture(scope="module")
+def class_url(tmp_path_factory):
+    """A server with class mode on and an empty class database."""
+    data = tmp_path_factory.mktemp("classroom")
+    server = StreamlitServer(env={"ATTENTION_LAB_LECTURER_KEY": KEY, "ATTENTION_LAB_DATA_DIR": str(data)})
+    server.start(timeout=60)
+    yield server.url
+    server.stop()
+
+
+def new_view(browser, url: str):
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    open_app(page, url)  # the root first: it registers the pages (streamlit/streamlit#9992)
+    return context, page
+
+
+def go(page, link: str) -> None:
+    """Open a page from the sidebar (a page switch inside the same session: the seat stays)."""
+    page.locator("[data-testid='stSidebarNavLink']").filter(has_text=link).first.click()
+    wait_idle(page)
+
+
+def click(page, label: str) -> None:
+    page.get_by_role("button", name=label, exact=True).first.click()
+    wait_idle(page)
+
+
+def start_class(page, url: str) -> str:
+    page.goto(f"{url}/class?lecture=1", wait_until="domcontentloaded")
+    wait_idle(page)
+    page.get_by_role("tab", name="Lecturer").click()
+    page.get_by_label("Lecturer key").fill(KEY)
+    click(page, "Start or reopen")
+    code = page.locator(".st-key-class_join_code [data-testid='stMetricValue']").inner_text().strip()
+    assert len(code) == 6, code
+    return code
+
+
+def join(page, url: str, code: str, nickname: str) -> None:
+    page.goto(f"{url}/class?class={code}&lecture=1", wait_until="domcontentloaded")
+    wait_idle(page)
+    expect(page.get_by_label("Join code", exact=True)).to_have_value(code)
+    page.get_by_label("Nickname", exact=False).fill(nickname)
+    click(page, "Join")
+    expect(page.get_by_text(f"You are in class {code}")).to_be_visible()
+
+
+def waited(what, timeout_s: float) -> float:
+    """Seconds until `what()` (a Playwright expectation) passes."""
+    start = time.perf_counter()
+    what(timeout_s * 1000)
+    return time.perf_counter() - start
+
+
+def test_a_class_polls_follows_and_competes(browser, class_url):
+    lect_ctx, lect = new_view(browser, class_url)
+    views = [new_view(browser, class_url) for _ in range(2)]
+    students = [page for _, page in views]
+    try:
+        code = start_class(lect, class_url)
+        for page, nickname in zip(students, ("Ada", "<b>Alan</b>")):
+            join(page, class_url, code, nickname)
+        expect(lect.get_by_text("<b>Alan</b>", exact=True)).to_have_count(0)  # the table draws on a canvas
+        expect(lect.locator("[data-testid='stMetricValue']").filter(has_text="2")).to_be_visible(timeout=8_000)
+        expect(lect.get_by_role("img").first).to_be_visible()  # the QR code
+        expect(lect.get_by_text(f"?class={code}")).to_be_visible()  # the link as text beside it
+        screenshot(lect, "class_projector_lecture", full_page=False)
+
+        # the lecturer steps to page 1's poll; both students follow
+        go(lect, "Simple attention")
+        click(lect, "Next ▶")
+        expect(lect.get_by_text("0 of 2 students answered")).to_be_visible()
+        for page in students:
+            took = waited(lambda ms, p=page: expect(p.get_by_text("Class poll:")).to_be_visible(timeout=ms),
+                          FOLLOW_S)
+            assert took <= FOLLOW_S
+            assert "step=weights" in page.url
+        screenshot(students[0], "class_student_poll_hidden_lecture", full_page=False)
+
+        # both answer; the lecturer's chart counts them
+        for page, choice in zip(students, ("journey", "Your")):
+            page.locator("[data-testid='stRadio'] label").filter(has_text=choice).first.click()
+            wait_idle(page)
+            click(page, "Send my answer")
+        expect(lect.get_by_text("2 of 2 students answered")).to_be_visible(timeout=FOLLOW_S * 1000)
+        chart = lect.locator("[aria-label^=\"The class's answers\"]").first
+        expect(chart).to_have_attribute("aria-label", "The class's answers: Your 1, journey 1, starts 0, "
+                                                      "with 0, one 0, step 0")
+        screenshot(lect, "class_lecturer_poll_lecture", full_page=False)
+
+        # the reveal unlocks both students
+        click(lect, "Reveal to everyone")
+        expect(students[0].get_by_text("right!", exact=False)).to_be_visible(timeout=FOLLOW_S * 1000)
+        expect(students[1].get_by_text("not quite", exact=False)).to_be_visible(timeout=FOLLOW_S * 1000)
+        for page in students:
+            expect(page.get_by_text("1 of 2 answers were right.")).to_be_visible()
+        screenshot(lect, "class_lecturer_revealed_lecture", full_page=False)
+        screenshot(students[1], "class_student_revealed_lecture", full_page=False)
+
+        # the lecturer steps on; both follow
+        click(lect, "Next ▶")
+        for page in students:
+            page.wait_for_function("location.search.includes('step=context')", timeout=FOLLOW_S * 1000)
+
+        # the challenge: opened by the lecturer, a run submitted by a student, on the board
+        go(lect, "Class")
+        for page in students:
+            expect(page.get_by_text(f"You are in class {code}")).to_be_visible(timeout=FOLLOW_S * 1000)
+        lect.get_by_label("Most parameters").fill("10000000")
+        lect.get_by_label("Most parameters").press("Enter")
+        wait_idle(lect)
+        lect.get_by_label("Most seconds of training").fill("3600")
+        lect.get_by_label("Most seconds of training").press("Enter")
+        wait_idle(lect)
+        click(lect, "Open the challenge")
+        expect(lect.get_by_role("button", name="Close the challenge")).to_be_visible()
+
+        ada = students[0]
+        go(ada, "Train the names GPT")
+        click(ada, "Start")
+        ada.wait_for_timeout(4000)
+        click(ada, "Pause")
+        click(ada, "Submit this run to the class challenge")
+        expect(ada.get_by_text("Submitted: validation loss")).to_be_visible(timeout=60_000)
+        expect(lect.get_by_text("1 entry on the board")).to_be_visible(timeout=FOLLOW_S * 1000)
+        screenshot(lect, "class_leaderboard_lecture", full_page=False)
+        for page in (lect, *students):
+            assert_no_error(page)
+    except Exception:
+        for name, page in zip(("lecturer", "student1", "student2"), (lect, *students)):
+            screenshot(page, f"class_failed_{name}", full_page=False)  # what each browser showed
+        raise
+    finally:
+        for context in (lect_ctx, *(c for c, _ in views)):
+            context.close()

@@ -1,0 +1,281 @@
+"""AppTests of class mode in the pages: the projector card, class polls on pages 1–4 (hidden figure,
+the lecturer's live count and chart, the reveal), following the lecturer, the challenge from the
+Train page to the board, hiding an entry and deleting the class.
+
+Each browser session is an AppTest with its seat (ui.classroom) put in its session state, as the
+Class page puts it there after a join or a start (tests/classroom/test_class_page.py drives those)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from benchmarks.harness.apptest import ENTRY, ROOT
+from core import runs, train_settings
+from core.classroom import store as class_db
+from ui import class_follow
+from ui.classroom import LECTURER_SEAT, MEMBER_SEAT, LecturerSeat, MemberSeat
+from ui.training import RUNBOOK_KEY
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+KEY = "a lecturer key for tests"
+TINY = dict(context_size=8, n_layer=1, n_head=2, d_embed=16, d_ff=32, batch_size=16,
+            max_steps=40, val_interval=20, warmup_steps=0)
+
+# one poll per walkthrough page: the page, the query that opens the step asking it
+POLL_STEPS = [("pages/1_simple_attention.py", {"step": "weights"}),
+              ("pages/2_self_attention.py", {"sa_step": "softmax"}),
+              ("pages/3_causal_attention.py", {"causal_step": "weights"}),
+              ("pages/4_multi_head.py", {"mh_step": "why"})]
+
+
+@pytest.fixture
+def klass(tmp_path, monkeypatch):
+    """Class mode on (a key, a fresh database folder); a class with two students.
+    Yields (store, code, lecturer seat, [member seats])."""
+    monkeypatch.setenv("ATTENTION_LAB_LECTURER_KEY", KEY)
+    monkeypatch.setenv(class_db.DATA_DIR_ENV, str(tmp_path / "classroom"))
+    monkeypatch.delenv(class_db.DB_URL_ENV, raising=False)
+    store = class_db.open_store()
+    info, token = store.create_class()
+    students = []
+    for nickname in ("Ada", "Alan"):
+        member, member_token = store.join(info.code, nickname)
+        students.append(MemberSeat(info.code, member_token, member.nickname))
+    yield store, info.code, LecturerSeat(info.code, token), students
+    class_db.dispose_engine(class_db.default_url())
+
+
+def open_as(seat, page: str | None, query: dict | None = None, state: dict | None = None) -> AppTest:
+    """The app in a session that holds `seat`, switched to `page` (None: the entry's first page)."""
+    at = AppTest.from_file(ENTRY, default_timeout=120)
+    at.query_params.update(query or {})
+    if seat is not None:
+        at.session_state[LECTURER_SEAT if isinstance(seat, LecturerSeat) else MEMBER_SEAT] = seat
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    if page:
+        at.switch_page(str(ROOT / page))
+        at.run()
+    no_exception(at)
+    return at
+
+
+def no_exception(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def button(at, label: str):
+    found = [b for b in at.button if b.label == label]
+    assert found, (label, [b.label for b in at.button])
+    return found[0]
+
+
+def chart_titles(at) -> list[str]:
+    titles = []
+    for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
+        title = json.loads(el.proto.spec).get("title")
+        titles.append(str(title.get("text") if isinstance(title, dict) else title))
+    return titles
+
+
+def poll_frame(at):
+    """The data of the class poll chart on the page."""
+    for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
+        spec = json.loads(el.proto.spec)
+        title = spec.get("title")
+        if (title.get("text") if isinstance(title, dict) else title) == "The class's answers":
+            return pa.ipc.open_stream(el.proto.datasets[0].data.data).read_all().to_pandas()
+    raise AssertionError(f"no poll chart among {chart_titles(at)}")
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+def answer_on_page(at, choice_index: int = 0) -> str:
+    radio = next(r for r in at.radio if r.label == "Your answer")
+    choice = radio.options[choice_index]
+    radio.set_value(choice).run()
+    button(at, "Send my answer").click().run()
+    no_exception(at)
+    return choice
+
+
+def only_question(store, code: str) -> str:
+    """The id of the one question answered in the class (the pages make it from their settings)."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(class_db.sa.select(class_db.answers.c.question).distinct()).all()
+    assert len(rows) == 1, rows
+    return rows[0][0]
+
+
+# ------------------------------------------------------------------------------ start and join
+def test_the_projector_card_shows_qr_code_and_link_as_text(klass):
+    store, code, lecturer, _ = klass
+    at = open_as(lecturer, "pages/11_class.py")
+    assert next(m.value for m in at.metric if m.label == "Join code") == code
+    assert f"?class={code}" in at.code[0].value  # the link, as text beside the QR code
+    assert len(at.get("image")) == 1  # the QR code
+    assert next(m.value for m in at.metric if m.label == "Students joined") == "2"
+    frame = at.dataframe[0].value
+    assert list(frame["nickname"]) == ["Ada", "Alan"]
+    assert not at.tabs  # the projected view is the class, without the join form
+
+
+def test_the_lecturer_deletes_the_class(klass):
+    store, code, lecturer, _ = klass
+    at = open_as(lecturer, "pages/11_class.py")
+    at.checkbox(key="class.confirm_delete").check().run()
+    button(at, "Delete this class").click().run()
+    no_exception(at)
+    assert store.find_class(code) is None
+    assert LECTURER_SEAT not in at.session_state
+
+
+# ------------------------------------------------------------------------------------- polls
+@pytest.mark.parametrize("page,query", POLL_STEPS)
+def test_a_student_answers_before_seeing_the_figure(klass, page, query):
+    store, code, _, (ada, _) = klass
+    at = open_as(ada, page, query)
+    assert "**Class poll:**" in texts(at.markdown)
+    hidden = chart_titles(at)
+    choice = answer_on_page(at)
+    assert store.my_answer(code, ada.token, only_question(store, code)) == choice
+    shown = chart_titles(at)
+    assert len(shown) > len(hidden), (hidden, shown)  # the figure appears once answered
+    assert choice in [t.value for t in at.text]  # the answer, as text
+
+
+def test_the_lecturer_sees_the_count_reveals_and_students_see_the_split(klass):
+    store, code, lecturer, (ada, alan) = klass
+    page, query = POLL_STEPS[0]
+    ada_at = open_as(ada, page, query)
+    alan_at = open_as(alan, page, query)
+    right_choice = "journey"  # the book's example: "journey" attends most to itself
+    wrong_choice = next(o for o in next(r for r in alan_at.radio if r.label == "Your answer").options
+                        if o != right_choice)
+    answer_on_page(ada_at, ada_at.radio[0].options.index(right_choice))
+    answer_on_page(alan_at, alan_at.radio[0].options.index(wrong_choice))
+
+    lect = open_as(lecturer, page, query)
+    assert "**2 of 2** students answered." in texts(lect.markdown)
+    counts = dict(zip(poll_frame(lect)["answer"], poll_frame(lect)["count"]))
+    assert counts[right_choice] == 1 and counts[wrong_choice] == 1
+    assert not any("(right)" in a for a in counts)  # nothing given away before the reveal
+    before = len(chart_titles(lect))
+    button(lect, "Reveal to everyone").click().run()
+    no_exception(lect)
+    assert store.poll(code, only_question(store, code)).revealed
+    assert len(chart_titles(lect)) > before  # the lecturer's figure appears with the reveal
+    assert f"{right_choice} (right)" in list(poll_frame(lect)["answer"])
+
+    ada_at.run()
+    alan_at.run()
+    assert "right!" in texts(ada_at.success)
+    assert "not quite" in texts(alan_at.warning)
+    for student in (ada_at, alan_at):
+        assert "1 of 2 answers were right." in texts(student.caption)
+        assert sorted(poll_frame(student)["count"]) == [0, 0, 0, 0, 1, 1]
+
+
+def test_an_unanswered_poll_shows_the_figure_after_the_reveal(klass):
+    store, code, lecturer, (ada, alan) = klass
+    page, query = POLL_STEPS[3]
+    ada_at = open_as(ada, page, query)
+    answer_on_page(ada_at)
+    alan_at = open_as(alan, page, query)
+    hidden = chart_titles(alan_at)
+    store.reveal(code, lecturer.token, only_question(store, code))
+    alan_at.run()
+    no_exception(alan_at)
+    assert "The lecturer revealed the answer" in texts(alan_at.info)
+    assert len(chart_titles(alan_at)) > len(hidden)
+
+
+def test_without_a_class_the_page_asks_nobody(klass):
+    page, query = POLL_STEPS[0]
+    at = open_as(None, page, query)
+    assert "Class poll" not in texts(at.markdown)
+    assert not [r for r in at.radio if r.label in ("Your answer", "Your guess")]  # predict is off by default
+
+
+# ------------------------------------------------------------------------- follow the lecturer
+def test_a_student_lands_on_the_lecturers_page_and_step(klass):
+    store, code, lecturer, (ada, _) = klass
+    store.publish_state(code, lecturer.token, "causal_attention", None, {"causal_step": "order"})
+    at = open_as(ada, None)  # any page: the follow fragment moves the student
+    no_exception(at)
+    assert [t.value for t in at.title][:1] == ["Causal attention and dropout"]
+    assert at.session_state["walkthrough"].causal_step == "order"
+    assert at.session_state[class_follow.SEEN_KEY] == 1
+
+
+def test_a_student_exploring_freely_stays_and_can_catch_up(klass):
+    store, code, lecturer, (ada, _) = klass
+    store.publish_state(code, lecturer.token, "multi_head", None, {"mh_step": "concat"})
+    at = open_as(ada, None, state={class_follow.FOLLOW_KEY: False})
+    assert [t.value for t in at.title][:1] != ["Multi-head attention"]
+    assert "The lecturer is on Multi-head attention, step “concat”." in texts(at.sidebar.caption)
+    button(at, "Catch up")
+    # AppTest runs streamlit_app.py (which draws the follow panel) only on a session's first run, so
+    # the click is replayed as the flag its callback sets (the browser test clicks the real button)
+    at = open_as(ada, None, state={class_follow.FOLLOW_KEY: False, class_follow.CATCH_UP_KEY: True})
+    assert at.session_state["walkthrough"].mh_step == "concat"
+    assert [t.value for t in at.title][:1] == ["Multi-head attention"]
+
+
+def test_the_lecturer_publishes_the_page_and_its_settings(klass):
+    store, code, lecturer, _ = klass
+    open_as(lecturer, None, {"step": "context"})
+    published = store.lecturer_state(code)
+    assert published.version == 1 and published.page == "home" and published.settings == {"step": "context"}
+
+
+# ---------------------------------------------------------------------------------- challenge
+@pytest.fixture(scope="module")
+def finished_book() -> runs.RunBook:
+    torch.set_num_threads(1)
+    book = runs.RunBook(owner="class-ui-test")
+    run = book.create(train_settings.TrainSettings(**TINY))
+    runs.start(run)
+    while run.active:
+        run.advance(5.0)
+    return book
+
+
+def test_a_challenge_from_opening_to_the_board(klass, finished_book):
+    store, code, lecturer, (ada, _) = klass
+    lect = open_as(lecturer, "pages/11_class.py")
+    lect.text_input(key="class.max_params").input("20000")
+    button(lect, "Open the challenge").click().run()
+    no_exception(lect)
+    current = store.current_challenge(code)
+    assert current.is_open and current.max_params == 20_000
+
+    alone = open_as(None, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
+    assert not [b for b in alone.button if b.label.startswith("Submit this run")]  # not in a class
+    student = open_as(ada, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
+    button(student, "Submit this run to the class challenge").click().run()
+    no_exception(student)
+    assert "Submitted: validation loss" in texts(student.success)
+    board = store.leaderboard(code, current.id)
+    assert [e.nickname for e in board] == ["Ada"] and len(board[0].samples) == 5
+
+    lect.run()
+    table = lect.dataframe[-1].value
+    assert list(table["nickname"]) == ["Ada"]
+    assert table["settings"][0].split("?")[0].endswith("/train_gpt")
+    assert len(table["five sampled names"][0].split(", ")) == 5
+    assert any(b.label == "Download CSV" for b in lect.get("download_button"))
+    button(lect, "Hide this entry").click().run()
+    no_exception(lect)
+    assert store.leaderboard(code, current.id) == []
+    button(lect, "Close the challenge").click().run()
+    assert not store.current_challenge(code).is_open

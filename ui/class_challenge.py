@@ -1,0 +1,151 @@
+"""The class challenge in the browser: the lecturer opens and closes it, a student submits a finished
+run from the Train page, and the live leaderboard (projectable) with its CSV download.
+
+The score is always the server's: `core.classroom.challenge.evaluate_run` recomputes the validation
+loss from the run's weights on the held-out names and checks the limits; nothing typed or sent by
+a browser is taken as a number. Nicknames are shown in dataframe cells (text, never Markdown/HTML).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pandas as pd
+import streamlit as st
+
+from core.classroom import challenge as judge
+from core.classroom.security import ClassroomError, escape_markdown
+from core.classroom.store import submissions_csv
+from ui import classroom
+from ui.layout import friendly_errors
+from ui.state import checked_number
+
+BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
+DEFAULT_MAX_PARAMS = 50_000
+DEFAULT_MAX_SECONDS = 60.0
+TRAIN_URL = "train_gpt"
+
+
+# ------------------------------------------------------------------------------------ lecturer
+def lecturer_controls(store, seat) -> None:
+    """Open a challenge (title, parameter and time limits) or close the open one."""
+    current = store.current_challenge(seat.code)
+    st.subheader("Class challenge")
+    if current is not None and current.is_open:
+        st.markdown(f"**Open:** {escape_markdown(current.title)}: at most **{current.max_params:,}** parameters and "
+                    f"**{current.max_seconds:.0f} s** of training. Students submit from the Train page.")
+        if st.button("Close the challenge", key="class.close_challenge", icon=":material/lock:"):
+            with friendly_errors("closing the challenge"):
+                store.close_challenge(seat.code, seat.token, current.id)
+                st.rerun()
+        return
+    with st.expander("Open a challenge", icon=":material/emoji_events:", expanded=current is None):
+        title = st.text_input("Title", value="Lowest validation loss", max_chars=200, key="class.challenge_title")
+        max_params = checked_number("Most parameters", key="class.max_params", kind=int,
+                                    rules={"min": 1, "max": 100_000_000}, value=DEFAULT_MAX_PARAMS,
+                                    help="Counted from the submitted weights.")
+        max_seconds = checked_number("Most seconds of training", key="class.max_seconds", kind=float,
+                                     rules={"min": 1.0, "max": 86_400.0}, value=DEFAULT_MAX_SECONDS,
+                                     help="As measured by this server while it trained the run.")
+        if st.button("Open the challenge", key="class.open_challenge", type="primary"):
+            with friendly_errors("opening the challenge"):
+                store.open_challenge(seat.code, seat.token, title, int(max_params), float(max_seconds))
+                st.rerun()
+
+
+# ------------------------------------------------------------------------------------- student
+def submit_panel(run) -> None:
+    """On the Train page: "Submit to the class challenge", only for a student in a class with an
+    open challenge. Nothing at all otherwise (a student alone sees the page as without class mode)."""
+    seat = classroom.member_seat()
+    if seat is None or classroom.lecturer_key() is None:
+        return
+    store = classroom.class_store()
+    try:
+        current = store.current_challenge(seat.code)
+    except ClassroomError:
+        return
+    if current is None or not current.is_open:
+        return
+    with st.container(border=True, key="class_submit"):
+        st.markdown(f"**Class challenge:** {escape_markdown(current.title)}: at most {current.max_params:,} parameters "
+                    f"and {current.max_seconds:.0f} s of training. The server scores your run on held-out names.")
+        ready = run is not None and run.status != "running" and run.step > 0
+        if st.button("Submit this run to the class challenge", key="class.submit", type="primary",
+                     disabled=not ready, icon=":material/upload:",
+                     help=None if ready else "Train a run (and let it finish or pause it) first."):
+            with friendly_errors("scoring your run"):
+                limits = judge.ChallengeLimits(current.max_params, current.max_seconds)
+                with st.spinner("Scoring your run on the held-out names ..."):
+                    result = judge.evaluate_run(run, limits)
+                    entry = store.submit(seat.code, seat.token, current.id, result)
+                st.success(f"Submitted: validation loss {entry.val_loss:.4f} with {entry.n_params:,} parameters. "
+                           "See the board on the Class page.", icon=":material/emoji_events:")
+
+
+# ------------------------------------------------------------------------------- leaderboard
+def board(store, code: str, seat=None) -> None:
+    """The live leaderboard of the class's newest challenge; the lecturer (seat) can hide entries
+    and download every submission as CSV."""
+    _board(store, code, seat)
+
+
+@st.fragment(run_every=BOARD_REFRESH_S)
+def _board(store, code: str, seat) -> None:
+    try:
+        current = store.current_challenge(code)
+    except ClassroomError:
+        return
+    if current is None:
+        return
+    state = "open" if current.is_open else "closed"
+    st.subheader(f"Leaderboard ({state})")
+    st.caption(f"{current.title}: at most {current.max_params:,} parameters and {current.max_seconds:.0f} s "
+               "of training; validation loss computed by the server on held-out names (lower is better).")
+    entries = store.leaderboard(code, current.id)
+    if entries:
+        st.caption(f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} on the board "
+                   "(each student's best run).")
+        st.dataframe(board_frame(entries), hide_index=True, key="class.board_table",
+                     column_config={
+                         "settings": st.column_config.LinkColumn("settings", display_text="open these settings"),
+                         "validation loss": st.column_config.NumberColumn(format="%.4f"),
+                         "parameters": st.column_config.NumberColumn(format="%d")})
+    else:
+        st.info("No entries yet. Students submit a finished run from the Train page.", icon=":material/hourglass:")
+    if seat is not None:
+        _manage(store, code, seat, current)
+
+
+def board_frame(entries) -> pd.DataFrame:
+    """The board as a table: rank, nickname, loss, parameters, names, a link to the settings."""
+    return pd.DataFrame({
+        "rank": list(range(1, len(entries) + 1)),
+        "nickname": [e.nickname for e in entries],
+        "validation loss": [e.val_loss for e in entries],
+        "parameters": [e.n_params for e in entries],
+        "five sampled names": [", ".join(e.samples) for e in entries],
+        "settings": [settings_link(e.settings) for e in entries]})
+
+
+def settings_link(settings: dict) -> str:
+    """A link that opens the Train page on these settings."""
+    base = urllib.parse.urlsplit(st.context.url or "")
+    root = f"{base.scheme}://{base.netloc}" if base.netloc else ""
+    query = judge.settings_query(settings)
+    return f"{root}/{TRAIN_URL}" + (f"?{query}" if query else "")
+
+
+def _manage(store, code: str, seat, current) -> None:
+    every = store.submissions(code, current.id, include_hidden=True)
+    if not every:
+        return
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        labels = {e.id: f"{e.val_loss:.4f} · {e.nickname}" + (" (hidden)" if e.hidden else "") for e in every}
+        chosen = st.selectbox("Entry", list(labels), format_func=labels.get, key="class.hide_pick")
+        entry = next(e for e in every if e.id == chosen)
+        st.button("Show again" if entry.hidden else "Hide this entry", key="class.hide_entry",
+                  on_click=store.hide_submission, args=(code, seat.token, entry.id),
+                  kwargs={"hidden": not entry.hidden})
+        st.download_button("Download CSV", submissions_csv(every), file_name=f"class-{code}-challenge.csv",
+                           mime="text/csv", key="class.csv", icon=":material/download:", on_click="ignore")

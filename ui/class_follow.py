@@ -1,0 +1,138 @@
+"""Follow the lecturer: the lecturer's page and lesson settings (the step included) are published to
+the class store after each run; a student in the class follows them.
+
+* `publish_lecturer_state(url)`: run by streamlit_app.py after the page, for a lecturer's session;
+  it writes only when the page or the settings changed (one small row per move).
+* `follow_panel(url)`: the student's sidebar block: "Follow the lecturer" (on by default, off to
+  explore freely), where the lecturer is, and "Catch up". A fragment checks the published version
+  every FOLLOW_TICK_S; when it moved and the student follows, the student's settings for that page
+  are replaced by the lecturer's and the page is switched (so they land on the lecturer's step).
+The settings travel as the URL query parameters the pages already keep (ui.state.sync_url).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import settings as core_settings
+from core.classroom.security import ClassroomError
+from ui import classroom, nav
+from ui import state as ui_state
+
+FOLLOW_TICK_S = 1.0  # a follower lands on the lecturer's step at most about this late
+FOLLOW_KEY = "class.follow"  # the student's toggle
+CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
+SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last went to
+PUBLISHED_KEY = "class.published"  # what this lecturer session last published
+LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM)  # per-browser parameters, never published
+
+# the pages outside the lesson catalogue, by url path
+OTHER_PAGES = {"home": ("pages/home.py", "Home"), "class": ("pages/11_class.py", "Class")}
+# which settings object (ui.state prefix) each page keeps its controls in
+PAGE_PREFIX = {"simple_attention": "walkthrough", "self_attention": "walkthrough",
+               "causal_attention": "walkthrough", "multi_head": "walkthrough", "tokens_data": "tokens",
+               "small_lm": "small_lm", "train_gpt": "train", "sample_names": "sample",
+               "inside_model": "inside", "pitfalls": "pitfalls"}
+
+
+def page_file(url: str) -> str | None:
+    for lesson in nav.LESSONS:
+        if lesson.url == url:
+            return lesson.file
+    return OTHER_PAGES.get(url, (None, None))[0]
+
+
+def page_title(url: str) -> str:
+    for lesson in nav.LESSONS:
+        if lesson.url == url:
+            return lesson.title
+    return OTHER_PAGES.get(url, (None, url))[1]
+
+
+def shared_params() -> dict[str, str]:
+    """This page's settings as the URL holds them, less the per-browser parameters."""
+    return {k: v for k, v in st.query_params.to_dict().items() if k not in LOCAL_PARAMS}
+
+
+def step_of(settings: dict) -> str | None:
+    """The step named in a page's settings (pages 1–4 keep it in a `*step` field)."""
+    steps = [v for k, v in settings.items() if k.endswith("step")]
+    return steps[0] if steps else None
+
+
+def where_words(url: str, settings: dict) -> str:
+    step = step_of(settings)
+    return page_title(url) + (f", step “{step}”" if step else "")
+
+
+# ------------------------------------------------------------------------------------ lecturer
+def publish_lecturer_state(url: str) -> None:
+    """Publish where this lecturer is, when it changed. Never breaks the page it runs after."""
+    seat = classroom.lecturer_seat()
+    if seat is None or classroom.lecturer_key() is None:
+        return
+    params = shared_params()
+    moved = (url, sorted(params.items()))
+    if st.session_state.get(PUBLISHED_KEY) == moved:
+        return
+    try:
+        classroom.class_store().publish_state(seat.code, seat.token, url, None, params)
+    except ClassroomError:
+        return  # the class ended; the Class page says so
+    st.session_state[PUBLISHED_KEY] = moved
+
+
+# ------------------------------------------------------------------------------------- student
+def follow_panel(url: str) -> None:
+    """The student's sidebar block (nothing outside a class)."""
+    seat = classroom.member_seat()
+    if seat is None or classroom.lecturer_key() is None or classroom.lecturer_seat() is not None:
+        return
+    st.session_state.setdefault(FOLLOW_KEY, True)
+    with st.sidebar, st.container(border=True, key="class_follow"):
+        st.markdown(f"**Class {seat.code}**")
+        st.toggle("Follow the lecturer", key=FOLLOW_KEY,
+                  help="On: you go where the lecturer goes. Off: explore freely; “Catch up” brings you back.")
+        _follow_tick(seat.code, url)
+
+
+@st.fragment(run_every=FOLLOW_TICK_S)
+def _follow_tick(code: str, url: str) -> None:
+    try:
+        lecturer = classroom.class_store().lecturer_state(code)
+    except ClassroomError:
+        st.caption("This class has ended.")
+        return
+    if lecturer.version == 0 or not lecturer.page:
+        st.caption("The lecturer has not started yet.")
+        return
+    following = bool(st.session_state.get(FOLLOW_KEY, True))
+    catch_up = st.session_state.pop(CATCH_UP_KEY, False)
+    if catch_up or (following and st.session_state.get(SEEN_KEY) != lecturer.version):
+        go_to(lecturer, url)
+    here = url == lecturer.page and shared_params() == lecturer.settings
+    st.caption(("You are with the lecturer: " if here else "The lecturer is on ")
+               + where_words(lecturer.page, lecturer.settings) + ".")
+    if not here:
+        st.button("Catch up", key="class.catch_up", icon=":material/fast_forward:",
+                  help="Go to the lecturer's page and step now.",
+                  on_click=st.session_state.__setitem__, args=(CATCH_UP_KEY, True))
+
+
+def go_to(lecturer, url: str) -> None:
+    """Take the lecturer's settings for their page and open it there."""
+    st.session_state[SEEN_KEY] = lecturer.version
+    target = page_file(lecturer.page)
+    if target is None:
+        return
+    prefix = PAGE_PREFIX.get(lecturer.page)
+    ss = st.session_state
+    if prefix is not None and prefix in ss:  # a page seen before keeps its settings in the session
+        obj, _refused = core_settings.from_params(type(ss[prefix]), dict(lecturer.settings))
+        ui_state.replace_settings(prefix, obj)
+    query = dict(lecturer.settings)
+    if ui_state.lecture_mode():
+        query["lecture"] = "1"
+    if url == lecturer.page and shared_params() == lecturer.settings:
+        st.rerun(scope="app")
+    st.switch_page(target, query_params=query)

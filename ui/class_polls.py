@@ -1,0 +1,160 @@
+"""Class polls: a "predict, then reveal" question asked of the whole class.
+
+`class_poll(...)` takes the same question as `ui.walkthrough.predict_then_reveal` and returns None
+outside a class (the page asks the student alone, as without class mode). In a class:
+* a student answers once (stored by core.classroom.store; answering again replaces); their figure
+  stays hidden until they answer or the lecturer reveals; after the reveal they see whether they
+  were right and the class's split. A small fragment polls for the reveal, so it arrives by itself;
+* the lecturer sees how many answered and a live bar chart of the choices (`core.viz.classroom`),
+  refreshed every POLL_REFRESH_S, and a "Reveal to everyone" button; their figure stays hidden
+  until they reveal, so the projector gives nothing away.
+Answers are stored as the choice's label (what the chart shows).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+from core import viz
+from core.classroom.security import ClassroomError, escape_markdown
+from core.viz.classroom import poll_chart
+from ui import classroom
+from ui.charts import draw_chart
+from ui.state import lecture_mode
+
+POLL_REFRESH_S = 1.0  # the lecturer's chart and a student's wait for the reveal: at most this late
+
+
+def active_seat():
+    """("lecturer", seat) or ("member", seat) for a session in a live class, else None."""
+    if classroom.lecturer_key() is None:
+        return None
+    seat = classroom.lecturer_seat()
+    if seat is not None:
+        return "lecturer", seat
+    seat = classroom.member_seat()
+    if seat is not None:
+        return "member", seat
+    return None
+
+
+def class_poll(qid: str, prompt: str, options: Sequence, format_func: Callable[[Any], str],
+               is_right: Callable[[Any], bool], answer: str) -> bool | None:
+    """The class version of predict-then-reveal; True when the figure may be shown, None outside a class."""
+    found = active_seat()
+    if found is None:
+        return None
+    role, seat = found
+    store = classroom.class_store()
+    labels = [format_func(option) for option in options]
+    right = [bool(is_right(option)) for option in options]
+    try:
+        if role == "lecturer":
+            return _lecturer_view(store, seat, qid, prompt, labels, right, answer)
+        return _student_view(store, seat, qid, prompt, labels, right, answer)
+    except ClassroomError as exc:  # the class ended or was deleted: back to working alone
+        st.warning(f"Class poll unavailable: {exc}", icon=":material/groups:")
+        return None
+
+
+# ------------------------------------------------------------------------------------- student
+def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: list[bool],
+                  answer: str) -> bool:
+    mine = store.my_answer(seat.code, seat.token, qid)
+    poll = store.poll(seat.code, qid)
+    with st.container(border=True, key=f"class_poll_{qid.replace('.', '_')}"):
+        if poll.revealed:
+            _result(mine, labels, right, answer)
+            _split(poll.counts, labels, right, title="The class's answers")
+            return True
+        if mine is None:
+            st.markdown(f"**Class poll:** {prompt}")
+            choice = st.radio("Your answer", labels, index=None, key=f"class.poll.{qid}",
+                              horizontal=len(labels) <= 8)
+            if st.button("Send my answer", key=f"class.send.{qid}", disabled=choice is None, type="primary"):
+                store.answer(seat.code, seat.token, qid, choice)
+                st.rerun()
+            st.caption("The figure stays hidden until you answer or the lecturer reveals the answer.")
+            _await_reveal(seat.code, qid)
+            return False
+        st.markdown("**Class poll:** your answer")
+        st.text(mine)  # labels come from the page, but an answer is always shown as text
+        st.caption("The lecturer will reveal the class's answers; then you see whether you were right.")
+        _await_reveal(seat.code, qid)
+        return True
+
+
+def _result(mine: str | None, labels: list[str], right: list[bool], answer: str) -> None:
+    right_labels = [label for label, ok in zip(labels, right) if ok]
+    if mine is None:
+        st.info(f"The lecturer revealed the answer. {answer}", icon=":material/visibility:")
+    elif mine in right_labels:
+        st.success(f"You answered **{escape_markdown(mine)}**: right! {answer}", icon=":material/celebration:")
+    else:
+        st.warning(f"You answered **{escape_markdown(mine)}**: not quite. {answer}", icon=":material/lightbulb:")
+
+
+@st.fragment(run_every=POLL_REFRESH_S)
+def _await_reveal(code: str, qid: str) -> None:
+    """Rerun the whole page once the lecturer reveals (the figure and the split appear)."""
+    try:
+        revealed = store_revealed(code, qid)
+    except ClassroomError:
+        return
+    if revealed:
+        st.rerun(scope="app")
+
+
+def store_revealed(code: str, qid: str) -> bool:
+    return qid in classroom.class_store().revealed(code)
+
+
+# ------------------------------------------------------------------------------------ lecturer
+def _lecturer_view(store, seat, qid: str, prompt: str, labels: list[str], right: list[bool],
+                   answer: str) -> bool:
+    revealed = store.poll(seat.code, qid).revealed
+    with st.container(border=True, key=f"class_poll_{qid.replace('.', '_')}"):
+        st.markdown(f"**Class poll:** {prompt}")
+        _live_counts(seat.code, seat.token, qid, tuple(labels), tuple(right), answer, revealed)
+    return revealed
+
+
+@st.fragment(run_every=POLL_REFRESH_S)
+def _live_counts(code: str, token: str, qid: str, labels: tuple, right: tuple, answer: str,
+                 was_revealed: bool) -> None:
+    """How many answered and the chart of their choices; the reveal button."""
+    store = classroom.class_store()
+    try:
+        poll = store.poll(code, qid)
+        n_members = len(store.members(code))
+    except ClassroomError as exc:
+        st.warning(str(exc))
+        return
+    if poll.revealed != was_revealed:  # revealed or hidden from another tab: redraw the page
+        st.rerun(scope="app")
+    st.markdown(f"**{poll.total} of {n_members}** students answered.")
+    _split(poll.counts, list(labels), list(right) if poll.revealed else None, title="The class's answers")
+    if poll.revealed:
+        st.success(answer, icon=":material/visibility:")
+        if st.button("Hide the answer again", key=f"class.hide.{qid}"):
+            store.hide_reveal(code, token, qid)
+            st.rerun(scope="app")
+    elif st.button("Reveal to everyone", key=f"class.reveal.{qid}", type="primary",
+                   icon=":material/visibility:"):
+        store.reveal(code, token, qid)
+        st.rerun(scope="app")
+
+
+# -------------------------------------------------------------------------------------- shared
+def _split(counts: dict[str, int], labels: list[str], right: list[bool] | None, title: str) -> None:
+    """The bar chart of the class's choices (every choice, also those nobody picked)."""
+    values = [int(counts.get(label, 0)) for label in labels]
+    lecture = lecture_mode()
+    chart = poll_chart(labels, values, right=right, title=title, lecture=lecture)
+    draw_chart(chart, viz.vega_spec(chart, lecture), lecture=lecture,
+               description=f"{title}: " + ", ".join(f"{label} {n}" for label, n in zip(labels, values)))
+    if right is not None:
+        n_right = sum(v for v, ok in zip(values, right) if ok)
+        st.caption(f"{n_right} of {sum(values)} answers were right.")
