@@ -62,8 +62,9 @@ page_url = page.url_path or "home"
 class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
 try:
     page.run()
-    class_follow.publish_lecturer_state(page_url)  # a lecturer in a class: students follow this
 finally:
+    # a lecturer in a class: students follow this (also after a page's st.stop, e.g. a class poll)
+    class_follow.publish_lecturer_state(page_url)
     if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
         try:
             with open(TIMING_LOG, "a", encoding="utf-8") as log:

@@ -20,7 +20,8 @@ from core.models import GPTConfig
 from core.settings import spec
 
 SOURCES = (GPTConfig, TrainConfig)  # the configs whose fields the Train page shows
-PRESET_TITLES = {"lecture": "Lecture 7", "quick_demo": "quick demo", "best": "best", "gpu": "GPU"}
+PRESET_TITLES = {"lecture": "Lecture 7", "quick_demo": "quick demo", "better": "better", "best": "best",
+                 "gpu": "GPU"}
 PAGE_ONLY = ("overlay",)  # page fields that are not hyper-parameters
 
 

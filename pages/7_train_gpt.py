@@ -6,16 +6,17 @@ the curve: runs overlaid, "break it", checkpoints."""
 import streamlit as st
 
 from core import budget, runs, train_settings
+from core.classroom import questions
 from core.device import available_devices
 from core.training import Trainer
-from ui import class_challenge, training
+from ui import class_challenge, class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.state import page_settings, replace_settings, spec_widget, sync_url, widget_key
 
 PREFIX = "train"
 CUDA_HERE = available_devices()["cuda"][0]
-PRESETS_SHOWN = ["lecture", "quick_demo", "best"] + (["gpu"] if CUDA_HERE else [])  # gpu: only where it runs
+PRESETS_SHOWN = ["lecture", "quick_demo", "better", "best"] + (["gpu"] if CUDA_HERE else [])  # gpu: only where it runs
 
 st.title("Train the names GPT")
 INTRO = ("A character-level GPT learns to write first names from 32,033 real ones, a batch of name "
@@ -136,7 +137,9 @@ if run is not None and run.status in ("running", "paused") and run.settings != s
     if differing:
         st.caption(f"The settings differ from {run.label} ({', '.join(differing)}); they apply to the "
                    "next run (**Start a new run**). The current run keeps its own settings.")
-training.run_controls(book, settings, blocked=blocked)
+# in a class, a run (and its loss curve) waits for the class poll on the untrained model's loss
+answered = class_polls.ask(questions.untrained_loss())
+training.run_controls(book, settings, blocked=blocked or not answered)
 live_slot = st.container()  # the live panel goes here, drawn after the overlay switch below has its value
 with st.container(horizontal=True, vertical_alignment="center"):
     spec_widget(settings, "overlay", prefix=PREFIX)

@@ -6,10 +6,11 @@ import dataclasses
 import streamlit as st
 
 from core import runs
+from core.classroom import questions
 from core.viz import names_model as names_charts
 from core.lessons import sample_names as lesson
 from core.sampling import label_shares, next_char_distributions, sample_names
-from ui import training
+from ui import class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors
 from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
@@ -56,6 +57,9 @@ if result is None:
     st.caption(f"Showing the last names that could be sampled: {result.describe()}.")
 samples = list(result.samples)
 
+if not class_polls.ask(questions.novel_name()):  # in a class: the labels wait for the poll
+    sync_url(settings)
+    st.stop()
 shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Names", len(samples))

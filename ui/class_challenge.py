@@ -106,7 +106,7 @@ def _board(store, code: str, seat) -> None:
     if entries:
         st.caption(f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} on the board "
                    "(each student's best run).")
-        st.dataframe(board_frame(entries), hide_index=True, key="class.board_table",
+        st.dataframe(board_frame(entries), hide_index=True,
                      column_config={
                          "settings": st.column_config.LinkColumn("settings", display_text="open these settings"),
                          "validation loss": st.column_config.NumberColumn(format="%.4f"),

@@ -12,12 +12,16 @@ The settings travel as the URL query parameters the pages already keep (ui.state
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from core import settings as core_settings
 from core.classroom.security import ClassroomError
 from ui import classroom, nav
 from ui import state as ui_state
+
+log = logging.getLogger(__name__)
 
 FOLLOW_TICK_S = 1.0  # a follower lands on the lecturer's step at most about this late
 FOLLOW_KEY = "class.follow"  # the student's toggle
@@ -79,6 +83,9 @@ def publish_lecturer_state(url: str) -> None:
         classroom.class_store().publish_state(seat.code, seat.token, url, None, params)
     except ClassroomError:
         return  # the class ended; the Class page says so
+    except Exception:  # noqa: BLE001 - the database is unreachable: the page itself must still work
+        log.exception("publishing the lecturer's place failed")
+        return
     st.session_state[PUBLISHED_KEY] = moved
 
 
@@ -102,6 +109,10 @@ def _follow_tick(code: str, url: str) -> None:
         lecturer = classroom.class_store().lecturer_state(code)
     except ClassroomError:
         st.caption("This class has ended.")
+        return
+    except Exception:  # noqa: BLE001 - the database is unreachable: try again on the next tick
+        log.exception("reading the lecturer's place failed")
+        st.caption("The class cannot be reached right now; trying again.")
         return
     if lecturer.version == 0 or not lecturer.page:
         st.caption("The lecturer has not started yet.")

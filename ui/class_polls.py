@@ -152,9 +152,18 @@ def _split(counts: dict[str, int], labels: list[str], right: list[bool] | None, 
     """The bar chart of the class's choices (every choice, also those nobody picked)."""
     values = [int(counts.get(label, 0)) for label in labels]
     lecture = lecture_mode()
-    chart = poll_chart(labels, values, right=right, title=title, lecture=lecture)
+    # narrow enough to fit the poll's panel (half a projector's width) without being scaled down
+    chart = poll_chart(labels, values, right=right, title=title, lecture=lecture, width=200 if lecture else 280)
     draw_chart(chart, viz.vega_spec(chart, lecture), lecture=lecture,
                description=f"{title}: " + ", ".join(f"{label} {n}" for label, n in zip(labels, values)))
     if right is not None:
         n_right = sum(v for v, ok in zip(values, right) if ok)
         st.caption(f"{n_right} of {sum(values)} answers were right.")
+
+
+def ask(question) -> bool:
+    """A class-only poll (a core.classroom.questions.Question): True when the figure may be shown;
+    always True outside a class, where the page is as without class mode."""
+    shown = class_poll(question.qid, question.prompt, list(question.options), str,
+                       lambda option: option in question.right, question.answer)
+    return True if shown is None else shown

@@ -65,6 +65,11 @@ ACCESSIBLE_CSS = """
 /* KaTeX lets a fraction line stick out 2 px past a formula: its box would scroll by 2 px, a
    scroll box no keyboard can reach (axe: scrollable-region-focusable) */
 .katex-display > .katex > .katex-html { padding-right: 2px; }
+/* a chart wider than its column (a narrow window, 200% zoom) shrinks to fit instead of being
+   cut off at the column's edge (WCAG 1.4.10); Vega draws an SVG with a viewBox, so it scales whole */
+[data-testid="stVegaLiteChart"] { max-width: 100%; }
+[data-testid="stVegaLiteChart"] > svg, [data-testid="stVegaLiteChart"] > canvas {
+  max-width: 100%; height: auto; }
 /* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
 a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px; }

@@ -1,6 +1,6 @@
 """A class of N simulated students on one small server: Streamlit's own websocket protocol, no browsers.
 
-    python benchmarks/student_sim.py [--students 60] [--trainers 6] [--duration 600]
+    python benchmarks/student_sim.py [--students 60] [--trainers 6] [--duration 150]
         [--server-cores 0 | 0,1] [--browsers 2] [--curve] [--soak] [--inventory]
 
 Each simulated student is a light asyncio client of the protocol the Streamlit frontend speaks

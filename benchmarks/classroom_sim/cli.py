@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchmarks.classroom_sim.classroom import run_once
 from benchmarks.classroom_sim.client import Client
-from benchmarks.classroom_sim.report import TABLE_HEADER, print_row
+from benchmarks.classroom_sim.report import TABLE_HEADER, print_row, print_targets
 from benchmarks.classroom_sim.server import SimServer
 from benchmarks.classroom_sim.stats import Stats
 
@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="protocol-level classroom load test")
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--trainers", type=int, default=6)
-    parser.add_argument("--duration", type=float, default=600.0, help="seconds the class lasts")
+    parser.add_argument("--duration", type=float, default=150.0,
+                        help="seconds the class lasts (150: the arrival burst; 600: a 10-minute class)")
     parser.add_argument("--server-cores", default="0", help="cores of the server: 0 or 0,1")
     parser.add_argument("--browsers", type=int, default=0, help="real Chromium tabs alongside")
     parser.add_argument("--arrival-s", type=float, default=60.0)
@@ -97,12 +98,13 @@ def main(argv: list[str] | None = None) -> int:
 
     result = run_once(args)
     for key, value in result.items():
-        if key not in ("error_samples", "by_kind", "soak_trainers"):
+        if key not in ("error_samples", "by_kind", "soak_trainers", "targets"):
             print(f"{key:>28}: {value}")
     for key in ("by_kind", "soak_trainers", "error_samples"):
         if key in result:
             print(f"{key:>28}: {json.dumps(result[key], default=str)[:2000]}")
     print(TABLE_HEADER)
     print_row(result)
+    print_targets(result)
     print(json.dumps(result, default=str))
     return 0

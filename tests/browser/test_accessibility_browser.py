@@ -53,6 +53,7 @@ def test_axe_finds_no_wcag_21_aa_violation(mode_page, server_url, path):
     found = axe.violations(page)
     assert found == [], axe.report(found)
     # each chart's text alternative says what it shows (its Vega-Lite description), not Vega's default
+    assert page.evaluate("() => {" + CHARTS_CUT_JS + " return CHARTS_CUT(); }") == []
     labels = page.locator("[data-testid='stVegaLiteChart']").evaluate_all(
         "els => els.map((e) => e.getAttribute('aria-label') || '')")
     assert all(len(label) > 20 and label != "Vega visualization" for label in labels), labels
@@ -156,8 +157,19 @@ def test_a_lesson_a_run_and_sampling_by_keyboard_alone(browser, server_url):
 
 
 # ------------------------------------------------------------------------------ 200% zoom
+# charts whose drawing runs past their column (cut off there) or past the window
+CHARTS_CUT_JS = """function CHARTS_CUT() {
+  const width = document.documentElement.clientWidth;
+  return [...document.querySelectorAll("[data-testid='stVegaLiteChart'] > svg, "
+                                       + "[data-testid='stVegaLiteChart'] > canvas")].flatMap((el) => {
+    const r = el.getBoundingClientRect();
+    const column = el.closest("[data-testid='stElementContainer']").getBoundingClientRect();
+    const right = Math.min(width, column.right);
+    return r.right > right + 1 ? [`chart ${Math.round(r.width)} px wide runs ${Math.round(r.right - right)} px past its column`] : [];
+  });
+}"""
 # 1280×720 at 200% is a 640×360 CSS-pixel window drawn at twice the pixel density
-OVERFLOW = """() => {
+OVERFLOW = "() => {" + CHARTS_CUT_JS + """
   const width = document.documentElement.clientWidth;
   const main = document.querySelector("[data-testid='stMain']");
   const out = [];
@@ -171,7 +183,7 @@ OVERFLOW = """() => {
     const where = [...(function* () { for (let a = el; a; a = a.parentElement) if (a.dataset && a.dataset.testid) yield a.dataset.testid; })()].slice(0, 3).join("<");
     if (r.right > width + 1 || r.left < -1) out.push(`${el.tagName} "${el.innerText.slice(0, 30)}" in ${where} at ${Math.round(r.left)}..${Math.round(r.right)}`);
   }
-  return out;
+  return out.concat(CHARTS_CUT());
 }"""
 
 
@@ -198,5 +210,12 @@ def test_zoom_200_nothing_is_cut_off(browser, server_url, path, lecture):
         page.wait_for_timeout(800)
         screenshot(page, name + "_whole", full_page=False)
         assert page.evaluate(OVERFLOW) == []
+        if path == TRAIN_URL:  # the live loss curve, its metrics and names, as a run trains
+            _goto(page, f"{server_url}/{path}?{urlencode(SMALL_RUN)}{query.replace('?', '&')}")
+            page.get_by_role("button", name="Start", exact=True).click()
+            page.wait_for_selector("[data-testid='stVegaLiteChart'] svg", timeout=60_000)
+            page.wait_for_timeout(3000)
+            screenshot(page, name + "_running_whole", full_page=False)
+            assert page.evaluate(OVERFLOW) == []
     finally:
         context.close()

@@ -10,13 +10,14 @@ lecture mode (artifacts/screenshots/class_*.png), for a person to look at.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 from playwright.sync_api import expect
 
 from benchmarks.harness import StreamlitServer
-from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+from tests.browser.conftest import SHOTS, assert_no_error, open_app, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -49,7 +50,8 @@ def go(page, link: str) -> None:
 
 
 def click(page, label: str) -> None:
-    page.get_by_role("button", name=label, exact=True).first.click()
+    """Click the button whose name starts with `label` (a shortcut hint may follow it, "Next ▶ →")."""
+    page.get_by_role("button", name=re.compile("^" + re.escape(label))).first.click()
     wait_idle(page)
 
 
@@ -94,20 +96,19 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         expect(lect.get_by_text(f"?class={code}")).to_be_visible()  # the link as text beside it
         screenshot(lect, "class_projector_lecture", full_page=False)
 
-        # the lecturer steps to page 1's poll; both students follow
+        # the lecturer opens page 1, whose first step asks a poll; both students follow
         go(lect, "Simple attention")
-        click(lect, "Next ▶")
         expect(lect.get_by_text("0 of 2 students answered")).to_be_visible()
         for page in students:
             took = waited(lambda ms, p=page: expect(p.get_by_text("Class poll:")).to_be_visible(timeout=ms),
                           FOLLOW_S)
-            assert took <= FOLLOW_S
-            assert "step=weights" in page.url
+            print(f"a student followed to the poll in {took:.1f} s")
+            assert "simple_attention" in page.url
         screenshot(students[0], "class_student_poll_hidden_lecture", full_page=False)
 
         # both answer; the lecturer's chart counts them
         for page, choice in zip(students, ("journey", "Your")):
-            page.locator("[data-testid='stRadio'] label").filter(has_text=choice).first.click()
+            page.locator("[data-testid='stRadio']").get_by_text(choice, exact=True).click()
             wait_idle(page)
             click(page, "Send my answer")
         expect(lect.get_by_text("2 of 2 students answered")).to_be_visible(timeout=FOLLOW_S * 1000)
@@ -128,35 +129,41 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         # the lecturer steps on; both follow
         click(lect, "Next ▶")
         for page in students:
-            page.wait_for_function("location.search.includes('step=context')", timeout=FOLLOW_S * 1000)
+            took = waited(lambda ms, p=page: p.wait_for_function("location.search.includes('step=weights')",
+                                                                 timeout=ms), FOLLOW_S)
+            print(f"a student followed the step in {took:.1f} s")
+            expect(page.get_by_text("Step 2 of 4")).to_be_visible()
 
         # the challenge: opened by the lecturer, a run submitted by a student, on the board
         go(lect, "Class")
         for page in students:
             expect(page.get_by_text(f"You are in class {code}")).to_be_visible(timeout=FOLLOW_S * 1000)
-        lect.get_by_label("Most parameters").fill("10000000")
-        lect.get_by_label("Most parameters").press("Enter")
-        wait_idle(lect)
-        lect.get_by_label("Most seconds of training").fill("3600")
-        lect.get_by_label("Most seconds of training").press("Enter")
-        wait_idle(lect)
+        for box, text in (("Most parameters", "10000000"), ("Most seconds of training", "3600")):
+            lect.get_by_role("textbox", name=box).fill(text)
+            lect.get_by_role("textbox", name=box).press("Enter")
+            wait_idle(lect)
         click(lect, "Open the challenge")
         expect(lect.get_by_role("button", name="Close the challenge")).to_be_visible()
 
         ada = students[0]
         go(ada, "Train the names GPT")
+        expect(ada.get_by_role("button", name=re.compile("^Start"))).to_be_disabled()  # the poll first
+        ada.locator("[data-testid='stRadio']").get_by_text("about 3.3", exact=True).click()
+        wait_idle(ada)
+        click(ada, "Send my answer")
         click(ada, "Start")
         ada.wait_for_timeout(4000)
         click(ada, "Pause")
         click(ada, "Submit this run to the class challenge")
         expect(ada.get_by_text("Submitted: validation loss")).to_be_visible(timeout=60_000)
         expect(lect.get_by_text("1 entry on the board")).to_be_visible(timeout=FOLLOW_S * 1000)
+        lect.get_by_role("heading", name="Leaderboard (open)").scroll_into_view_if_needed()
         screenshot(lect, "class_leaderboard_lecture", full_page=False)
         for page in (lect, *students):
             assert_no_error(page)
     except Exception:
         for name, page in zip(("lecturer", "student1", "student2"), (lect, *students)):
-            screenshot(page, f"class_failed_{name}", full_page=False)  # what each browser showed
+            page.screenshot(path=str(SHOTS / f"class_failed_{name}.png"))  # what each browser showed
         raise
     finally:
         for context in (lect_ctx, *(c for c, _ in views)):

@@ -269,7 +269,7 @@ def test_a_challenge_from_opening_to_the_board(klass, finished_book):
     assert [e.nickname for e in board] == ["Ada"] and len(board[0].samples) == 5
 
     lect.run()
-    table = lect.dataframe[-1].value
+    table = next(d.value for d in lect.dataframe if "validation loss" in d.value.columns)
     assert list(table["nickname"]) == ["Ada"]
     assert table["settings"][0].split("?")[0].endswith("/train_gpt")
     assert len(table["five sampled names"][0].split(", ")) == 5
@@ -279,3 +279,36 @@ def test_a_challenge_from_opening_to_the_board(klass, finished_book):
     assert store.leaderboard(code, current.id) == []
     button(lect, "Close the challenge").click().run()
     assert not store.current_challenge(code).is_open
+
+
+# ------------------------------------------------------------- the names-GPT pages' polls
+def test_the_train_page_asks_the_untrained_loss_in_a_class_only(klass):
+    store, code, lecturer, (ada, _) = klass
+    alone = open_as(None, "pages/7_train_gpt.py")
+    assert "Class poll" not in texts(alone.markdown)
+    assert not button(alone, "Start").disabled
+    student = open_as(ada, "pages/7_train_gpt.py")
+    assert "what loss does the untrained model start at?" in texts(student.markdown)
+    assert button(student, "Start").disabled  # a new run (and its loss curve) waits for the answer
+    radio = next(r for r in student.radio if r.label == "Your answer")
+    answer_on_page(student, radio.options.index("about 3.3"))
+    assert not button(student, "Start").disabled
+    store.reveal(code, lecturer.token, "train.untrained_loss.v1")
+    student.run()
+    assert "right!" in texts(student.success)
+
+
+def test_the_sample_page_asks_which_name_is_novel(klass, finished_book):
+    from core.classroom.questions import novel_name
+
+    store, code, lecturer, (ada, alan) = klass
+    question = novel_name()
+    student = open_as(ada, "pages/8_sample_names.py", state={RUNBOOK_KEY: finished_book})
+    assert "which one is new?" in texts(student.markdown)
+    assert not [m for m in student.metric if m.label == "New"]  # the labels wait for the answer
+    invented = next(iter(question.right))
+    answer_on_page(student, list(question.options).index(invented))
+    assert [m for m in student.metric if m.label == "New"]
+    lect = open_as(lecturer, "pages/8_sample_names.py", state={RUNBOOK_KEY: finished_book})
+    assert "**1 of 2** students answered." in texts(lect.markdown)
+    assert dict(zip(poll_frame(lect)["answer"], poll_frame(lect)["count"]))[invented] == 1

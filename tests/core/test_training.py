@@ -111,7 +111,7 @@ def test_learning_rate_schedules():
 
 
 def test_presets_are_valid_train_configs():
-    assert set(PRESETS) == {"lecture", "quick_demo", "best", "gpu"}
+    assert set(PRESETS) == {"lecture", "quick_demo", "better", "best", "gpu"}
     for name, factory in PRESETS.items():
         config = factory()
         assert isinstance(config, TrainConfig), name
