@@ -1,6 +1,6 @@
 """Loss against wall-clock time on 2 CPU threads: the project's presets vs a lecture-style loop.
 
-    python benchmarks/train_speed.py [--long | --horizon S] [--recipes quick_demo,fast,best] [--threads 2] [--slice 3]
+    python benchmarks/train_speed.py [--long | --horizon S] [--recipes quick_demo,better,best] [--threads 2] [--slice 3]
 
 (a) the project's recipes: the CPU presets of the Train page (`core.training.PRESETS`), each run with
     `core.training.Trainer` exactly as the preset defines it (its own steps and schedule), until it
@@ -52,7 +52,7 @@ from core.training import PRESETS, Trainer  # noqa: E402
 
 TARGETS = {30: 1.96, 90: 1.93, 300: 1.90}  # seconds of training -> highest validation loss allowed
 CHECKPOINTS = (10, 20, 30, 45, 60, 90, 120, 180, 240, 300)  # seconds at which the curve is measured
-DEFAULT_RECIPES = ("quick_demo", "fast", "best")  # the Train page's CPU presets for 30 s, 90 s, 5 min
+DEFAULT_RECIPES = ("quick_demo", "better", "best")  # the Train page's CPU presets for 30 s, 90 s, 5 min
 
 
 class CurveRun:

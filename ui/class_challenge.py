@@ -39,7 +39,7 @@ def lecturer_controls(store, seat) -> None:
                 store.close_challenge(seat.code, seat.token, current.id)
                 st.rerun()
         return
-    with st.expander("Open a challenge", icon=":material/emoji_events:", expanded=current is None):
+    with st.expander("Open a challenge", icon=":material/emoji_events:"):
         title = st.text_input("Title", value="Lowest validation loss", max_chars=200, key="class.challenge_title")
         max_params = checked_number("Most parameters", key="class.max_params", kind=int,
                                     rules={"min": 1, "max": 100_000_000}, value=DEFAULT_MAX_PARAMS,
@@ -106,11 +106,17 @@ def _board(store, code: str, seat) -> None:
     if entries:
         st.caption(f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} on the board "
                    "(each student's best run).")
-        st.dataframe(board_frame(entries), hide_index=True,
+        # 690 px, so it fits the page even at lecture mode's 1.3x zoom of tables (690 x 1.3 < 900 px):
+        # stretched to the page and then zoomed, it ran past the page's right edge
+        st.dataframe(board_frame(entries), hide_index=True, width=690,
                      column_config={
-                         "settings": st.column_config.LinkColumn("settings", display_text="open these settings"),
-                         "validation loss": st.column_config.NumberColumn(format="%.4f"),
-                         "parameters": st.column_config.NumberColumn(format="%d")})
+                         "rank": st.column_config.NumberColumn(width=45),
+                         "nickname": st.column_config.TextColumn(width=100),
+                         "settings": st.column_config.LinkColumn("settings", display_text="open these settings",
+                                                                 width=150),
+                         "validation loss": st.column_config.NumberColumn(format="%.4f", width=115),
+                         "parameters": st.column_config.NumberColumn(format="localized", width=100),
+                         "five sampled names": st.column_config.TextColumn(width=180)})
     else:
         st.info("No entries yet. Students submit a finished run from the Train page.", icon=":material/hourglass:")
     if seat is not None:
@@ -124,8 +130,8 @@ def board_frame(entries) -> pd.DataFrame:
         "nickname": [e.nickname for e in entries],
         "validation loss": [e.val_loss for e in entries],
         "parameters": [e.n_params for e in entries],
-        "five sampled names": [", ".join(e.samples) for e in entries],
-        "settings": [settings_link(e.settings) for e in entries]})
+        "settings": [settings_link(e.settings) for e in entries],
+        "five sampled names": [", ".join(e.samples) for e in entries]})
 
 
 def settings_link(settings: dict) -> str:

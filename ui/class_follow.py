@@ -108,6 +108,7 @@ def _follow_tick(code: str, url: str) -> None:
     try:
         lecturer = classroom.class_store().lecturer_state(code)
     except ClassroomError:
+        classroom.leave(classroom.MemberSeat)  # the class ended or was deleted: working alone again
         st.caption("This class has ended.")
         return
     except Exception:  # noqa: BLE001 - the database is unreachable: try again on the next tick

@@ -107,11 +107,11 @@ def projector_card(code: str, link: str) -> None:
 def class_view(store, seat: LecturerSeat) -> None:
     info = store.find_class(seat.code)
     projector_card(seat.code, classroom.join_link(seat.code))
+    _members(store, seat.code)
     st.caption("Open any lesson: your page and step are published, and students who follow land there. "
                "Class polls appear on the “Predict, then reveal” questions of each page.")
     class_challenge.board(store, seat.code, seat=seat)
     class_challenge.lecturer_controls(store, seat)
-    _members(store, seat.code)
     with st.expander("Delete this class", icon=":material/delete:"):
         if info is not None:
             days = (info.expires_at - info.created_at) / 86400
@@ -134,4 +134,5 @@ def _members(store, code: str) -> None:
         return
     st.metric("Students joined", len(members))
     if members:
-        st.dataframe(pd.DataFrame({"nickname": [m.nickname for m in members]}), hide_index=True)
+        with st.expander("Who joined", icon=":material/groups:"):
+            st.dataframe(pd.DataFrame({"nickname": [m.nickname for m in members]}), hide_index=True)

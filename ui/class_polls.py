@@ -28,16 +28,12 @@ POLL_REFRESH_S = 1.0  # the lecturer's chart and a student's wait for the reveal
 
 
 def active_seat():
-    """("lecturer", seat) or ("member", seat) for a session in a live class, else None."""
-    if classroom.lecturer_key() is None:
+    """("lecturer", seat) or ("member", seat) for a session in a class, else None (a student alone:
+    only a session-state lookup, so pages without a class pay nothing)."""
+    lecturer, member = classroom.lecturer_seat(), classroom.member_seat()
+    if (lecturer is None and member is None) or classroom.lecturer_key() is None:
         return None
-    seat = classroom.lecturer_seat()
-    if seat is not None:
-        return "lecturer", seat
-    seat = classroom.member_seat()
-    if seat is not None:
-        return "member", seat
-    return None
+    return ("lecturer", lecturer) if lecturer is not None else ("member", member)
 
 
 def class_poll(qid: str, prompt: str, options: Sequence, format_func: Callable[[Any], str],
@@ -54,9 +50,19 @@ def class_poll(qid: str, prompt: str, options: Sequence, format_func: Callable[[
         if role == "lecturer":
             return _lecturer_view(store, seat, qid, prompt, labels, right, answer)
         return _student_view(store, seat, qid, prompt, labels, right, answer)
-    except ClassroomError as exc:  # the class ended or was deleted: back to working alone
-        st.warning(f"Class poll unavailable: {exc}", icon=":material/groups:")
+    except ClassroomError as exc:
+        if _still_seated(store, role, seat):
+            st.warning(str(exc), icon=":material/groups:")
+            return True
+        classroom.leave(type(seat))  # the class ended or was deleted: back to working alone
+        st.warning(f"You are no longer in a class: {exc}", icon=":material/groups:")
         return None
+
+
+def _still_seated(store, role: str, seat) -> bool:
+    if role == "lecturer":
+        return store.is_lecturer(seat.code, seat.token)
+    return store.member(seat.code, seat.token) is not None
 
 
 # ------------------------------------------------------------------------------------- student
@@ -74,8 +80,12 @@ def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: 
             choice = st.radio("Your answer", labels, index=None, key=f"class.poll.{qid}",
                               horizontal=len(labels) <= 8)
             if st.button("Send my answer", key=f"class.send.{qid}", disabled=choice is None, type="primary"):
-                store.answer(seat.code, seat.token, qid, choice)
-                st.rerun()
+                try:
+                    store.answer(seat.code, seat.token, qid, choice)
+                except ClassroomError as exc:  # e.g. too many answers in a minute: say so, stay in the poll
+                    st.error(str(exc), icon=":material/block:")
+                else:
+                    st.rerun()
             st.caption("The figure stays hidden until you answer or the lecturer reveals the answer.")
             _await_reveal(seat.code, qid)
             return False
@@ -135,14 +145,20 @@ def _live_counts(code: str, token: str, qid: str, labels: tuple, right: tuple, a
     if poll.revealed != was_revealed:  # revealed or hidden from another tab: redraw the page
         st.rerun(scope="app")
     st.markdown(f"**{poll.total} of {n_members}** students answered.")
-    _split(poll.counts, list(labels), list(right) if poll.revealed else None, title="The class's answers")
     if poll.revealed:
-        st.success(answer, icon=":material/visibility:")
+        # folded once revealed, so the figure itself comes up on the projector's first screen
+        n_right = sum(n for choice, n in poll.counts.items() if choice in
+                      {label for label, ok in zip(labels, right) if ok})
+        with st.expander(f"The class's answers: {n_right} of {poll.total} right", icon=":material/bar_chart:"):
+            _split(poll.counts, list(labels), list(right), title="The class's answers")
+            st.success(answer, icon=":material/visibility:")
         if st.button("Hide the answer again", key=f"class.hide.{qid}"):
             store.hide_reveal(code, token, qid)
             st.rerun(scope="app")
-    elif st.button("Reveal to everyone", key=f"class.reveal.{qid}", type="primary",
-                   icon=":material/visibility:"):
+        return
+    _split(poll.counts, list(labels), None, title="The class's answers")
+    if st.button("Reveal to everyone", key=f"class.reveal.{qid}", type="primary",
+                 icon=":material/visibility:"):
         store.reveal(code, token, qid)
         st.rerun(scope="app")
 

@@ -199,6 +199,30 @@ def test_an_unanswered_poll_shows_the_figure_after_the_reveal(klass):
     assert len(chart_titles(alan_at)) > len(hidden)
 
 
+def test_too_many_answers_get_a_message_and_the_student_stays(klass, monkeypatch):
+    monkeypatch.setattr(class_db, "ANSWERS_PER_MINUTE", 1)  # the page's store is made after this
+    store, code, _, (ada, _) = klass
+    first = open_as(ada, *POLL_STEPS[0])
+    answer_on_page(first)
+    second = open_as(ada, *POLL_STEPS[1])
+    answer_on_page(second)
+    assert "Too many answers" in texts(second.error)
+    assert MEMBER_SEAT in second.session_state and "**Class poll:**" in texts(second.markdown)
+
+
+def test_a_deleted_class_leaves_the_student_working_alone(klass):
+    store, code, lecturer, (ada, _) = klass
+    page, query = POLL_STEPS[0]
+    at = open_as(ada, page, query)
+    store.delete_class(code, lecturer.token)
+    at.run()
+    no_exception(at)
+    assert "You are no longer in a class" in texts(at.warning)
+    assert MEMBER_SEAT not in at.session_state
+    at.run()
+    assert "Class poll" not in texts(at.markdown)
+
+
 def test_without_a_class_the_page_asks_nobody(klass):
     page, query = POLL_STEPS[0]
     at = open_as(None, page, query)
