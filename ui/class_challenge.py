@@ -15,7 +15,6 @@ import streamlit as st
 
 from core.classroom import challenge as judge
 from core.classroom.security import ClassroomError, escape_markdown
-from core.classroom.store import submissions_csv
 from ui import classroom
 from ui.layout import friendly_errors
 from ui.state import checked_number
@@ -153,5 +152,7 @@ def _manage(store, code: str, seat, current) -> None:
         st.button("Show again" if entry.hidden else "Hide this entry", key="class.hide_entry",
                   on_click=store.hide_submission, args=(code, seat.token, entry.id),
                   kwargs={"hidden": not entry.hidden})
+        from core.classroom.store import submissions_csv  # SQLAlchemy only where a class exists
+
         st.download_button("Download CSV", submissions_csv(every), file_name=f"class-{code}-challenge.csv",
                            mime="text/csv", key="class.csv", icon=":material/download:", on_click="ignore")

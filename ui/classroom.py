@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from core.classroom import store as class_db
 from core.classroom.security import configured_lecturer_key
 
 LECTURER_SEAT = "class.lecturer"  # session key: LecturerSeat of the class this session started
@@ -47,12 +46,18 @@ def database_url() -> str | None:
 
 
 @st.cache_resource(show_spinner=False)
-def _store(url: str) -> class_db.ClassroomStore:
+def _store(url: str):
     # One store per server process and URL: its rate limiters must see every session.
+    from core.classroom import store as class_db
+
     return class_db.open_store(url)
 
 
-def class_store() -> class_db.ClassroomStore:
+def class_store():
+    """The class store (core.classroom.store.ClassroomStore). Imported here, not at the top: a
+    server whose lecturer never starts a class does not load SQLAlchemy (~10 MiB per process)."""
+    from core.classroom import store as class_db
+
     return _store(class_db.normalize_url(database_url() or class_db.default_url()))
 
 

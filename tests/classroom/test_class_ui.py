@@ -336,3 +336,16 @@ def test_the_sample_page_asks_which_name_is_novel(klass, finished_book):
     lect = open_as(lecturer, "pages/8_sample_names.py", state={RUNBOOK_KEY: finished_book})
     assert "**1 of 2** students answered." in texts(lect.markdown)
     assert dict(zip(poll_frame(lect)["answer"], poll_frame(lect)["count"]))[invented] == 1
+
+
+def test_sqlalchemy_is_loaded_only_when_a_class_needs_the_store():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\nimport ui.walkthrough, ui.training, ui.class_follow, ui.class_polls, ui.class_page, "
+            "ui.class_challenge\nassert 'sqlalchemy' not in sys.modules\n"
+            "from core.classroom import store\nassert 'sqlalchemy' in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
