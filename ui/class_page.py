@@ -95,7 +95,8 @@ def projector_card(code: str, link: str) -> None:
     """The join code and link, large, with the QR code of the link; the code and link always as text too."""
     qr_col, text_col = st.columns([2, 3], gap="medium", vertical_alignment="center")
     with qr_col:
-        st.image(qr_png(link), width=300, caption="Scan to join")
+        st.image(qr_png(link), width=300, caption="Scan to join",
+                 alt=f"QR code of the join link {link} (join code {code})")
     with text_col:
         st.html(CODE_CSS)
         with st.container(key="class_join_code"):

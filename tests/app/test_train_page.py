@@ -255,9 +255,9 @@ def test_url_round_trip():
     at = tiny_page()
     next(n for n in at.text_input if n.label == "Learning rate").set_value("0.004").run()
     next(s for s in at.selectbox if s.label == "Optimizer").set_value("sgd").run()
-    next(n for n in at.text_input if n.label == "Layers").set_value("2").run()
+    next(n for n in at.text_input if n.label == "Layers").set_value("3").run()  # the quick demo has 2
     params = core_settings.to_params(at.session_state["train"])
-    assert params["lr"] == "0.004" and params["optimizer"] == "sgd" and params["n_layer"] == "2"
+    assert params["lr"] == "0.004" and params["optimizer"] == "sgd" and params["n_layer"] == "3"
     again = open_page(PAGE, query=params)
     assert_no_exception(again)
     assert again.session_state["train"] == at.session_state["train"]

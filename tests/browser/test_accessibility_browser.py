@@ -19,7 +19,7 @@ pytestmark = pytest.mark.browser
 
 # every view a student or a lecturer opens: (name, query). A new mode adds its query here.
 MODES = [("student", ""), ("lecture", "lecture=1")]
-PAGES = ["", *[lesson.url for lesson in LESSONS]]
+PAGES = ["", *[lesson.url for lesson in LESSONS], "class"]  # class: how to turn class mode on
 TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
 WALKTHROUGH_URL = LESSONS[0].url
 # a small model that trains for a while: the keyboard has time to stop it

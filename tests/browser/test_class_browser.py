@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from benchmarks.harness import StreamlitServer
+from tests.browser import axe
 from tests.browser.conftest import SHOTS, assert_no_error, open_app, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -97,6 +98,7 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         expect(lect.get_by_role("img").first).to_be_visible()  # the QR code
         expect(lect.get_by_text(f"?class={code}")).to_be_visible()  # the link as text beside it
         screenshot(lect, "class_projector_lecture", full_page=False)
+        assert axe.violations(lect) == [], axe.report(axe.violations(lect))  # WCAG 2.1 AA
 
         # the lecturer opens page 1, whose first step asks a poll; both students follow
         go(lect, "Simple attention")
@@ -107,6 +109,7 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
             print(f"a student followed to the poll in {took:.1f} s")
             assert "simple_attention" in page.url
         screenshot(students[0], "class_student_poll_hidden_lecture", full_page=False)
+        assert axe.violations(students[0]) == [], axe.report(axe.violations(students[0]))  # WCAG 2.1 AA
 
         # both answer; the lecturer's chart counts them
         for page, choice in zip(students, ("journey", "Your")):
@@ -118,6 +121,7 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         expect(chart).to_have_attribute("aria-label", "The class's answers: Your 1, journey 1, starts 0, "
                                                       "with 0, one 0, step 0")
         screenshot(lect, "class_lecturer_poll_lecture", full_page=False)
+        assert axe.violations(lect) == [], axe.report(axe.violations(lect))  # WCAG 2.1 AA
 
         # the reveal unlocks both students
         click(lect, "Reveal to everyone")
@@ -129,6 +133,7 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         lect.get_by_role("heading", name="Simple attention").first.scroll_into_view_if_needed()
         screenshot(lect, "class_lecturer_revealed_lecture", full_page=False)
         screenshot(students[1], "class_student_revealed_lecture", full_page=False)
+        assert axe.violations(students[1]) == [], axe.report(axe.violations(students[1]))  # WCAG 2.1 AA
 
         # the lecturer steps on; both follow
         click(lect, "Next ▶")
@@ -168,6 +173,7 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         expect(lect.get_by_text("1 entry on the board")).to_be_visible(timeout=FOLLOW_S * 1000)
         lect.get_by_role("heading", name="Leaderboard (open)").scroll_into_view_if_needed()
         screenshot(lect, "class_leaderboard_lecture", full_page=False)
+        assert axe.violations(lect) == [], axe.report(axe.violations(lect))  # WCAG 2.1 AA
         for page in (lect, *students):
             assert_no_error(page)
     except Exception:
