@@ -532,7 +532,7 @@ def test_preset_labels_come_from_measured_times():
     from ui.training import _fmt_duration
 
     at = open_page(PAGE)
-    for name, title in (("lecture", "Lecture 7"), ("quick_demo", "Quick demo"), ("best", "Best")):
+    for name, title in (("lecture", "Lecture 7"), ("quick_demo", "Quick demo"), ("better", "Better"), ("best", "Best")):
         seconds, where = train_settings.PRESET_SECONDS[(name, "cpu")]
         assert seconds > 0 and where
         button = at.button(key=f"train.preset.{name}")
