@@ -51,3 +51,15 @@ def test_csv_nudge_changes_one_number_and_keeps_the_shape():
     assert [len(r) for r in new_rows] == [len(r) for r in old_rows]
     changed = [(a, b) for ra, rb in zip(old_rows, new_rows) for a, b in zip(ra, rb) if a != b]
     assert len(changed) == 1 and abs(float(changed[0][0]) - float(changed[0][1])) <= 0.1001
+
+
+def test_fairness_compares_trainers_only_while_all_of_them_train():
+    from benchmarks.classroom_sim.report import shared_window_rates
+
+    # "a" trains alone for 30 s at 10 steps/s, then both at 200 steps/min: equal while shared
+    steps = {"a": [(0, 0), (30, 300), (60, 400), (90, 500)], "b": [(30, 0), (60, 100), (90, 200)]}
+    assert shared_window_rates(steps) == {"a": 200.0, "b": 200.0}
+    steps["b"] = [(30, 0), (60, 20), (90, 40)]  # b gets a fifth of a's steps
+    rates = shared_window_rates(steps)
+    assert rates["b"] / rates["a"] == 0.2
+    assert shared_window_rates({"a": steps["a"]}) == {}  # one trainer: nothing to compare
