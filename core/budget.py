@@ -144,7 +144,8 @@ class TrainingSlots:
     ACTIVE_S seconds. A run asks once per tick and waits only half a tick, so the one whose turn it
     is may be between two ticks when the slot frees: the slot is kept for it for GRACE_S seconds
     (with a training share below 1 the slot rests after each slice anyway, and the next run is
-    back in that time), then goes to whoever is waiting. Without the reservation the slot went to
+    back in that time), then goes to whoever is waiting. GRACE_S is shorter than the half tick a
+    run waits, so a waiting run still gets a free slot within its wait when the other has gone. Without the reservation the slot went to
     whichever run happened to be waiting at the moment it freed, and runs whose ticks fell at those
     moments trained several times as often as the others. Each owner's training seconds
     are summed with a half-life of USAGE_HALF_LIFE_S, so a run that has had the core for a while
@@ -155,7 +156,7 @@ class TrainingSlots:
 
     USAGE_HALF_LIFE_S = 10.0  # how fast past training time stops counting against an owner
     ACTIVE_S = 3.0  # an owner that asked this recently is in line (it asks once per tick)
-    GRACE_S = 0.6  # how long a free slot waits for the run whose turn it is
+    GRACE_S = 0.4  # how long a free slot waits for the run whose turn it is (under the 0.5 s a run waits)
     SHARING_S = 10.0  # an owner that asked this recently counts as a run sharing the server
     FORGET_S = 60.0  # owners silent this long are forgotten (closed tabs, paused runs)
 

@@ -281,7 +281,10 @@ def test_when_every_training_slot_is_taken_the_page_waits_its_turn():
             "run ahead of you, retrying…" in texts(at.info)
         for i in range(budget.SLOTS.capacity):
             budget.SLOTS.leave(f"other-session-{i}")  # their runs end
-    at.run()  # the slots are free again: training carries on by itself
+    for _ in range(3):  # the slots are free again: training carries on by itself within a few ticks
+        at.run()  # (a run whose turn it is, e.g. another test's session, keeps the slot GRACE_S first)
+        if run.step > step:
+            break
     assert run.step > step and "ahead of you" not in texts(at.info)
 
 

@@ -84,7 +84,7 @@ def _ticking_runs(slots, starts: dict[str, float], until: float) -> dict[str, li
 
 def _scaled_slots() -> budget.TrainingSlots:
     slots = budget.TrainingSlots(1, share=0.3)  # as hosted: one slot, training at most 30% of the time
-    slots.USAGE_HALF_LIFE_S, slots.ACTIVE_S, slots.GRACE_S = 0.5, 3 * TICK, 0.6 * TICK
+    slots.USAGE_HALF_LIFE_S, slots.ACTIVE_S, slots.GRACE_S = 0.5, 3 * TICK, 0.4 * TICK
     return slots
 
 
