@@ -111,6 +111,9 @@ def test_a_lesson_a_run_and_sampling_by_keyboard_alone(browser, server_url):
     try:
         _goto(page, f"{server_url}/?lecture=1")
         _goto(page, f"{server_url}/{WALKTHROUGH_URL}?lecture=1")
+        # the step bar drawn and enabled before the first Tab (on a busy server it comes after the title)
+        page.get_by_role("button", name=re.compile("^Next")).first.wait_for(timeout=60_000)
+        wait_idle(page)
         # a lesson: Next ▶ by Tab and Enter, its focus ring visible on the projector
         focused = _tab_to(page, r"^Next")
         assert focused["ring"], "the focused Next button shows no focus ring in lecture mode"
