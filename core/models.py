@@ -90,6 +90,18 @@ class SeededDropout(nn.Module):
         return f"p={self.p}"
 
 
+def embedding_skeleton(num_embeddings: int, embedding_dim: int) -> nn.Embedding:
+    """`nn.Embedding(num_embeddings, embedding_dim)` on the meta device, its weights left unset.
+
+    For a skeleton whose weights are filled in afterwards (`_materialize`). It is built around an
+    empty weight so that nn.Embedding's own init (`normal_`) never runs on the meta device: PyTorch
+    implements that one in Python behind torch._dynamo, whose first import (sympy with it) keeps
+    about 70 MiB in a server for good, and a student who only reads the lessons never needs it.
+    """
+    weight = torch.empty(num_embeddings, embedding_dim, device="meta")  # (num_embeddings, embedding_dim)
+    return nn.Embedding.from_pretrained(weight, freeze=False)
+
+
 class LanguageModel(nn.Module):
     """Base class: seeded init without the global RNG, dropout generator, parameter summaries."""
 
@@ -147,8 +159,10 @@ class _CausalMaskMixin:
     """
 
     def _register_causal_mask(self, block_size: int) -> None:
-        future = torch.ones(block_size, block_size, dtype=torch.bool).triu(diagonal=1)  # (T, T)
+        future = torch.empty(block_size, block_size, dtype=torch.bool)  # (T, T)
         self.register_buffer("causal_mask", future, persistent=False)
+        if future.device.type != "meta":  # on meta, triu would import torch._dynamo (see embedding_skeleton)
+            self.reset_buffers()
 
     def reset_buffers(self) -> None:
         """Refill the mask (needed after the model moved from the meta device with to_empty)."""
@@ -171,7 +185,7 @@ class BigramLM(LanguageModel):
             raise ValueError(f"vocab_size must be positive, got {vocab_size}")
         self.vocab_size = vocab_size
         with torch.device("meta"):  # no global RNG use: weights are filled in by _materialize
-            self.logits_table = nn.Embedding(vocab_size, vocab_size)
+            self.logits_table = embedding_skeleton(vocab_size, vocab_size)
         self._materialize(seed)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
@@ -238,8 +252,8 @@ class SingleHeadLM(LanguageModel):
         self.block_size = block_size
         self.use_position = use_position
         with torch.device("meta"):
-            self.token_embedding = nn.Embedding(vocab_size, n_embd)
-            self.position_embedding = nn.Embedding(block_size, n_embd) if use_position else None
+            self.token_embedding = embedding_skeleton(vocab_size, n_embd)
+            self.position_embedding = embedding_skeleton(block_size, n_embd) if use_position else None
             self.sa_head = SelfAttentionHead(n_embd, head_size, block_size, causal)
             self.lm_head = nn.Linear(head_size, vocab_size)
         self._materialize(seed)
@@ -464,8 +478,8 @@ class GPT(LanguageModel):
         self.config = config
         self.block_size = config.context_size
         with torch.device("meta"):  # no global RNG use: weights are filled in by _materialize
-            self.token_embedding = nn.Embedding(config.vocab_size, config.d_embed)
-            self.position_embedding = nn.Embedding(config.context_size, config.d_embed)
+            self.token_embedding = embedding_skeleton(config.vocab_size, config.d_embed)
+            self.position_embedding = embedding_skeleton(config.context_size, config.d_embed)
             self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_layer))
             self.final_norm = nn.LayerNorm(config.d_embed, bias=config.bias)
             self.lm_head = nn.Linear(config.d_embed, config.vocab_size, bias=config.bias)

@@ -37,17 +37,27 @@ def _summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
     return tokens_data.token_summary(text, allow_special)
 
 
+CHIPS_SHOWN = 250  # chips drawn per tokenizer; the rest of the text is counted, not drawn
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
-def _chips(text: str, allow_special: bool) -> tuple[list[tokens_data.TokenChip],
-                                                   list[tokens_data.TokenChip], int]:
+def _chips(text: str, allow_special: bool, lecture: bool) -> tuple[str, str, int]:
+    # The finished HTML of both panels, not the chips: a cached value is copied out to every
+    # session that asks, and the whole text's chips (~25,000 objects for the default text, for
+    # 250 drawn) made every student's rerun build and free ~8 MB of small objects.
     char_tokenizer = CharTokenizer.from_text(text)
-    return (tokens_data.bpe_chips(text, allow_special), tokens_data.char_chips(text, char_tokenizer),
-            char_tokenizer.vocab_size)
+    bpe_html = fmt.chips_html(tokens_data.bpe_chips(text, allow_special), limit=CHIPS_SHOWN, lecture=lecture,
+                              label="GPT-2 BPE tokens")
+    char_html = fmt.chips_html(tokens_data.char_chips(text, char_tokenizer), limit=CHIPS_SHOWN, lecture=lecture,
+                               label="Character tokens")
+    return bpe_html, char_html, char_tokenizer.vocab_size
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_data.LoaderView:
-    # the whole text is tokenized and windowed here: once per text and settings, not per click
+    # The whole text is tokenized and windowed here: once per text and settings, not per click.
+    # One object shared by the sessions (only ever read): each session keeps its last good view,
+    # and a copy per session (cache_data's) was ~0.6 MB a student held for as long as they stayed.
     return tokens_data.build_loader_view(text, settings)
 
 
@@ -114,7 +124,7 @@ state.bound(st.toggle, f"Read {END_OF_TEXT} as one special token", settings, "al
             "(allowed_special={'<|endoftext|>'}). Off: it is split like ordinary text.")
 with friendly_errors("the tokens"):
     summary = _summary(text, settings.allow_special)
-    bpe, chars, char_vocab = _chips(text, settings.allow_special)
+    bpe_html, chars_html, char_vocab = _chips(text, settings.allow_special, lecture)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters", f"{summary.n_chars:,}")
     m2.metric("Character vocabulary |V|", f"{char_vocab:,}")
@@ -124,12 +134,12 @@ with friendly_errors("the tokens"):
     left, right = st.columns(2)
     with left:
         st.subheader(f"GPT-2 BPE · {summary.n_bpe:,} tokens")
-        st.html(fmt.chips_html(bpe, limit=250, lecture=lecture, label="GPT-2 BPE tokens"))
+        st.html(bpe_html)
         st.caption(f"Vocabulary of {GPT2_N_VOCAB:,} ids; ␣ marks a space that belongs to the token. "
                    f"Encoding loaded offline from the {gpt2_source().split(' (')[0]}.")
     with right:
         st.subheader(f"Characters · {summary.n_chars:,} tokens")
-        st.html(fmt.chips_html(chars, limit=250, lecture=lecture, label="Character tokens"))
+        st.html(chars_html)
         st.caption(f"One id per character, vocabulary of {char_vocab} (sorted; “.” is always id 0 "
                    "in this project's tokenizer, because the names GPT uses it as start/end).")
 

@@ -160,13 +160,9 @@ class ScalingRun:
     scaled: torch.Tensor  # (n, T, T) softmax(q·k / √d_k): spread stays about 1
 
 
-# Two sweeps of 9 widths: a sweep of one seed holds 6-8 MB of float64 queries and keys, and what is
-# built from it (scaling_table, the pitfall's demo table) is cached on its own. 256 entries let a
-# class trying seeds keep ~200 MB (measured: 37 MB held after 30 students had left).
-SCALING_RUNS_KEPT = 18
-
-
-@functools.lru_cache(maxsize=SCALING_RUNS_KEPT)
+# Not cached itself: a draw at d_k = 1024 holds 6-8 MB of float64 queries and keys, and every
+# cache kept the largest ones. What is built from the draws is small and cached: softmax_peak,
+# _scaling_table, and the pitfall's demo table (in its page).
 def scaling_run(d_k: int, seed: int = 0, num_sequences: int = 64, num_tokens: int = 6) -> ScalingRun:
     """The √d_k experiment, the one implementation in the project (page 2's scaling panel and the
     "no scaling" pitfall both read it): `num_sequences` sequences of `num_tokens` random queries
@@ -174,7 +170,7 @@ def scaling_run(d_k: int, seed: int = 0, num_sequences: int = 64, num_tokens: in
 
     A dot product of d_k independent N(0, 1) products has variance d_k, so the raw scores spread
     by √d_k and softmax slides to one-hot; dividing by √d_k brings the spread back to 1.
-    Seeded by (seed, d_k), so each d_k has its own draw (cached: a pure function of its arguments).
+    Seeded by (seed, d_k), so each d_k has its own draw (the same on every call).
     """
     generator = torch.Generator().manual_seed(seed * 1000 + int(d_k))
     shape = (num_sequences, num_tokens, d_k)
@@ -189,6 +185,13 @@ def scaling_run(d_k: int, seed: int = 0, num_sequences: int = 64, num_tokens: in
 def softmax_peak(d_k: int, num_keys: int = 6, seed: int = 0) -> dict:
     """How peaked softmax gets at width d_k, with and without 1/√d_k (from `scaling_run`):
     the spread of the scores, the mean largest weight over every query row, and one example row."""
+    peak = _softmax_peak(int(d_k), int(num_keys), int(seed))
+    return {name: list(value) if isinstance(value, list) else value for name, value in peak.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _softmax_peak(d_k: int, num_keys: int, seed: int) -> dict:
+    # a pure function of its arguments, cached (a few hundred bytes each; a draw costs ~10 ms)
     run = scaling_run(d_k, seed, num_tokens=num_keys)
     return {
         "d_k": d_k,

@@ -132,8 +132,7 @@ class SmallLMRace(SteppedTraining):
             "attention": SingleHeadLM(V, c.n_embd, c.block_size, c.head_size,
                                       use_position=True, seed=c.seed),
         }
-        self.optimizers = {name: torch.optim.Adam(model.parameters(), lr=c.lr)
-                           for name, model in self.models.items()}
+        self._optimizers: dict[str, torch.optim.Optimizer] | None = None  # built by the first step
         self.batch_generator = torch.Generator().manual_seed(c.seed)
         eval_generator = torch.Generator().manual_seed(c.seed + 1)
         self.eval_sets = {
@@ -149,6 +148,16 @@ class SmallLMRace(SteppedTraining):
         self._record_eval()
 
     # ---------------------------------------------------------------- training
+    @property
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """One Adam per model, built at the first training step (Adam starts with empty state, so
+        the numbers are the same): a student who only looks at the untrained models never loads
+        PyTorch's optimizer machinery, which imports torch._dynamo (~70 MiB a server keeps)."""
+        if self._optimizers is None:
+            self._optimizers = {name: torch.optim.Adam(model.parameters(), lr=self.config.lr)
+                                for name, model in self.models.items()}
+        return self._optimizers
+
     @property
     def done(self) -> bool:
         """Nothing left to train: `max_steps` reached, or a step failed (`error`)."""

@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader
 
 from core.data import IGNORE_INDEX, count_windows, create_dataloader_v1, name_windows, sliding_windows
 from core.lessons.text import TextProblem, visible
+from core.models import embedding_skeleton
 from core.settings import spec
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, encode_bpe, gpt2_encoding
 from core.viz import unique_labels
@@ -303,9 +304,7 @@ def seeded_embedding(num_embeddings: int, embedding_dim: int, seed: int) -> nn.E
     Built on the meta device and filled from a private generator, so it never touches the global
     RNG that other sessions share.
     """
-    with torch.device("meta"):
-        layer = nn.Embedding(num_embeddings, embedding_dim)
-    layer = layer.to_empty(device="cpu")
+    layer = embedding_skeleton(num_embeddings, embedding_dim).to_empty(device="cpu")
     with torch.no_grad():
         layer.weight.normal_(generator=torch.Generator().manual_seed(seed))
     return layer

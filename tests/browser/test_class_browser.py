@@ -4,7 +4,8 @@
 The lecturer starts a class; the students join with the code and a nickname. The lecturer opens
 page 1 and steps to the poll: both students follow there, answer, and their answers appear on the
 lecturer's chart; the reveal unlocks both students; the lecturer steps on and both follow; a
-student submits a run and it appears on the board. Every view is photographed at 1280x720 in
+student submits a run and it appears on the board, answers the Sample page's poll, and reloads the
+page without losing her seat. Every view is photographed at 1280x720 in
 lecture mode (artifacts/screenshots/class_*.png), for a person to look at.
 """
 
@@ -174,6 +175,24 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         lect.get_by_role("heading", name="Leaderboard (open)").scroll_into_view_if_needed()
         screenshot(lect, "class_leaderboard_lecture", full_page=False)
         assert axe.violations(lect) == [], axe.report(axe.violations(lect))  # WCAG 2.1 AA
+
+        # the Sample page's poll: the "new" labels wait for the student's answer
+        go(ada, "Sample names")
+        expect(ada.get_by_text("which one is new?", exact=False)).to_be_visible()
+        expect(ada.get_by_test_id("stMetric").filter(has_text="New")).to_have_count(0)
+        ada.get_by_role("radiogroup", name="Your answer").locator("label").first.click()
+        wait_idle(ada)
+        click(ada, "Send my answer")
+        expect(ada.get_by_test_id("stMetric").filter(has_text="New").first).to_be_visible()
+        screenshot(ada, "class_student_sample_poll_lecture", full_page=False)
+
+        # a reload is a new session: the seat comes back from the page's own address
+        assert "seat=" in ada.url
+        ada.reload(wait_until="domcontentloaded")
+        wait_idle(ada)
+        expect(ada.locator(".st-key-class_follow").get_by_text(f"Class {code}")).to_be_visible()
+        go(ada, "Class")
+        expect(ada.get_by_text(f"You are in class {code}")).to_be_visible()
         for page in (lect, *students):
             assert_no_error(page)
     except Exception:

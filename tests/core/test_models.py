@@ -410,3 +410,28 @@ def test_resolve_device_auto_cpu_and_unknown():
     for bad in ("tpu", "cpu:1", "", "cuda:x"):
         with pytest.raises(ValueError, match="unknown device"):
             resolve_device(bad)
+
+
+def test_building_models_and_an_untrained_race_does_not_load_torch_dynamo():
+    """PyTorch's meta-device normal_ and triu import torch._dynamo (and sympy): ~70 MiB a server keeps
+    for good. Building every rung of the ladder, the tokens lesson's tables and the Small LM race
+    (untrained: its optimizers wait for the first step) must not; training may."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "from core.models import GPT, GPTConfig, BigramLM, SingleHeadLM\n"
+        "from core.lessons.tokens_data import seeded_embedding\n"
+        "from core.lessons import small_lm\n"
+        "GPT(GPTConfig(vocab_size=27)); BigramLM(27); SingleHeadLM(27); seeded_embedding(50, 8, 1)\n"
+        "race = small_lm.SmallLMRace('hello world, hello attention. ' * 20)\n"
+        "assert 'torch._dynamo' not in sys.modules, 'loaded before training'\n"
+        "race.train_step()\n"
+        "print('trained', race.step)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "trained 1" in result.stdout

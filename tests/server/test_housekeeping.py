@@ -45,13 +45,13 @@ def test_shared_caches_are_emptied_when_asked():
 
 
 def test_app_functools_caches_are_emptied_with_the_shared_ones():
-    from core.lessons.self_attention import scaling_run
+    from core.lessons.self_attention import _softmax_peak, softmax_peak
 
-    scaling_run(4, seed=3)
-    assert scaling_run.cache_info().currsize >= 1
-    assert scaling_run in housekeeping.app_lru_caches()
+    softmax_peak(4, seed=3)
+    assert _softmax_peak.cache_info().currsize >= 1
+    assert _softmax_peak in housekeeping.app_lru_caches()
     assert housekeeping.clear_shared_caches() >= 1
-    assert scaling_run.cache_info().currsize == 0
+    assert _softmax_peak.cache_info().currsize == 0
     assert all(f.__module__.partition(".")[0] in housekeeping.APP_PACKAGES for f in housekeeping.app_lru_caches())
 
 
