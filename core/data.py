@@ -15,6 +15,8 @@ appended one example at a time.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -47,19 +49,49 @@ def load_names(path: Path | str = NAMES_PATH) -> list[str]:
 def split_names(
     names: Sequence[str], val_size: float = 0.1, seed: int = 101
 ) -> tuple[list[str], list[str]]:
-    """Train/validation split of the distinct names (a name never lands in both)."""
+    """Train/validation split of the distinct names (a name never lands in both): scikit-learn's
+    `train_test_split(unique_names, test_size=val_size, random_state=seed)`.
+
+    For the shipped `names.txt` with the default size and seed, the same split is read from
+    `data/names_split.json`, which scikit-learn made (`scripts/make_names_split.py`; a test checks
+    that the file still equals what scikit-learn gives). Importing scikit-learn costs a server
+    ~65 MiB and ~2 s, so it is imported only to split other names."""
     if not 0 < val_size < 1:
         raise ValueError(f"val_size must be between 0 and 1 (exclusive), got {val_size}.")
     unique_names = list(dict.fromkeys(names))  # de-duplicate, keeping the file order
     if len(unique_names) < 2:
         raise ValueError("Need at least two distinct names to split into train and validation.")
-    # imported here: scikit-learn costs ~65 MiB and ~2 s, and only the names pages split names
+    shipped = shipped_split(unique_names, val_size, seed)
+    if shipped is not None:
+        return shipped
     from sklearn.model_selection import train_test_split
 
     train_names, val_names = train_test_split(
         unique_names, test_size=val_size, random_state=seed
     )
     return list(train_names), list(val_names)
+
+
+NAMES_SPLIT_PATH = DATA_DIR / "names_split.json"
+
+
+def split_key(unique_names: Sequence[str], val_size: float, seed: int) -> str:
+    """What a stored split was made from: the distinct names in order, the size and the seed."""
+    digest = hashlib.sha256("\n".join(unique_names).encode("utf-8")).hexdigest()
+    return f"{digest}:{val_size!r}:{seed}"
+
+
+def shipped_split(unique_names: Sequence[str], val_size: float, seed: int,
+                  path: Path = NAMES_SPLIT_PATH) -> tuple[list[str], list[str]] | None:
+    """The stored split for exactly these names, size and seed, or None."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if stored.get("key") != split_key(unique_names, val_size, seed):
+        return None
+    return ([unique_names[i] for i in stored["train_index"]],
+            [unique_names[i] for i in stored["val_index"]])
 
 
 def name_windows(

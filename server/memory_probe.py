@@ -383,7 +383,16 @@ def write(libc: ctypes.CDLL | None, label: str = "") -> None:
     line = report(libc, label, snapshot)
     with open(path, "a") as f:
         f.write(json.dumps(line, default=str) + "\n")
-    if snapshot is not None and line.get("sessions_held", 2) <= 1:
-        # before and after a class: `python -m benchmarks.memory_diff BEFORE AFTER` says which
-        # allocation sites hold more live small blocks after the class than before it
-        snapshot.dump(f"{path}.{int(line['t'])}.snap")
+    held = line.get("sessions_held", 2)
+    if snapshot is not None and (held <= 1 or held >= _busy_sessions()):
+        # before, during (a busy class) and after: `python -m benchmarks.memory_diff BEFORE AFTER`
+        # says which allocation sites hold more live blocks in the second than in the first
+        snapshot.dump(f"{path}.{int(line['t'])}.s{held}.snap")
+
+
+def _busy_sessions() -> int:
+    """ATTENTION_LAB_MEMORY_PROBE_BUSY: also dump a snapshot whenever this many sessions are held."""
+    try:
+        return int(os.environ.get("ATTENTION_LAB_MEMORY_PROBE_BUSY", "") or 10**9)
+    except ValueError:
+        return 10**9

@@ -374,3 +374,41 @@ def test_scikit_learn_is_imported_only_when_names_are_split():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_shipped_split_is_what_scikit_learn_gives():
+    """data/names_split.json must equal train_test_split on the shipped names (else: run
+    scripts/make_names_split.py)."""
+    from sklearn.model_selection import train_test_split
+
+    from core.data import load_names, shipped_split
+    from core.runs import SPLIT_SEED, VAL_SIZE
+
+    unique_names = list(dict.fromkeys(load_names()))
+    expected = train_test_split(unique_names, test_size=VAL_SIZE, random_state=SPLIT_SEED)
+    assert shipped_split(unique_names, VAL_SIZE, SPLIT_SEED) == (list(expected[0]), list(expected[1]))
+
+
+def test_the_stored_split_is_used_only_for_the_names_size_and_seed_it_was_made_from(tmp_path):
+    from core.data import NAMES_SPLIT_PATH, load_names, shipped_split
+
+    names = ["ann", "bob", "cy", "dee"]
+    assert shipped_split(names, 0.1, 101) is None  # other names
+    unique_names = list(dict.fromkeys(load_names()))
+    assert shipped_split(unique_names, 0.2, 101) is None  # another size
+    assert shipped_split(unique_names, 0.1, 7) is None  # another seed
+    assert shipped_split(unique_names, 0.1, 101, path=tmp_path / "missing.json") is None
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    assert shipped_split(unique_names, 0.1, 101, path=broken) is None
+    assert NAMES_SPLIT_PATH.exists()
+
+
+def test_splitting_the_shipped_names_does_not_import_scikit_learn():
+    code = ("import sys\nimport core.runs\n"
+            "data = core.runs.names_data(12)\n"
+            "assert len(data.val_names) == 3204, len(data.val_names)\n"
+            "assert 'sklearn' not in sys.modules, 'imported for the shipped names'\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
