@@ -365,15 +365,18 @@ def test_get_batch_needs_one_more_token_than_the_block():
         get_batch(torch.arange(8), 8, 2, torch.Generator())
 
 
-def test_scikit_learn_is_imported_only_when_names_are_split():
-
-    code = ("import sys\nimport core.data, core.models, core.sampling\n"
-            "assert 'sklearn' not in sys.modules, 'imported too early'\n"
-            "core.data.split_names(['ann', 'bob', 'cy'], val_size=0.34)\n"
-            "assert 'sklearn' in sys.modules\n")
+def in_a_fresh_python(code: str) -> None:
+    """Run `code` in a new interpreter (what it imports is then its own); fail on its error."""
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_scikit_learn_is_imported_only_when_other_names_are_split():
+    in_a_fresh_python("import sys\nimport core.data, core.models, core.sampling\n"
+                      "assert 'sklearn' not in sys.modules, 'imported too early'\n"
+                      "core.data.split_names(['ann', 'bob', 'cy'], val_size=0.34)\n"
+                      "assert 'sklearn' in sys.modules\n")
 
 
 def test_the_shipped_split_is_what_scikit_learn_gives():
@@ -405,10 +408,7 @@ def test_the_stored_split_is_used_only_for_the_names_size_and_seed_it_was_made_f
 
 
 def test_splitting_the_shipped_names_does_not_import_scikit_learn():
-    code = ("import sys\nimport core.runs\n"
-            "data = core.runs.names_data(12)\n"
-            "assert len(data.val_names) == 3204, len(data.val_names)\n"
-            "assert 'sklearn' not in sys.modules, 'imported for the shipped names'\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    in_a_fresh_python("import sys\nimport core.runs\n"
+                      "data = core.runs.names_data(12)\n"
+                      "assert len(data.val_names) == 3204, len(data.val_names)\n"
+                      "assert 'sklearn' not in sys.modules, 'imported for the shipped names'\n")
