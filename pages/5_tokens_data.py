@@ -62,10 +62,11 @@ def _loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _token_rows(output_dim: int, seed: int, ids: tuple[int, ...]):
+def _token_rows(output_dim: int, seed: int, ids_key: str, _ids: tuple[int, ...]):
     # only the rows of these ids: the whole 50,257-row table is 51 MB at width 256, and a class
-    # trying widths and seeds kept one table each in the server's memory
-    return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, ids)
+    # trying widths and seeds kept one table each in the server's memory. Keyed by a digest of the
+    # ids (tokens_data.ids_key): hashing thousands of ids on every rerun was 2% of a busy server.
+    return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, _ids)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -91,9 +92,21 @@ ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole t
 def _rows_for(view: tokens_data.LoaderView, x, output_dim: int, seed: int):
     # Drawing rows walks the table up to the largest id (0.1-0.3 s at width 256): keyed by the
     # text's ids, not the batch's, so another batch, stride or batch size costs nothing.
-    text_ids = tuple(sorted(set(view.token_ids)))
-    ids = text_ids if len(text_ids) <= ROWS_OF_THE_TEXT else tuple(sorted(set(x.flatten().tolist())))
-    return _token_rows(output_dim, seed, ids)
+    if len(view.distinct_ids) <= ROWS_OF_THE_TEXT:
+        return _token_rows(output_dim, seed, view.distinct_ids_key, view.distinct_ids)
+    ids = tuple(sorted(set(x.flatten().tolist())))
+    return _token_rows(output_dim, seed, tokens_data.ids_key(ids), ids)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _heatmap(values, labels: tuple[str, ...], dim_labels: tuple[str, ...], lecture: bool, cell: int,
+             domain: tuple[float, float]):
+    # One embedding heatmap and its Vega-Lite spec, keyed by the numbers it shows: building the
+    # three of them was the most expensive part of this page's rerun in a class (py-spy,
+    # docs/HOSTING.md), and students on the default settings all draw the same three.
+    chart = charts.heatmap(values, list(labels), list(dim_labels), fmt=".2f", lecture=lecture, cell=cell,
+                           domain=domain, x_title="embedding dimension")
+    return chart, charts.vega_spec(chart, lecture)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -329,8 +342,8 @@ if view is not None:
                  ("input embeddings (sum)", sum_slice, sum_labels, "token + position")]
         for col, (name, values, labels, code) in zip(grid, parts):
             with col:
-                show_chart(charts.heatmap(values, labels, dim_labels, fmt=".2f", lecture=lecture,
-                                          cell=cell, domain=domain, x_title="embedding dimension"),
+                chart, spec = _heatmap(values, tuple(labels), tuple(dim_labels), lecture, cell, domain)
+                show_chart(chart, spec=spec,
                            name=name,
                            caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
                                     f"of {output_dim}; N(0, 1) init, seed {vs.seed}."),

@@ -23,14 +23,15 @@ def _key(text: str) -> str:
 
 
 def show_chart(chart, *, name: str, caption: str, title: str = "", key: str | None = None,
-               downloads: bool = True) -> None:
+               downloads: bool = True, spec: dict | None = None) -> None:
     """Render `chart` (themed for the current mode), its caption and the figure downloads.
 
     `title` is the human title of the downloaded figure and its file name (default: the chart's
-    own title, else `name`)."""
+    own title, else `name`). `spec`: the chart's `viz.vega_spec` for the current mode, when a
+    cache already holds it (it is only read here)."""
     lecture = lecture_mode()
     title = title or viz.chart_title(chart) or name
-    draw_chart(chart, viz.vega_spec(chart, lecture), lecture=lecture,
+    draw_chart(chart, spec if spec is not None else viz.vega_spec(chart, lecture), lecture=lecture,
                description=viz.description(title, caption))
     st.caption(caption)
     if downloads:

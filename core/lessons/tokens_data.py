@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,6 +172,11 @@ def window_count_formula(n_tokens: int, max_length: int, stride: int) -> str:
             f"⌊{n_tokens - max_length - 1} / {stride}⌋ + 1 = {n}")
 
 
+def ids_key(ids: tuple[int, ...]) -> str:
+    """A short digest of a tuple of ids (equal tuples, equal keys)."""
+    return hashlib.sha1(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()[:20]
+
+
 @dataclass
 class LoaderView:
     """Everything the page shows about one text cut into windows and batches."""
@@ -185,6 +192,16 @@ class LoaderView:
     @property
     def n_tokens(self) -> int:
         return len(self.token_ids)
+
+    @functools.cached_property
+    def distinct_ids(self) -> tuple[int, ...]:
+        """The text's distinct ids, sorted (worked out once per view: a view is shared, read-only)."""
+        return tuple(sorted(set(self.token_ids)))
+
+    @functools.cached_property
+    def distinct_ids_key(self) -> str:
+        """A short name for `distinct_ids`, for a cache key cheaper than the ids themselves."""
+        return ids_key(self.distinct_ids)
 
     @property
     def n_windows(self) -> int:

@@ -498,3 +498,11 @@ def test_a_loader_view_is_never_empty_it_is_refused_instead():
         built += 1
         assert view.n_windows >= 1 and view.n_batches >= 1 and view.dropped < settings.batch_size
     assert built >= 10 and refused >= 5  # both branches were exercised
+
+
+def test_a_views_distinct_ids_and_their_key():
+    view = tokens_data.build_loader_view(texts.BOOK_SENTENCE, tokens_data.TokensDataSettings())
+    assert view.distinct_ids == tuple(sorted(set(view.token_ids)))
+    assert view.distinct_ids_key == tokens_data.ids_key(tuple(sorted(set(view.token_ids))))
+    assert tokens_data.ids_key((1, 2, 3)) != tokens_data.ids_key((1, 2, 4))
+    assert tokens_data.ids_key((1, 2)) != tokens_data.ids_key((1, 2, 0))  # lengths count
