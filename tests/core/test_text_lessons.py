@@ -501,7 +501,7 @@ def test_a_loader_view_is_never_empty_it_is_refused_instead():
 
 
 def test_a_views_distinct_ids_and_their_key():
-    view = tokens_data.build_loader_view(texts.BOOK_SENTENCE, tokens_data.TokensDataSettings())
+    view = tokens_data.build_loader_view(texts.builtin_text("paragraph"), tokens_data.TokensDataSettings())
     assert view.distinct_ids == tuple(sorted(set(view.token_ids)))
     assert view.distinct_ids_key == tokens_data.ids_key(tuple(sorted(set(view.token_ids))))
     assert tokens_data.ids_key((1, 2, 3)) != tokens_data.ids_key((1, 2, 4))
