@@ -39,10 +39,18 @@ its checkpoint through the download button (the deferred-file protocol), and aft
 uploads it through the file uploader (the upload protocol) and checks the run is back at its step.
 --inventory prints the widgets of every page and exits (to check what the simulator sees).
 
+--class-mode runs one class in class mode instead (class_mode.py): the server gets a lecturer key
+and a fresh SQLite store; a lecturer starts a class, opens a challenge and tours the poll pages
+(waits, reveals, steps on); N students join with the code within --arrival-s, follow and answer
+every poll; K of them train a short Quick demo run and submit it. It prints the class targets:
+p95 interaction, errors, every answer counted exactly once (the store's rows against what the
+pages confirmed), poll lag and follow lag p95 <= 2 s, peak RSS <= 1 GB, K entries on the board.
+
 Modules: `protocol` (run statuses, element nodes, widget values on mount, the HTTP side), `client`
 (one simulated tab: the websocket client), `stats` (what the clients measure, the students' plan),
 `behaviours` (a student's widget changes and walk), `trainers` (the Train page's users), `browsers`
-(real Chromium alongside), `server` (the app under test, its memory and CPU), `classroom` (one
-run), `report` (its figures and verdict), `cli` (the command line). The entry script is
+(real Chromium alongside), `server` (the app under test, its memory and CPU), `phases` (the
+warm-up and the wait for a class's clients), `classroom` (one run), `class_mode` (a class in class
+mode), `report` (its figures and verdict), `cli` (the command line). The entry script is
 benchmarks/student_sim.py.
 """

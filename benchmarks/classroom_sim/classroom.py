@@ -15,21 +15,12 @@ from typing import Any
 from benchmarks.classroom_sim.behaviours import student
 from benchmarks.classroom_sim.browsers import browsers
 from benchmarks.classroom_sim.client import Client
+from benchmarks.classroom_sim.phases import await_clients, warm_up
 from benchmarks.classroom_sim.report import summarise
 from benchmarks.classroom_sim.server import SimServer, other_processes_cpu
 from benchmarks.classroom_sim.stats import Plan, Stats
 from benchmarks.classroom_sim.trainers import trainer
 from benchmarks.harness import load_average
-
-
-async def warm_up(base: str, stats: Stats) -> tuple[Client, float]:
-    """One student opens every page once (torch is imported, the shared caches fill)."""
-    client = Client("warm-up student", base, stats, random.Random(7))
-    await client.connect("")
-    for title in list(client.pages):
-        await client.goto(title)
-    await client.goto(next(iter(client.pages)))
-    return client, 0.0
 
 
 async def one_student_class(args: argparse.Namespace, base: str, stats: Stats, result: dict,
@@ -86,13 +77,7 @@ async def classroom(args: argparse.Namespace, server: SimServer, stats: Stats, r
         tasks.append(asyncio.create_task(soak_restart(server, plan, result)))
     cpu0, client_cpu0 = server.cpu(), time.process_time()
     await warm.close()
-    done, pending = await asyncio.wait(tasks, timeout=args.duration + 150)
-    for task in pending:
-        task.cancel()
-        stats.errors.append("a client did not stop within its time bound")
-    result["wall_s"] = round(time.monotonic() - start, 1)
-    result["server_cpu_s"] = round(server.cpu() - cpu0, 1)
-    result["sim_cpu_s"] = round(time.process_time() - client_cpu0, 1)
+    await await_clients(tasks, args, server, stats, result, start, (cpu0, client_cpu0))
     result["browser"] = browser_stats
 
 
@@ -125,6 +110,12 @@ def run_once(args: argparse.Namespace) -> dict:
     for pair in args.server_env:
         name, _, value = pair.partition("=")
         env[name] = value
+    class_mode = getattr(args, "class_mode", False)
+    if class_mode:  # a lecturer key and a fresh class store in this run's folder
+        from benchmarks.classroom_sim import class_mode as lecture
+
+        class_env, key, store_dir = lecture.server_env(tmp)
+        env.update(class_env)
     server = SimServer(cores, env, args.session_ttl, log=tmp / "server.log")
     result: dict[str, Any] = {"students": args.students, "trainers_asked": args.trainers,
                               "duration_s": args.duration, "server_cores": args.server_cores,
@@ -141,7 +132,10 @@ def run_once(args: argparse.Namespace) -> dict:
         result["rss_idle_cold_mb"] = round(server.rss() / 2**20, 1)
         for lesson in range(args.classes):  # a second class on the same server: a leak grows
             stats.lesson = lesson
-            asyncio.run(classroom(args, server, stats, result))
+            if class_mode:
+                asyncio.run(lecture.class_session(args, server, stats, result, key, store_dir))
+            else:
+                asyncio.run(classroom(args, server, stats, result))
             result["rss_end_of_class_mb"] = round(server.rss() / 2**20, 1)
             if args.leave_wait > 0:  # every student has left; their sessions expire after the TTL
                 time.sleep(args.leave_wait)

@@ -10,6 +10,7 @@ import random
 import tempfile
 from pathlib import Path
 
+from benchmarks.classroom_sim.class_mode import TOUR
 from benchmarks.classroom_sim.classroom import run_once
 from benchmarks.classroom_sim.client import Client
 from benchmarks.classroom_sim.report import TABLE_HEADER, print_row, print_targets
@@ -33,12 +34,28 @@ async def inventory(base: str) -> None:
     await client.close()
 
 
+def class_options(parser: argparse.ArgumentParser) -> None:
+    """--class-mode and its settings (benchmarks/classroom_sim/class_mode.py)."""
+    group = parser.add_argument_group("class mode")
+    group.add_argument("--class-mode", action="store_true",
+                       help="one class: a lecturer reveals and steps, students join, follow and answer polls, "
+                            "trainers submit runs to a challenge")
+    group.add_argument("--poll-s", type=float, default=15.0, help="the lecturer waits this long on a poll")
+    group.add_argument("--step-s", type=float, default=5.0, help="the lecturer stays this long on a step")
+    group.add_argument("--tour", default=",".join(TOUR), help="url paths of the pages the lecturer presents")
+    group.add_argument("--train-steps", type=int, default=300,
+                       help="steps of a trainer's quick-demo run (0: the preset's own length)")
+    group.add_argument("--max-params", type=int, default=200_000, help="the challenge's parameter limit")
+    group.add_argument("--max-seconds", type=float, default=300.0, help="the challenge's training-time limit")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="protocol-level classroom load test")
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--trainers", type=int, default=6)
-    parser.add_argument("--duration", type=float, default=150.0,
-                        help="seconds the class lasts (150: the arrival burst; 600: a 10-minute class)")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds the class lasts (150: the arrival burst; 600: a 10-minute class; "
+                             "--class-mode: 300)")
     parser.add_argument("--server-cores", default="0", help="cores of the server: 0 or 0,1")
     parser.add_argument("--browsers", type=int, default=0, help="real Chromium tabs alongside")
     parser.add_argument("--arrival-s", type=float, default=60.0)
@@ -62,9 +79,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="the server writes server/memory_probe.py's report every 30 s (to tmp/memory.jsonl)")
     parser.add_argument("--server-env", nargs="*", default=[], metavar="NAME=VALUE",
                         help="extra environment variables of the server (e.g. MALLOC_ARENA_MAX=2)")
+    class_options(parser)
     args = parser.parse_args(argv)
-    if args.leave_wait is None:
-        args.leave_wait = args.session_ttl + 40
+    if args.duration is None:
+        args.duration = 300.0 if args.class_mode else 150.0
+    if args.leave_wait is None:  # class mode measures the class, not the memory after it
+        args.leave_wait = 0 if args.class_mode else args.session_ttl + 40
 
     if args.inventory:
         os.sched_setaffinity(0, {1} if os.cpu_count() > 1 else {0})
@@ -98,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
     result = run_once(args)
     for key, value in result.items():
-        if key not in ("error_samples", "by_kind", "soak_trainers", "targets"):
+        if key not in ("error_samples", "by_kind", "soak_trainers", "targets", "class_details"):
             print(f"{key:>28}: {value}")
-    for key in ("by_kind", "soak_trainers", "error_samples"):
+    for key in ("by_kind", "soak_trainers", "class_details", "error_samples"):
         if key in result:
             print(f"{key:>28}: {json.dumps(result[key], default=str)[:2000]}")
     print(TABLE_HEADER)
