@@ -140,12 +140,12 @@ def test_full_share_never_rests():
 
 def test_train_share_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
-    assert budget.load_limits().train_share == 0.3
+    assert budget.load_limits().train_share == budget.HOSTED_TRAIN_SHARE == 0.25
     monkeypatch.setenv("ATTENTION_LAB_TRAIN_SHARE", "0.5")
     assert budget.load_limits().train_share == 0.5
     for bad in ("nan", "x"):
         monkeypatch.setenv("ATTENTION_LAB_TRAIN_SHARE", bad)
-        assert budget.load_limits().train_share == 0.3
+        assert budget.load_limits().train_share == 0.25
     monkeypatch.setenv("ATTENTION_LAB_TRAIN_SHARE", "7")
     assert budget.load_limits().train_share == 1.0
     monkeypatch.delenv("ATTENTION_LAB_HOSTED")
