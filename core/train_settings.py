@@ -130,14 +130,14 @@ def matching_preset(settings: TrainSettings) -> str | None:
 # Wall-clock seconds from Start to the last step: what the preset buttons say (measured with
 # benchmarks/presets.py --browser, benchmarks/train_speed.py and benchmarks/gpu_train.py; the runs
 # are described in docs/PRESETS.md). A preset with no figure for a device gets no time in its label.
-HEADLESS_QUIET = ("headless with 2 threads on a quiet 2-core server, validation not counted (the page's redraws "
-                  "and validations add to it)")
+BROWSER_2_CORES = ("in Chromium against the app on a quiet 2-core machine, with the app's 1 torch thread "
+                   "(half the cores), the page's redraws and validations included")
 PRESET_SECONDS: dict[tuple[str, str], tuple[float, str]] = {
     ("lecture", "cpu"): (30.5, "in the browser on a busy 2-core server (load 5-10; about half that "
                                "on a quiet one)"),
-    ("quick_demo", "cpu"): (27.8, HEADLESS_QUIET),
-    ("better", "cpu"): (74.8, HEADLESS_QUIET),
-    ("best", "cpu"): (260.5, HEADLESS_QUIET),
+    ("quick_demo", "cpu"): (55.0, BROWSER_2_CORES),
+    ("better", "cpu"): (141.4, BROWSER_2_CORES),
+    ("best", "cpu"): (443.7, BROWSER_2_CORES),
     ("best", "cuda"): (3.6, "on one H100 (the GPU version of the preset)"),
     ("gpu", "cuda"): (7.8, "on one H100"),
 }
