@@ -26,7 +26,7 @@ st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
 from server import housekeeping  # noqa: E402
-from ui import class_follow, classroom, nav  # noqa: E402
+from ui import class_follow, nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import ENTRY_FLAG
 
@@ -59,7 +59,6 @@ apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
 page_url = page.url_path or "home"
-classroom.keep_seat_in_url()  # a student in a class keeps their seat through a reload
 class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
 try:
     page.run()

@@ -28,7 +28,7 @@ FOLLOW_KEY = "class.follow"  # the student's toggle
 CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
 SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last went to
 PUBLISHED_KEY = "class.published"  # what this lecturer session last published
-LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM, classroom.SEAT_PARAM)  # per-browser, never published
+LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM)  # per-browser parameters, never published
 
 # the pages outside the lesson catalogue, by url path
 OTHER_PAGES = {"home": ("pages/home.py", "Home"), "class": ("pages/11_class.py", "Class")}

@@ -12,13 +12,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from core.classroom.security import configured_lecturer_key, normalize_code
-from ui.state import CLASS_PARAMS
+from core.classroom.security import configured_lecturer_key
 
 LECTURER_SEAT = "class.lecturer"  # session key: LecturerSeat of the class this session started
 MEMBER_SEAT = "class.member"  # session key: MemberSeat of the class this session joined
-# ?class=CODE in a join link; ?seat=TOKEN: a member's own address carries their seat (never published)
-JOIN_PARAM, SEAT_PARAM = CLASS_PARAMS
+JOIN_PARAM = "class"  # ?class=CODE in a join link
 
 
 @dataclass(frozen=True)
@@ -77,40 +75,6 @@ def take_seat(seat: LecturerSeat | MemberSeat) -> None:
 
 def leave(kind: type) -> None:
     st.session_state.pop(LECTURER_SEAT if kind is LecturerSeat else MEMBER_SEAT, None)
-    if kind is MemberSeat:
-        for name in (JOIN_PARAM, SEAT_PARAM):
-            if name in st.query_params:
-                del st.query_params[name]
-
-
-def keep_seat_in_url() -> None:
-    """A member's seat lives in their own page's address (?class=CODE&seat=TOKEN), so a reload, a
-    browser restart or the same address in a new tab takes the seat back instead of losing the
-    student's answers and submissions. Run on every run by streamlit_app.py: the pages drop the
-    parameters when they switch. The lecturer's token never goes in an address (it is projected);
-    a lecturer takes the class back with the key and the code."""
-    seat = member_seat()
-    if seat is None:
-        _restore_seat()
-        return
-    for name, value in ((JOIN_PARAM, seat.code), (SEAT_PARAM, seat.token)):
-        if st.query_params.get(name) != value:
-            st.query_params[name] = value
-
-
-def _restore_seat() -> None:
-    """Take the seat named by the address, if it is a seat of a live class on this server."""
-    token, code = st.query_params.get(SEAT_PARAM), normalize_code(st.query_params.get(JOIN_PARAM, ""))
-    if not token or lecturer_key() is None:
-        return
-    try:
-        member = class_store().member(code, token) if code else None
-    except Exception:  # noqa: BLE001 - the database cannot be reached: the student carries on alone
-        member = None
-    if member is None:  # the class ended, or the address was made up: keep the join code only
-        del st.query_params[SEAT_PARAM]
-        return
-    take_seat(MemberSeat(code, token, member.nickname))
 
 
 def join_link(code: str) -> str:

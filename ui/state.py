@@ -22,8 +22,7 @@ import streamlit as st
 
 from core import settings as core_settings
 
-CLASS_PARAMS = ("class", "seat")  # a class member's join code and seat (ui.classroom)
-GLOBAL_PARAMS = ("lecture", *CLASS_PARAMS)  # kept in the URL on every page, never a page's settings
+GLOBAL_PARAMS = ("lecture",)  # kept in the URL on every page
 ENTRY_FLAG = "_entry_point_ran"  # set by streamlit_app.py on every run, before the page runs
 
 

@@ -4,8 +4,7 @@
 The lecturer starts a class; the students join with the code and a nickname. The lecturer opens
 page 1 and steps to the poll: both students follow there, answer, and their answers appear on the
 lecturer's chart; the reveal unlocks both students; the lecturer steps on and both follow; a
-student submits a run and it appears on the board, answers the Sample page's poll, and reloads the
-page without losing her seat. Every view is photographed at 1280x720 in
+student submits a run and it appears on the board, and answers the Sample page's poll. Every view is photographed at 1280x720 in
 lecture mode (artifacts/screenshots/class_*.png), for a person to look at.
 """
 
@@ -166,7 +165,10 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         ada.locator("[data-testid='stRadio']").get_by_text("about 3.3", exact=True).click()
         wait_idle(ada)
         click(ada, "Send my answer")
-        click(ada, "Start")
+        # not click(): while a run trains, its live chart reruns back to back, so the page may never
+        # look idle until Pause (which is what the click waits for)
+        ada.get_by_role("button", name=re.compile("^Start")).first.click()
+        expect(ada.get_by_role("button", name=re.compile("^Pause"))).to_be_visible()
         ada.wait_for_timeout(4000)
         click(ada, "Pause")
         click(ada, "Submit this run to the class challenge")
@@ -186,13 +188,6 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
         expect(ada.get_by_test_id("stMetric").filter(has_text="New").first).to_be_visible()
         screenshot(ada, "class_student_sample_poll_lecture", full_page=False)
 
-        # a reload is a new session: the seat comes back from the page's own address
-        assert "seat=" in ada.url
-        ada.reload(wait_until="domcontentloaded")
-        wait_idle(ada)
-        expect(ada.locator(".st-key-class_follow").get_by_text(f"Class {code}")).to_be_visible()
-        go(ada, "Class")
-        expect(ada.get_by_text(f"You are in class {code}")).to_be_visible()
         for page in (lect, *students):
             assert_no_error(page)
     except Exception:

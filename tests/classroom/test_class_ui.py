@@ -349,34 +349,3 @@ def test_sqlalchemy_is_loaded_only_when_a_class_needs_the_store():
     result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-
-
-# ------------------------------------------------------------------- a reload keeps the seat
-def test_a_members_address_carries_the_seat_and_a_reload_takes_it_back(klass):
-    store, code, _, (ada, _) = klass
-    at = open_as(ada, None)
-    assert at.query_params["class"] == code and at.query_params["seat"] == ada.token
-    # a reload is a new session opened on the same address: no seat in its state
-    again = open_as(None, None, {"class": code, "seat": ada.token})
-    assert again.session_state[MEMBER_SEAT] == ada
-    assert f"**Class {code}**" in texts(again.sidebar.markdown)
-
-
-def test_a_made_up_or_ended_seat_in_the_address_is_dropped(klass):
-    store, code, lecturer, (ada, _) = klass
-    at = open_as(None, None, {"class": code, "seat": "not-a-token"})
-    assert MEMBER_SEAT not in at.session_state and "seat" not in at.query_params
-    assert at.query_params["class"] == code  # the join code stays for the join form
-    store.delete_class(code, lecturer.token)
-    after = open_as(None, None, {"class": code, "seat": ada.token})
-    assert MEMBER_SEAT not in after.session_state and "seat" not in after.query_params
-
-
-def test_leaving_the_class_clears_the_address(klass):
-    store, code, _, (ada, _) = klass
-    at = open_as(ada, "pages/11_class.py")
-    button(at, "Leave this class").click()
-    at.run()
-    no_exception(at)
-    assert MEMBER_SEAT not in at.session_state
-    assert "seat" not in at.query_params and "class" not in at.query_params
