@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 import streamlit as st
 
-from core import budget, data, pitfalls as pf, tokenizers
+from core import budget, data, pitfalls as pf, runs, tokenizers
 from core.live_training import Outcome
 from core.pitfalls import sgd
 from core.viz import pitfalls as viz_pitfalls
@@ -212,10 +212,10 @@ def names_demo(key: str, *args):
 RACE_KEY = "pitfalls.race"  # this session's race being trained (a core.pitfalls.sgd.OptimizerRace)
 
 
-@st.cache_resource(show_spinner=False)
 def race_data() -> data.NamesData:
-    """The lecture's data: context 12, 10% validation, seed 101 (shared, read-only)."""
-    return data.build_names_data(context_size=12, val_size=0.1, seed=101)
+    """The lecture's data: context 12, 10% validation, seed 101: the same shared, read-only object
+    as the Train page's runs (core.runs.names_data), not a second copy of the windows."""
+    return runs.names_data(12)
 
 
 @st.cache_resource(show_spinner=False)

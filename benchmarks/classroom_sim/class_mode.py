@@ -343,19 +343,28 @@ async def follow_and_answer(c: Client, nickname: str, rng: random.Random, plan: 
         await answer_poll(c, nickname, rng, plan.think, stats, log)
 
 
+async def as_member(who: str, c: "ClassClient", stats: Stats, steps) -> None:
+    """Run one simulated member's `steps` (a coroutine); any failure is the run's error; the tab closes."""
+    try:
+        await steps
+    except Exception as exc:  # noqa: BLE001
+        stats.errors.append(f"{who}: {type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        await c.close()
+
+
 async def class_student(i: int, base: str, code: str, stats: Stats, plan: Plan, log: ClassLog,
                         arrival: float) -> None:
     rng = random.Random(1000 + i)
     await asyncio.sleep(arrival)
     nickname = f"student-{i:02d}"
     c = ClassClient(f"student {i}", base, stats, rng, on_finish=landing_recorder(log, nickname))
-    try:
+
+    async def steps() -> None:
         await join(c, code, nickname, stats, log)
         await follow_and_answer(c, nickname, rng, plan, stats, log)
-    except Exception as exc:  # noqa: BLE001
-        stats.errors.append(f"student {i}: {type(exc).__name__}: {str(exc)[:200]}")
-    finally:
-        await c.close()
+
+    await as_member(f"student {i}", c, stats, steps())
 
 
 # ------------------------------------------------------------------------------ trainers
@@ -422,7 +431,8 @@ async def class_trainer(i: int, base: str, code: str, stats: Stats, plan: Plan, 
     nickname = f"trainer-{i:02d}"
     c = ClassClient(f"trainer {i}", base, stats, rng, on_finish=landing_recorder(log, nickname),
                     read_boards=True)
-    try:
+
+    async def steps() -> None:
         await join(c, code, nickname, stats, log)
         await set_following(c, False, nickname, stats, log)  # to train, a student leaves the lecture
         await timed(c, stats, "page", c.goto(next(t for t, (_, u) in c.pages.items() if u == TRAIN_URL)))
@@ -431,10 +441,8 @@ async def class_trainer(i: int, base: str, code: str, stats: Stats, plan: Plan, 
         await submit_run(c, nickname, stats, log)
         await set_following(c, True, nickname, stats, log)
         await follow_and_answer(c, nickname, rng, plan, stats, log)
-    except Exception as exc:  # noqa: BLE001
-        stats.errors.append(f"trainer {i}: {type(exc).__name__}: {str(exc)[:200]}")
-    finally:
-        await c.close()
+
+    await as_member(f"trainer {i}", c, stats, steps())
 
 
 # ------------------------------------------------------------------------------ one class
