@@ -72,6 +72,8 @@ def main() -> None:
     parser.add_argument("raw", type=Path, help="py-spy record --format raw output")
     parser.add_argument("--rate", type=float, default=50.0, help="the recording's samples per second")
     args = parser.parse_args()
+    if not args.raw.is_file():
+        parser.error(f"no such recording: {args.raw} (make one with py-spy record --format raw)")
     counts = breakdown(parse(args.raw))
     total = sum(counts.values()) or 1
     print(f"{total:,} samples ({total / args.rate:.1f} thread-seconds at {args.rate:g} Hz)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import tempfile
@@ -34,19 +35,34 @@ async def inventory(base: str) -> None:
     await client.close()
 
 
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds above 0 (argparse turns the ValueError into a plain message)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(text)
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError(text)
+    return value
+
 def class_options(parser: argparse.ArgumentParser) -> None:
     """--class-mode and its settings (benchmarks/classroom_sim/class_mode.py)."""
     group = parser.add_argument_group("class mode")
     group.add_argument("--class-mode", action="store_true",
                        help="one class: a lecturer reveals and steps, students join, follow and answer polls, "
                             "trainers submit runs to a challenge")
-    group.add_argument("--poll-s", type=float, default=15.0, help="the lecturer waits this long on a poll")
-    group.add_argument("--step-s", type=float, default=5.0, help="the lecturer stays this long on a step")
+    group.add_argument("--poll-s", type=positive_seconds, default=15.0, help="the lecturer waits this long on a poll")
+    group.add_argument("--step-s", type=positive_seconds, default=5.0, help="the lecturer stays this long on a step")
     group.add_argument("--tour", default=",".join(TOUR), help="url paths of the pages the lecturer presents")
-    group.add_argument("--train-steps", type=int, default=300,
+    group.add_argument("--train-steps", type=positive_int, default=300,
                        help="steps of a trainer's quick-demo run (0: the preset's own length)")
-    group.add_argument("--max-params", type=int, default=200_000, help="the challenge's parameter limit")
-    group.add_argument("--max-seconds", type=float, default=300.0, help="the challenge's training-time limit")
+    group.add_argument("--max-params", type=positive_int, default=200_000, help="the challenge's parameter limit")
+    group.add_argument("--max-seconds", type=positive_seconds, default=300.0, help="the challenge's training-time limit")
 
 
 def main(argv: list[str] | None = None) -> int:
