@@ -9,12 +9,22 @@ data callable then), so a page with many charts stays fast.
 from __future__ import annotations
 
 import re
-from typing import Callable
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
 
+import numpy as np
+import pandas as pd
 import streamlit as st
+from streamlit import dataframe_util
 
 from core import viz
 from ui.state import lecture_mode
+
+ARROW_CACHE_BYTES = 8 * 2**20  # the process's converted chart tables, at most this much in all
+ARROW_CACHE_MAX_ROWS = 5_000  # larger tables are converted each time (a class rarely shares one)
+FIGURE_CACHE_ENTRIES = 256  # small figures kept ready to draw (a few kB each: the spec and its Arrow bytes)
 
 
 def _key(text: str) -> str:
@@ -39,6 +49,63 @@ def show_chart(chart, *, name: str, caption: str, title: str = "", key: str | No
                          lecture=lecture)
 
 
+@dataclass(frozen=True)
+class Figure:
+    """A chart ready to draw: what show_figure keeps for the charts a class shares."""
+
+    spec: dict | None  # Vega-Lite, its tables as Arrow bytes; None: `chart` is drawn through Altair
+    title: str  # the chart's own title ("" when it has none)
+    facts: Any  # what the caller asked to know of the chart (`inspect(chart)`), e.g. whether numbers fit
+    chart: Any = None  # kept only when there is no spec
+
+
+@st.cache_resource(max_entries=FIGURE_CACHE_ENTRIES, show_spinner=False)
+def _figure(inputs: tuple, lecture: bool, _build: Callable, _inspect: Callable | None) -> Figure:
+    # Keyed by `inputs` (everything the chart is built from) and the mode; `_build` and `_inspect`
+    # are not hashed (Streamlit skips parameters named with a leading underscore).
+    chart = _build()
+    spec = viz.vega_spec(chart, lecture)
+    facts = _inspect(chart) if _inspect is not None else None
+    if spec is None:
+        return Figure(None, viz.chart_title(chart), facts, chart)
+    return Figure({**spec, **arrow_datasets(spec)}, viz.chart_title(chart), facts)
+
+
+def freeze(value) -> Any:
+    """A hashable, exact stand-in for a chart's input (arrays by their bytes, lists as tuples)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biufcmM":
+            return ("array", value.shape, value.dtype.str, value.tobytes())
+        return ("array", value.shape, tuple(map(str, value.ravel().tolist())))
+    if isinstance(value, dict):
+        return ("dict", tuple((str(k), freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def kept_figure(build: Callable, inputs: tuple, inspect: Callable | None = None) -> Figure:
+    """show_figure's kept figure for `inputs` (made now if it is not kept yet), to read its
+    `facts` before drawing it: e.g. whether a heatmap's numbers fit, which changes its caption."""
+    return _figure(freeze(inputs), lecture_mode(), build, inspect)
+
+
+def show_figure(build: Callable, inputs: tuple, *, name: str, caption: str, title: str = "",
+                key: str | None = None, downloads: bool = True, figure: Figure | None = None) -> None:
+    """show_chart for a chart that many sessions draw alike (a walkthrough step, a poll's bars):
+    `build()` makes it from `inputs` (which must name everything it depends on; see freeze), and
+    the finished spec is kept per process, so 60 students following the lecturer to the same
+    step serialise it once. The chart is built again only for a download. `figure`: the
+    kept_figure already looked up for these inputs."""
+    lecture = lecture_mode()
+    figure = figure or _figure(freeze(inputs), lecture, build, None)
+    title = title or figure.title or name
+    draw_chart(figure.chart, figure.spec, lecture=lecture, description=viz.description(title, caption))
+    st.caption(caption)
+    if downloads:
+        download_buttons(build, title=title, caption=caption, key=key or _key(name), lecture=lecture)
+
+
 def draw_chart(chart, spec: dict | None, *, lecture: bool, description: str) -> None:
     """Draw a chart from its spec (`viz.vega_spec`), or through Altair when that is None (tables
     inside layers: slower, same picture). `description` is its text alternative: Vega puts it in
@@ -47,7 +114,55 @@ def draw_chart(chart, spec: dict | None, *, lecture: bool, description: str) -> 
         st.altair_chart(viz.themed(chart, lecture).properties(description=description),
                         width="content")
     else:  # a fresh top level: a spec kept by a cache is never changed here
-        st.vega_lite_chart(spec={**spec, "description": description}, width="content")
+        st.vega_lite_chart(spec={**spec, "description": description, **arrow_datasets(spec)},
+                           width="content")
+
+
+class _ArrowTables:
+    """Chart tables already turned into the Arrow bytes Streamlit sends, by content.
+
+    st.vega_lite_chart converts every DataFrame in a spec's "datasets" to Arrow on every rerun
+    unless it is given the bytes. In a class, 60 students draw the same small tables (the
+    walkthrough at the lecturer's step, a poll's bars): py-spy put that conversion at 6% of the
+    server's time. A dataset's name is viz.vega_spec's digest of its content, so (name, column
+    types) names the bytes exactly; the least recently drawn go first past ARROW_CACHE_BYTES."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, name: str, data: pd.DataFrame) -> bytes:
+        if len(data) > ARROW_CACHE_MAX_ROWS:
+            return dataframe_util.convert_anything_to_arrow_bytes(data)
+        key = (name, tuple(map(str, data.columns)), tuple(map(str, data.dtypes)))
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found
+        converted = dataframe_util.convert_anything_to_arrow_bytes(data)  # outside the lock
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = converted
+                self._size += len(converted)
+            while self._size > self.max_bytes and self._items:
+                self._size -= len(self._items.popitem(last=False)[1])
+        return converted
+
+
+ARROW_TABLES = _ArrowTables(ARROW_CACHE_BYTES)
+
+
+def arrow_datasets(spec: dict) -> dict:
+    """{"datasets": ...} with each DataFrame replaced by its Arrow bytes (from ARROW_TABLES);
+    {} when the spec has no DataFrame to convert."""
+    datasets = spec.get("datasets")
+    if not datasets or not any(isinstance(v, pd.DataFrame) for v in datasets.values()):
+        return {}
+    return {"datasets": {name: ARROW_TABLES.get(name, data) if isinstance(data, pd.DataFrame) else data
+                         for name, data in datasets.items()}}
 
 
 def download_buttons(build: Callable, *, title: str, caption: str, key: str,

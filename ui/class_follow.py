@@ -4,9 +4,12 @@ the class store after each run; a student in the class follows them.
 * `publish_lecturer_state(url)`: run by streamlit_app.py after the page, for a lecturer's session;
   it writes only when the page or the settings changed (one small row per move).
 * `follow_panel(url)`: the student's sidebar block: "Follow the lecturer" (on by default, off to
-  explore freely), where the lecturer is, and "Catch up". A fragment checks the published version
-  every FOLLOW_TICK_S; when it moved and the student follows, the student's settings for that page
-  are replaced by the lecturer's and the page is switched (so they land on the lecturer's step).
+  explore freely), where the lecturer is, and "Catch up". A fragment checks the class's pulse
+  (the published version and the revealed questions; one database read shared by the class, see
+  ClassroomStore.pulse) every FOLLOW_TICK_S; when it moved and the student follows, the student's
+  settings for that page are replaced by the lecturer's and the page is switched (so they land on
+  the lecturer's step). The same tick reruns the page when a class poll it shows was revealed
+  (ui.class_polls.await_reveal): one tick per student, whatever the page.
 The settings travel as the URL query parameters the pages already keep (ui.state.sync_url).
 """
 
@@ -20,6 +23,7 @@ from core import settings as core_settings
 from core.classroom.security import ClassroomError
 from ui import classroom, nav
 from ui import state as ui_state
+from ui.class_polls import AWAITING_KEY
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,8 @@ def follow_panel(url: str) -> None:
     if seat is None or classroom.lecturer_key() is None or classroom.lecturer_seat() is not None:
         return
     st.session_state.setdefault(FOLLOW_KEY, True)
+    # this run's page lists the polls it waits on afresh (the tick below runs first, on last run's list)
+    st.session_state.pop(AWAITING_KEY, None)
     with st.sidebar, st.container(border=True, key="class_follow"):
         st.markdown(f"**Class {seat.code}**")
         st.toggle("Follow the lecturer", key=FOLLOW_KEY,
@@ -106,7 +112,7 @@ def follow_panel(url: str) -> None:
 @st.fragment(run_every=FOLLOW_TICK_S)
 def _follow_tick(code: str, url: str) -> None:
     try:
-        lecturer = classroom.class_store().lecturer_state(code)
+        pulse = classroom.class_store().pulse(code)
     except ClassroomError:
         classroom.leave(classroom.MemberSeat)  # the class ended or was deleted: working alone again
         st.caption("This class has ended.")
@@ -115,6 +121,10 @@ def _follow_tick(code: str, url: str) -> None:
         log.exception("reading the lecturer's place failed")
         st.caption("The class cannot be reached right now; trying again.")
         return
+    if pulse.revealed & st.session_state.get(AWAITING_KEY, set()):
+        st.session_state.pop(AWAITING_KEY, None)
+        st.rerun(scope="app")  # a poll on this page was revealed: its figure and the split appear
+    lecturer = pulse.lecturer
     if lecturer.version == 0 or not lecturer.page:
         st.caption("The lecturer has not started yet.")
         return

@@ -4,7 +4,9 @@
 outside a class (the page asks the student alone, as without class mode). In a class:
 * a student answers once (stored by core.classroom.store; answering again replaces); their figure
   stays hidden until they answer or the lecturer reveals; after the reveal they see whether they
-  were right and the class's split. A small fragment polls for the reveal, so it arrives by itself;
+  were right and the class's split. The reveal arrives by itself: the student's follow tick
+  (ui.class_follow, once a second on every page of a class member) reruns the page when a question
+  the page is waiting on was revealed (one tick per student, not one per student and poll);
 * the lecturer sees how many answered and a live bar chart of the choices (`core.viz.classroom`),
   refreshed every POLL_REFRESH_S, and a "Reveal to everyone" button; their figure stays hidden
   until they reveal, so the projector gives nothing away.
@@ -17,14 +19,14 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
-from core import viz
 from core.classroom.security import ClassroomError, escape_markdown
 from core.viz.classroom import poll_chart
 from ui import classroom
-from ui.charts import draw_chart
+from ui.charts import draw_chart, kept_figure
 from ui.state import lecture_mode
 
-POLL_REFRESH_S = 1.0  # the lecturer's chart and a student's wait for the reveal: at most this late
+POLL_REFRESH_S = 1.0  # the lecturer's chart: at most this late
+AWAITING_KEY = "class.awaiting_reveal"  # the questions this student's page waits to see revealed
 
 
 def active_seat():
@@ -87,12 +89,12 @@ def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: 
                 else:
                     st.rerun()
             st.caption("The figure stays hidden until you answer or the lecturer reveals the answer.")
-            _await_reveal(seat.code, qid)
+            await_reveal(qid)
             return False
         st.markdown("**Class poll:** your answer")
         st.text(mine)  # labels come from the page, but an answer is always shown as text
         st.caption("The lecturer will reveal the class's answers; then you see whether you were right.")
-        _await_reveal(seat.code, qid)
+        await_reveal(qid)
         return True
 
 
@@ -106,19 +108,10 @@ def _result(mine: str | None, labels: list[str], right: list[bool], answer: str)
         st.warning(f"You answered **{escape_markdown(mine)}**: not quite. {answer}", icon=":material/lightbulb:")
 
 
-@st.fragment(run_every=POLL_REFRESH_S)
-def _await_reveal(code: str, qid: str) -> None:
-    """Rerun the whole page once the lecturer reveals (the figure and the split appear)."""
-    try:
-        revealed = store_revealed(code, qid)
-    except ClassroomError:
-        return
-    if revealed:
-        st.rerun(scope="app")
-
-
-def store_revealed(code: str, qid: str) -> bool:
-    return qid in classroom.class_store().revealed(code)
+def await_reveal(qid: str) -> None:
+    """Have the follow tick rerun this page once the lecturer reveals `qid` (the figure and the
+    split appear). The entry point empties the list before each page run."""
+    st.session_state.setdefault(AWAITING_KEY, set()).add(qid)
 
 
 # ------------------------------------------------------------------------------------ lecturer
@@ -169,8 +162,14 @@ def _split(counts: dict[str, int], labels: list[str], right: list[bool] | None, 
     values = [int(counts.get(label, 0)) for label in labels]
     lecture = lecture_mode()
     # narrow enough to fit the poll's panel (half a projector's width) without being scaled down
-    chart = poll_chart(labels, values, right=right, title=title, lecture=lecture, width=200 if lecture else 280)
-    draw_chart(chart, viz.vega_spec(chart, lecture), lecture=lecture,
+    width = 200 if lecture else 280
+
+    def build():
+        return poll_chart(labels, values, right=right, title=title, lecture=lecture, width=width)
+
+    # after a reveal the whole class draws the same split: kept once per process (ui.charts)
+    figure = kept_figure(build, ("poll", labels, values, right, title, width))
+    draw_chart(figure.chart, figure.spec, lecture=lecture,
                description=f"{title}: " + ", ".join(f"{label} {n}" for label, n in zip(labels, values)))
     if right is not None:
         n_right = sum(v for v, ok in zip(values, right) if ok)

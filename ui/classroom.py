@@ -17,6 +17,7 @@ from core.classroom.security import configured_lecturer_key
 LECTURER_SEAT = "class.lecturer"  # session key: LecturerSeat of the class this session started
 MEMBER_SEAT = "class.member"  # session key: MemberSeat of the class this session joined
 JOIN_PARAM = "class"  # ?class=CODE in a join link
+STORE_KEY = "class.store"  # session key: this session's class store (the process's shared one)
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,16 @@ def _store(url: str):
 
 def class_store():
     """The class store (core.classroom.store.ClassroomStore). Imported here, not at the top: a
-    server whose lecturer never starts a class does not load SQLAlchemy (~10 MiB per process)."""
-    from core.classroom import store as class_db
+    server whose lecturer never starts a class does not load SQLAlchemy (~10 MiB per process).
+    Found once per session: reading the secrets and resolving the folder cost more than the
+    database read itself, and a class member's follow tick asks once a second."""
+    store = st.session_state.get(STORE_KEY)
+    if store is None:
+        from core.classroom import store as class_db
 
-    return _store(class_db.normalize_url(database_url() or class_db.default_url()))
+        store = _store(class_db.normalize_url(database_url() or class_db.default_url()))
+        st.session_state[STORE_KEY] = store
+    return store
 
 
 def lecturer_seat() -> LecturerSeat | None:

@@ -34,7 +34,7 @@ from core.lessons import walkthrough as wt
 from core.lessons.walkthrough import WalkthroughSettings
 from core.viz import lessons as lesson_charts
 from ui import class_polls, state
-from ui.charts import show_chart
+from ui.charts import kept_figure, show_figure
 from ui.code import show_code
 from ui.layout import lesson_panel
 
@@ -704,16 +704,23 @@ def show_matrix(matrix, rows: Sequence[str], cols: Sequence[str], *, name: str, 
         if values.ndim == 2 and values.shape[1] * LECTURE_CELL_MIN <= max_width:
             cell = lecture_cell(*values.shape, panel_width=lecture_width)
             max_width = max(max_width, cell * values.shape[1])
-    chart = viz.heatmap(values, rows, cols, title=f"{title}  {wt.shape_text(values)}",
-                        x_title=x_title, y_title=y_title, fmt=wt.number_format(values, decimals),
-                        lecture=lecture, domain=domain, special=special, cell=cell,
-                        highlight_row=highlight_row, max_width=max_width,
-                        row_axis=row_axis or lecture, x_on_top=True)
-    fits = lesson_charts.values_written(chart)
+    options = dict(title=f"{title}  {wt.shape_text(values)}", x_title=x_title, y_title=y_title,
+                   fmt=wt.number_format(values, decimals), lecture=lecture, domain=domain,
+                   special=special, cell=cell, highlight_row=highlight_row, max_width=max_width,
+                   row_axis=row_axis or lecture, x_on_top=True)
+    rows, cols = list(rows), list(cols)
+
+    def build():
+        return viz.heatmap(values, rows, cols, **options)
+
+    inputs = ("heatmap", values, rows, cols, options)
+    # whether the numbers fit decides the caption, so it is known before the chart is drawn
+    figure = kept_figure(build, inputs, inspect=lesson_charts.values_written)
+    fits = figure.facts
     if not fits:
         caption += " The values are hidden at this size (too many columns to print them): " \
                    "hover a cell, or open the table below."
-    show_chart(chart, name=name, caption=caption)
+    show_figure(build, inputs, name=name, caption=caption, figure=figure)
     if not fits:
         with st.expander(f"{title}: the numbers", icon=":material/table:"):
             st.dataframe(pd.DataFrame(values, index=list(rows), columns=list(cols)))
@@ -733,14 +740,15 @@ def show_bars(values, labels: Sequence[str], *, name: str, title: str, caption: 
     n_bars = len(labels) * len(series)
     fmt = wt.number_format(np.concatenate([np.asarray(v, dtype=np.float64).ravel()
                                            for v in series.values()]), decimals)
-    chart = viz.grouped_bars(series, labels, title=f"{title}  {wt.shape_text(arr)}",
-                             x_title=x_title, y_title=y_title, fmt=fmt, lecture=lecture,
-                             highlight=highlight, domain=domain,
-                             width=max(200, min(56 * n_bars, max_width)),
-                             height=300 if lecture else 240)
+    series = {k: np.asarray(v, dtype=np.float64) for k, v in series.items()}
+    labels = list(labels)
+    options = dict(title=f"{title}  {wt.shape_text(arr)}", x_title=x_title, y_title=y_title,
+                   fmt=fmt, lecture=lecture, highlight=highlight, domain=domain,
+                   width=max(200, min(56 * n_bars, max_width)), height=300 if lecture else 240)
     if len(labels) > 16:
         caption += " Too many bars to write their values: hover a bar to read it."
-    show_chart(chart, name=name, caption=caption)
+    show_figure(lambda: viz.grouped_bars(series, labels, **options), ("bars", series, labels, options),
+                name=name, caption=caption)
 
 
 def numbers_line(label: str, values: Sequence[float], decimals: int = 4) -> None:

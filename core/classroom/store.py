@@ -53,6 +53,8 @@ QUESTION_PATTERN = re.compile(r"^[A-Za-z0-9_.:/-]{1,80}$")  # poll ids the pages
 MAX_CHOICE_CHARS = 200
 MAX_STATE_BYTES = 20_000  # the lecturer's published page/step/settings, as JSON
 ANSWERS_PER_MINUTE = 30  # per member
+PULSE_MAX_AGE_S = 0.25  # followers of one class share a read of the lecturer's place this long
+MAX_PULSES = 1_000  # classes whose last pulse this process keeps
 SUBMISSIONS_PER_10_MIN = 5  # per member
 
 # =============================================================================================
@@ -299,6 +301,16 @@ class LecturerState:
 
 
 @dataclass(frozen=True)
+class ClassPulse:
+    """What every follower checks once a second: where the lecturer is and what is revealed."""
+
+    lecturer: LecturerState
+    revealed: frozenset[str]  # the questions revealed to everyone
+    read_at: float  # time.monotonic() of the database read it comes from
+    expires_at: float  # the class's end (the store's clock): a pulse is never served after it
+
+
+@dataclass(frozen=True)
 class PollCounts:
     """The class's answers to one question."""
 
@@ -357,6 +369,9 @@ class ClassroomStore:
         self.clock = clock
         self.answer_limiter = answer_limiter or RateLimiter(ANSWERS_PER_MINUTE, 60, "answers")
         self.submission_limiter = submission_limiter or RateLimiter(SUBMISSIONS_PER_10_MIN, 600, "submissions")
+        # code -> the last ClassPulse read: 60 followers ticking once a second share one read
+        self._pulses: dict[str, ClassPulse] = {}
+        self._pulse_lock = threading.Lock()
 
     @property
     def backend(self) -> str:
@@ -415,6 +430,7 @@ class ClassroomStore:
         with _write(self.engine) as conn:
             row = self._lecturer_row(conn, code, lecturer_token)
             _delete_classes(conn, [row.id])
+        self._forget_pulse(code)
 
     def purge_expired(self) -> int:
         """Delete every expired class with all its rows; returns how many classes went."""
@@ -470,6 +486,7 @@ class ClassroomStore:
             conn.execute(classes.update().where(classes.c.id == row.id).values(
                 state_json=state_json, state_version=classes.c.state_version + 1, state_at=now))
             version = conn.execute(sa.select(classes.c.state_version).where(classes.c.id == row.id)).scalar_one()
+        self._forget_pulse(code)
         return LecturerState(version, payload["page"], payload["step"], payload["settings"], now)
 
     def lecturer_state(self, code: str) -> LecturerState:
@@ -479,6 +496,38 @@ class ClassroomStore:
         payload = json.loads(row.state_json or "{}")
         return LecturerState(row.state_version, payload.get("page", ""), payload.get("step"),
                              payload.get("settings", {}), row.state_at)
+
+    def pulse(self, code: str, max_age_s: float = PULSE_MAX_AGE_S) -> ClassPulse:
+        """The lecturer's place and the revealed questions, read at most `max_age_s` ago.
+
+        Every following student's page asks this once a second; in a class of 60 that was 60-120
+        database reads a second on the server's one core. They now share one read per
+        `max_age_s` per class and process. A move or reveal made through this process is seen at
+        once (those writes forget the pulse); one made on another replica, at most `max_age_s`
+        later. A class that ended raises ClassroomError, never from the cache."""
+        key = normalize_code(code)
+        now = time.monotonic()
+        with self._pulse_lock:
+            cached = self._pulses.get(key)
+        if cached is not None and now - cached.read_at <= max_age_s and self.clock() < cached.expires_at:
+            return cached
+        with self.engine.connect() as conn:
+            row = self._class_row(conn, code)
+            revealed = frozenset(q for (q,) in conn.execute(
+                sa.select(reveals.c.question).where(reveals.c.class_id == row.id)))
+        payload = json.loads(row.state_json or "{}")
+        lecturer = LecturerState(row.state_version, payload.get("page", ""), payload.get("step"),
+                                 payload.get("settings", {}), row.state_at)
+        fresh = ClassPulse(lecturer, revealed, now, row.expires_at)
+        with self._pulse_lock:
+            if len(self._pulses) >= MAX_PULSES:  # classes that ended stay out of memory
+                self._pulses.clear()
+            self._pulses[key] = fresh
+        return fresh
+
+    def _forget_pulse(self, code: str) -> None:
+        with self._pulse_lock:
+            self._pulses.pop(normalize_code(code), None)
 
     # -- polls ------------------------------------------------------------------------------------
 
@@ -524,6 +573,7 @@ class ClassroomStore:
             row = self._lecturer_row(conn, code, lecturer_token)
             statement = _insert(conn)(reveals).values(class_id=row.id, question=question, revealed_at=self.clock())
             conn.execute(statement.on_conflict_do_nothing(index_elements=["class_id", "question"]))
+        self._forget_pulse(code)
 
     def hide_reveal(self, code: str, lecturer_token: str, question: str) -> None:
         """Undo a reveal (the lecturer clicked too early)."""
@@ -531,6 +581,7 @@ class ClassroomStore:
         with _write(self.engine) as conn:
             row = self._lecturer_row(conn, code, lecturer_token)
             conn.execute(reveals.delete().where(reveals.c.class_id == row.id, reveals.c.question == question))
+        self._forget_pulse(code)
 
     def revealed(self, code: str) -> set[str]:
         """The questions the lecturer has revealed in this class."""

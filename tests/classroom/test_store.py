@@ -162,6 +162,48 @@ def test_lecturer_state_is_published_with_a_version_and_only_by_the_lecturer(db_
     assert s.lecturer_state(info.code).version == 2
 
 
+def test_the_pulse_is_one_shared_read_that_this_process_s_writes_refresh(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    s.publish_state(info.code, lecturer, "causal-attention", 1, {"mask": "1"})
+    first = s.pulse(info.code)
+    assert (first.lecturer.version, first.lecturer.page, first.revealed) == (1, "causal-attention", frozenset())
+    # followers ticking within max_age share the read (the same object, no database round trip)
+    assert s.pulse(info.code.lower()) is first
+    # a move, a reveal and a hide made through this store are seen at once
+    s.publish_state(info.code, lecturer, "causal-attention", 2, {"mask": "0"})
+    moved = s.pulse(info.code)
+    assert (moved.lecturer.version, moved.lecturer.step, moved.lecturer.settings) == (2, 2, {"mask": "0"})
+    s.reveal(info.code, lecturer, "p3.mask")
+    assert s.pulse(info.code).revealed == {"p3.mask"}
+    s.hide_reveal(info.code, lecturer, "p3.mask")
+    assert s.pulse(info.code).revealed == frozenset()
+
+
+def test_another_replica_s_move_reaches_the_pulse_within_its_age(db_url):
+    here, replica = ClassroomStore(db_url, **generous()), ClassroomStore(db_url, **generous())
+    info, lecturer = replica.create_class()
+    assert here.pulse(info.code).lecturer.version == 0
+    replica.publish_state(info.code, lecturer, "self-attention", 4)
+    assert here.pulse(info.code, max_age_s=60).lecturer.version == 0  # the shared read, still young
+    assert here.pulse(info.code, max_age_s=0).lecturer.version == 1  # older than allowed: read again
+
+
+def test_an_ended_class_s_pulse_is_never_served_from_memory(db_url):
+    clock = FakeClock()
+    s = ClassroomStore(db_url, clock=clock, **generous())
+    info, lecturer = s.create_class(ttl_s=60)
+    s.pulse(info.code)
+    clock.now += 61  # expired: the cached pulse must not outlive the class
+    with pytest.raises(ClassroomError, match="no class"):
+        s.pulse(info.code, max_age_s=3600)
+    other, other_lecturer = s.create_class()
+    s.pulse(other.code)
+    s.delete_class(other.code, other_lecturer)
+    with pytest.raises(ClassroomError):
+        s.pulse(other.code, max_age_s=3600)
+
+
 def test_a_lost_lecturer_session_gets_a_new_token_and_the_old_one_stops_working(db_url):
     s = ClassroomStore(db_url, **generous())
     info, old = s.create_class()
