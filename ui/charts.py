@@ -167,21 +167,29 @@ def arrow_datasets(spec: dict) -> dict:
 
 def download_buttons(build: Callable, *, title: str, caption: str, key: str,
                      lecture: bool) -> None:
-    """PNG (2x) and SVG buttons for the chart `build()` returns, titled and captioned; the figure
-    is built only when a button is clicked. Files are named after the human `title`."""
-    # a horizontal row sized to its buttons: fixed column ratios truncate the labels in the
-    # narrow page columns where several charts stand side by side
-    row = st.container(horizontal=True, gap="small")
-    with row:
+    """A "Download" menu with PNG (2x), SVG and the chart's numbers (CSV) for the chart `build()`
+    returns, titled and captioned. Files are named after the human `title`.
+
+    The menu is a popover that tracks its state: its buttons are made only while it is open (the
+    chart is built then, the files when a button is clicked). Three download buttons under every
+    chart each registered a callable with Streamlit's media file manager on every rerun, under one
+    lock that every session's every run also takes to sweep them: in a class of 60, py-spy found
+    the server's script threads waiting on that lock 17% of their time."""
+    menu = st.popover("Download", icon=":material/download:", key=f"dl.{key}", on_change="rerun",
+                      help="This figure as PNG or SVG (with its caption, for slides), or its numbers as CSV")
+    if not menu.open:
+        return
+    chart = build()  # now: a later rerun may change what `build` reads; the files are this figure
+    with menu:
         for fmt, label, hint in (("png", "PNG", "2x PNG with the caption, for slides"),
                                  ("svg", "SVG", "Vector SVG with the caption, for slides")):
             st.download_button(
                 label, key=f"{fmt}.{key}", on_click="ignore", icon=":material/download:", help=hint,
-                data=lambda fmt=fmt: viz.figure_bytes(build(), title=title, caption=caption,
+                data=lambda fmt=fmt: viz.figure_bytes(chart, title=title, caption=caption,
                                                       lecture=lecture, fmt=fmt),
-                file_name=viz.file_name(title, fmt), mime=viz.export.FORMATS[fmt])
+                file_name=viz.file_name(title, fmt), mime=viz.export.FORMATS[fmt], width="stretch")
         # the chart's numbers as a table: what a screen reader (or a spreadsheet) can go through
         st.download_button("Table (CSV)", key=f"csv.{key}", on_click="ignore",
                            icon=":material/table:", help="The numbers of this chart as a table (CSV)",
-                           data=lambda: viz.table_csv(build()), file_name=viz.file_name(title, "csv"),
-                           mime=viz.export.TABLE_MIME)
+                           data=lambda: viz.table_csv(chart), file_name=viz.file_name(title, "csv"),
+                           mime=viz.export.TABLE_MIME, width="stretch")

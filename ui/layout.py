@@ -107,7 +107,24 @@ def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> Any:
 
     Returns the settings object to use from here on: a lesson just loaded replaces `obj`, and
     widgets bound to the old object would write its values back over the lesson's."""
-    with st.sidebar.expander("Lesson presets", icon=":material/school:"):
+    # Its controls are made only while it is open (an expander that tracks its state): closed, as
+    # for nearly every student, a rerun no longer builds four widgets and registers a download.
+    panel = st.sidebar.expander("Lesson presets", icon=":material/school:", key=panel_key(prefix),
+                                on_change="rerun")
+    if panel.open:
+        obj = _lesson_controls(panel, prefix, cls, page, obj)
+    elif state.locked_fields(prefix):  # why some controls are greyed out, also with the panel closed
+        st.sidebar.caption("🔒 Locked: " + ", ".join(sorted(state.locked_fields(prefix))))
+    return st.session_state[prefix]
+
+
+def panel_key(prefix: str) -> str:
+    """The session key of a page's "Lesson presets" expander (True while it is open)."""
+    return f"{prefix}.lesson_panel"
+
+
+def _lesson_controls(panel, prefix: str, cls: type, page: str, obj: Any) -> Any:
+    with panel:
         name = st.text_input("Lesson name", value="my lesson", key=f"{prefix}.lesson_name",
                              max_chars=80)
         fields = [f for f in core_settings.dataclasses.fields(cls)]
@@ -129,7 +146,7 @@ def lesson_panel(prefix: str, cls: type, page: str, obj: Any) -> Any:
             if st.button("Unlock all", key=f"{prefix}.unlock"):
                 st.session_state[f"{prefix}.__locked"] = set()
                 st.rerun()
-    return st.session_state[prefix]
+    return obj
 
 
 def load_lesson_bytes(prefix: str, cls: type, page: str, data: bytes) -> bool:

@@ -260,8 +260,8 @@ def _loss_chart(frame, vocab_size: int, caption: str) -> None:
     st.vega_lite_chart(spec={**spec, "description": viz.description("Names GPT: loss", caption)},
                        width="content")
     st.caption(caption)
-    frame = frame.copy()
-    download_buttons(lambda: training_charts.loss_chart(frame, vocab_size=vocab_size, lecture=lecture),
+    # the chart is built from this tick's rows only when the Download menu is open
+    download_buttons(lambda: training_charts.loss_chart(frame.copy(), vocab_size=vocab_size, lecture=lecture),
                      title="Names GPT: loss", caption=caption, key="train.loss", lecture=lecture)
 
 

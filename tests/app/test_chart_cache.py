@@ -82,3 +82,26 @@ def test_freeze_tells_inputs_apart_exactly():
     assert freeze(special) == freeze(special.copy()) != freeze(np.array([["", "✕"]], dtype=object))
     assert freeze({"title": "t", "domain": [0, 1]}) != freeze({"title": "t", "domain": [0, 2]})
     hash(freeze(("m", a, special, {"k": [1, 2]})))  # usable as a cache key
+
+
+def _one_chart() -> None:
+    import numpy as np
+
+    from core import viz
+    from ui.charts import show_figure
+
+    values = np.array([[0.25, 0.75]])
+    show_figure(lambda: viz.heatmap(values, ["q"], ["a", "b"], title="one row"), ("one-row", values),
+                name="one row", caption="a row", key="one")
+
+
+def test_the_download_menu_makes_its_buttons_only_while_open():
+    at = AppTest.from_function(_one_chart).run()
+    assert not at.exception
+    assert not at.get("download_button")  # closed: no button, nothing registered for the rerun
+    at.session_state["dl.one"] = True  # what opening the "Download" popover sets
+    at.run()
+    assert not at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["PNG", "SVG", "Table (CSV)"]
+    assert [b.proto.deferred_file_id != "" for b in at.get("download_button")] == [True] * 3

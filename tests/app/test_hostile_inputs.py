@@ -15,7 +15,7 @@ import pytest
 
 from core import settings as cs
 from tests.app.conftest import assert_no_exception, open_page
-from ui import nav
+from ui import layout, nav
 
 PAGES = [lesson.file for lesson in nav.available_lessons()]
 
@@ -83,6 +83,8 @@ def test_hostile_lesson_files_are_refused_and_settings_kept(page):
     at = open_page(page)
     tested = 0
     for prefix, obj in settings_objects(at).items():
+        at.session_state[layout.panel_key(prefix)] = True  # open "Lesson presets": its controls exist then
+        at.run()
         uploader = lesson_uploader(at, prefix)
         if uploader is None:
             continue
@@ -138,6 +140,9 @@ def _changed_lesson(obj, page_id: str) -> tuple[str, int, str]:
 def test_a_loaded_lesson_takes_effect_and_stays(page, page_id):
     """Unlocked fields of a lesson must reach the page, not be overwritten by the old widgets."""
     at = open_page(page)
+    for prefix in settings_objects(at):  # open "Lesson presets": its uploader exists then
+        at.session_state[layout.panel_key(prefix)] = True
+    at.run()
     (prefix, obj), = [(p, o) for p, o in settings_objects(at).items() if lesson_uploader(at, p)]
     field, value, data = _changed_lesson(obj, page_id)
     lesson_uploader(at, prefix).upload("lesson.json", data.encode(), "application/json").run()

@@ -42,7 +42,8 @@ def test_step_bar_has_keys_and_popovers(file, field):
     prev, nxt = at.button(key=f"{PREFIX}.{field}.prev"), at.button(key=f"{PREFIX}.{field}.next")
     assert (prev.proto.shortcut, nxt.proto.shortcut) == ("left", "right")
     labels = [block.proto.popover.label for block in at.get("popover")]
-    assert labels == ["Settings", "Checks"], labels
+    # the step bar's two, then each figure's Download menu (ui.charts.download_buttons)
+    assert labels[:2] == ["Settings", "Checks"] and set(labels[2:]) <= {"Download"}, labels
     # the page's control sits in the Settings popover, not in the page
     kind, name = CONTROL[file]
     wanted = key(at, name)

@@ -231,3 +231,24 @@ def test_a_number_box_refuses_1e30_and_a_fraction_until_a_valid_value(page, warm
     wait_idle(page)
     assert field.input_value() == "7" and "embed_seed=7" in page.url
     assert_no_error(page)
+
+
+def test_a_figure_downloads_as_png_from_its_download_menu(page, warm_url):
+    """The Download menu under a chart: opening it makes the buttons; PNG gives a real PNG file."""
+    open_walk(page, f"{warm_url}/{SIMPLE}")
+    # the popover's own button (a chart's toolbar has a hidden "Download" of Vega's too)
+    menu = page.locator("[data-testid='stPopover'] button").filter(has_text="Download").first
+    menu.scroll_into_view_if_needed()
+    menu.click()
+    wait_idle(page)
+    png = page.locator("[data-testid='stPopoverBody'] [data-testid='stDownloadButton'] button").filter(
+        has_text="PNG").first
+    png.wait_for(state="visible", timeout=30_000)
+    screenshot(page, "download_menu_open", full_page=False)
+    with page.expect_download(timeout=60_000) as download_info:
+        png.click()
+    download = download_info.value
+    data = open(download.path(), "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000, (download.suggested_filename, len(data))
+    assert download.suggested_filename.endswith(".png")
+    assert_no_error(page)
