@@ -75,9 +75,16 @@ def _structure(config_items: tuple) -> tuple[int, str, tuple]:
 
 
 def model_structure(config: TrainConfig) -> tuple[int, str, pd.DataFrame]:
-    """(parameter count, the module tree as text, a table per part) of the model to be trained."""
+    """(parameter count, the module tree as text, a table per part) of the model to be trained.
+    Kept per model configuration (the Train page shows it on every rerun): treat the table as
+    read-only."""
     model_config = dataclasses.replace(config.model, use_sdpa=True)
-    n_params, text, rows = _structure(tuple(sorted(model_config.to_dict().items())))
+    return _structure_table(tuple(sorted(model_config.to_dict().items())))
+
+
+@functools.lru_cache(maxsize=64)
+def _structure_table(config_items: tuple) -> tuple[int, str, pd.DataFrame]:
+    n_params, text, rows = _structure(config_items)
     table = pd.DataFrame(list(rows), columns=["tensor", "shape", "parameters"])
     table["part"] = table["tensor"].map(_part_of)
     parts = (table.groupby("part", sort=False)["parameters"].sum().reset_index())

@@ -13,6 +13,7 @@ Rules that span fields (heads divide d_embed; packing and the mask) live in `set
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from core import settings as core_settings
 from core.training import GPU_PRESETS, PRESETS, TrainConfig, preset_config
@@ -118,13 +119,26 @@ def preset_settings(name: str, device: str | None = None) -> TrainSettings:
 def matching_preset(settings: TrainSettings) -> str | None:
     """The preset these settings equal (device and chart options aside), or None; the GPU version
     of a preset counts as that preset."""
-    for name in PRESETS:
-        versions = [PRESETS[name]] + ([GPU_PRESETS[name]] if name in GPU_PRESETS else [])
-        for make in versions:
-            preset = settings_from_config(make())
-            if all(getattr(settings, f) == getattr(preset, f) for f in TRAINING_FIELDS if f != "device"):
-                return name
+    values = tuple(getattr(settings, f) for f in _COMPARED_FIELDS)
+    for name, preset_values in _preset_values():
+        if values == preset_values:
+            return name
     return None
+
+
+_COMPARED_FIELDS = tuple(f for f in TRAINING_FIELDS if f != "device")
+
+
+@functools.lru_cache(maxsize=1)
+def _preset_values() -> tuple[tuple[str, tuple], ...]:
+    """(preset name, its compared field values) for every preset and GPU version, in order: the
+    presets are fixed, and the Train page asks on every rerun."""
+    found = []
+    for name in PRESETS:
+        for make in [PRESETS[name]] + ([GPU_PRESETS[name]] if name in GPU_PRESETS else []):
+            preset = settings_from_config(make())
+            found.append((name, tuple(getattr(preset, f) for f in _COMPARED_FIELDS)))
+    return tuple(found)
 
 
 # Wall-clock seconds from Start to the last step: what the preset buttons say (measured with

@@ -5,6 +5,11 @@ core.classroom, the page's sections in ui.class_page."""
 import streamlit as st
 
 from ui import class_page, classroom
+from ui.state import ensure_entry_point
+
+# a join link (/class?class=CODE) may be a fresh server's first page: run it inside the entry point,
+# or the student gets no sidebar, so no "Follow the lecturer" (found by the kill -9 soak)
+ensure_entry_point()
 
 st.title("Class")
 key = classroom.lecturer_key()

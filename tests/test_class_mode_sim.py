@@ -1,9 +1,13 @@
 """The class-mode simulator's pure parts (benchmarks/classroom_sim/class_mode.py): the exactly-once
-check of the answers, the poll lag and the follow lag (no server needed)."""
+check of the answers, the poll lag and the follow lag, and --soak's checks after a kill -9 (no server
+needed)."""
 
 import math
 
-from benchmarks.classroom_sim.class_mode import exactly_once, follow_lags, p95_with_missed, poll_lags
+from benchmarks.classroom_sim.class_mode import (acknowledged_runs, current_nickname, exactly_once, follow_lags,
+                                                 followers_back,
+                                                 p95_with_missed, poll_lags, rejoin_nickname, runs_kept,
+                                                 split_at, submitted_figures)
 
 
 def test_exactly_once_finds_missing_wrong_and_extra_answers():
@@ -58,3 +62,59 @@ def test_a_student_who_stops_following_before_landing_is_not_counted():
     moves = [(100.0, 1, "multi_head", {"mh_step": "why"})]
     result = follow_lags(moves, {"bob": []}, {"bob": 99.0}, {"bob": [[100.2, math.inf]]})
     assert result == {"lags": [], "missed": 0, "missed_samples": []}
+
+
+# ------------------------------------------------------------------------------ --soak (a kill -9 mid-class)
+def test_a_member_joins_again_under_a_new_nickname_after_a_restart():
+    renamed = {}
+    assert rejoin_nickname("ada", renamed) == "ada-r1"
+    assert current_nickname("ada", renamed) == "ada"
+    renamed["ada-r1"] = "ada"
+    renamed["alan-r1"] = "alan"
+    assert rejoin_nickname("ada", renamed) == "ada-r2"  # a second restart
+    assert current_nickname("ada", renamed) == "ada-r1"
+
+
+def test_answers_split_at_the_kill():
+    sent = {("ada", "q1"): "a", ("ada-r1", "q2"): "b", ("bob", "q1"): "c"}
+    at = {("ada", "q1"): 10.0, ("ada-r1", "q2"): 30.0}
+    before, after = split_at(sent, at, when=20.0)
+    assert before == {("ada", "q1"): "a", ("bob", "q1"): "c"}  # no time: counted before (checked, never skipped)
+    assert after == {("ada-r1", "q2"): "b"}
+
+
+def test_the_figures_of_a_submitted_message():
+    message = "Submitted: validation loss 2.4312 with 151,296 parameters. See the board on the Class page."
+    assert submitted_figures(message) == (2.4312, 151296)
+    assert submitted_figures("Could not score your run") is None
+    entries = [{"nickname": "t1", "accepted": True, "message": message},
+               {"nickname": "t2", "accepted": False, "message": "Could not ..."},
+               {"nickname": "t3", "accepted": True, "message": ""}]
+    assert acknowledged_runs(entries) == {"t1": (2.4312, 151296)}
+
+
+def test_runs_kept_finds_missing_changed_and_doubled_runs():
+    acked = {"t1": (2.4312, 151296), "t2": (2.5, 100), "t3": (2.6, 100), "t4": (2.7, 100)}
+    stored = {"t1": [(2.4312, 151296)], "t2": [(2.51, 100)], "t4": [(2.7, 100), (2.7, 100)], "t5": [(3.0, 1)]}
+    assert runs_kept(acked, stored) == {"missing": {"t3"}, "wrong": {"t2"}, "twice": {"t4"}}
+    assert not any(runs_kept({"t1": (2.4312, 151296)}, stored).values())
+
+
+def test_a_follower_is_back_once_it_lands_beyond_the_class_page_after_joining_again():
+    landings = {"ada": [(5.0, "simple_attention", {}), (21.0, "class", {}), (23.0, "self_attention", {})],
+                "bob": [(5.0, "simple_attention", {}), (21.0, "class", {})]}
+    assert followers_back(landings, {"ada": 20.0, "bob": 20.0}) == {"ada"}
+
+
+def test_a_soak_run_adds_its_target_lines():
+    from benchmarks.classroom_sim.report import targets
+
+    result = {"class_mode": True, "soak": True, "trainers": 1, "class_errors": 0, "interaction_p95_s": 0.2,
+              "answers_counted_once": True, "poll_lag_p95_s": 0.9, "follow_lag_p95_s": 0.9, "peak_rss_mb": 500,
+              "board_entries_shown": 1, "soak_restart_s": 0.7, "soak_answers_before_kill_kept": True,
+              "soak_submissions_before_kill_kept": True, "soak_class_works_after_restart": False,
+              "soak_errors_after_kill": 0}
+    verdicts = targets(result)
+    assert verdicts["answers acked before the kill stored once"] and verdicts["0 errors after the kill"]
+    assert verdicts["the class works after the restart"] is False
+    assert not any("kill" in name for name in targets({**result, "soak": False}))

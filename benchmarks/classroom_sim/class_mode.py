@@ -1,6 +1,6 @@
 """Class mode under load (`--class-mode`): one lecturer, N students in one class, K of them submit runs.
 
-    python benchmarks/student_sim.py --class-mode [--students 60] [--trainers 6] [--duration 300]
+    python benchmarks/student_sim.py --class-mode [--students 60] [--trainers 6] [--duration 300] [--soak]
 
 The server runs with a generated lecturer key and a fresh SQLite store in the run's temp folder.
 
@@ -22,6 +22,28 @@ file with core.classroom.store after the run); the poll lag (an answer acknowled
 lecturer's live count includes it); the follow lag (the lecturer's move stored -> a following
 student's page shows that page and step); submissions accepted / refused and their time to the
 board. The pure helpers at the bottom compute the lags and the exactly-once check.
+
+With --soak (issue 25: "a kill -9 of the server mid-class loses no stored answer or submission"),
+the server is killed with SIGKILL halfway through the class (--duration / 2) and started again on
+the same port, with the same environment: the same lecturer key and ATTENTION_LAB_DATA_DIR, so the
+same SQLite file. Every client whose websocket dropped reconnects with backoff (as the frontend
+does, and as behaviours.with_reconnect does for the plain --soak); its Streamlit session is new, so
+its seat in the class (kept in session state) is gone:
+
+* a student (or trainer) joins again with the code. The store keeps the old member and refuses a
+  taken nickname, so it joins as "<nickname>-r1" (log.renamed maps it back); while it is out of
+  the class it counts as not following. A trainer whose run was not acknowledged before the kill
+  (the run lived in the killed process) trains and submits again if there is time.
+* the lecturer takes the class back the way docs/CLASS.md says: the Class page's form with the key
+  and the class's join code (Start or reopen), then goes back to the page and step it was on.
+
+Measured on top: every answer and every submission acknowledged BEFORE the kill is in the store
+after the restart exactly once, with the choice sent (the loss and parameters shown, for a run);
+the answers acknowledged after the restart are stored exactly once too, and there are some (the
+class works again, with every member back and the board's runs stored once); the seconds from the
+kill to a healthy server, to the lecturer's class back and to the last rejoin; how many rejoined
+members the follow panel took to a lesson page again; the errors recorded after the kill. The
+targets add these lines (report.SOAK_CLASS_TARGETS).
 """
 
 from __future__ import annotations
@@ -35,13 +57,14 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
+import websockets
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from benchmarks.classroom_sim.client import Client
 from benchmarks.classroom_sim.phases import await_clients, warm_up
-from benchmarks.classroom_sim.protocol import FRAGMENT_OK, FULL_OK
+from benchmarks.classroom_sim.protocol import FRAGMENT_OK, FULL_OK, Disconnected
 from benchmarks.classroom_sim.stats import Plan, Stats
 from benchmarks.classroom_sim.trainers import train_progress
 from benchmarks.harness import percentile
@@ -52,6 +75,11 @@ ANSWERED = re.compile(r"\*\*(\d+) of (\d+)\*\* students answered")
 LAG_TARGET_S = 2.0  # the issue's "a follower lands / a count shows within 2 s"
 BOARD_WAIT_S = 30.0  # a trainer watches the board this long for its entry
 END_S = 30.0  # the lecturer ends the tour this long before the deadline, to read the board
+DROPPED = (Disconnected, websockets.ConnectionClosed, OSError)  # the websocket went away under a client
+RECONNECT_FAILED = (OSError, websockets.InvalidHandshake, websockets.ConnectionClosed, asyncio.TimeoutError,
+                    Disconnected)  # a reconnect attempt while the server is down
+AFTER_KILL_S = 90.0  # a drop this long after the --soak kill still counts as the kill's
+SUBMITTED = re.compile(r"Submitted: validation loss ([0-9.]+) with ([0-9,]+) parameters")
 
 
 # ------------------------------------------------------------------------------ what is recorded
@@ -74,6 +102,20 @@ class ClassLog:
     submissions: list = field(default_factory=list)  # one dict per trainer
     revealed: list = field(default_factory=list)    # qids the lecturer revealed
     board_shown: list = field(default_factory=list)  # nicknames on the lecturer's last board
+    # --soak: the kill -9 and what came back
+    sent_at: dict = field(default_factory=dict)     # (nickname, qid) -> wall time the answer was shown back
+    kill_wall: float | None = None                  # wall time of the kill -9
+    kill_mono: float | None = None                  # the same, monotonic
+    restarted_wall: float | None = None             # wall time the restarted server answered /health
+    errors_at_kill: int = 0                         # errors + error boxes recorded before the kill
+    renamed: dict = field(default_factory=dict)     # nickname joined again after the restart -> the first one
+    rejoined: dict = field(default_factory=dict)    # first nickname -> wall time it was in the class again
+    retaken: list = field(default_factory=list)     # wall times the lecturer had the class back
+    redone: list = field(default_factory=list)      # trainers who trained again (their run was lost)
+
+    def planned_drop(self, now: float) -> bool:
+        """A dropped websocket the --soak kill explains (the kill happened, not long ago)."""
+        return self.kill_mono is not None and self.kill_mono - 1.0 <= now <= self.kill_mono + AFTER_KILL_S
 
 
 class ClassClient(Client):
@@ -168,6 +210,7 @@ class Lecturer:
         self.key, self.stats, self.log, self.args, self.plan = key, stats, log, args, plan
         self.store_dir, self.tour_at = store_dir, tour_at
         self.store = None
+        self.at = 0  # index of the tour page being presented (where to carry on after a restart)
         self.c = ClassClient("lecturer", base, stats, random.Random(5), on_finish=self.saw,
                              read_boards=True)
 
@@ -191,17 +234,51 @@ class Lecturer:
             code_ready.set_result(await self.start_class())
             await self.open_challenge()
             await self.wait_until(self.tour_at)
-            for url in self.args.tour.split(","):
-                if time.monotonic() > self.plan.deadline - END_S:
-                    break
-                await self.present(url)
-            await self.read_board()
+            await self.lecture()
         except Exception as exc:  # noqa: BLE001 - a benchmark counts failures, it does not stop on them
             self.stats.errors.append(f"lecturer: {type(exc).__name__}: {str(exc)[:200]}")
             if not code_ready.done():
                 code_ready.set_exception(exc)
         finally:
             await c.close()
+
+    async def lecture(self) -> None:
+        """The tour and the board; after the --soak kill: take the class back, carry on where it was."""
+        urls, resume = self.args.tour.split(","), False
+        while True:
+            try:
+                while self.at < len(urls) and time.monotonic() <= self.plan.deadline - END_S:
+                    await self.present(urls[self.at], resume)
+                    resume = False
+                    self.at += 1
+                await self.read_board()
+                return
+            except DROPPED:
+                if not self.log.planned_drop(time.monotonic()):
+                    raise
+            if not await self.retake():
+                return
+            resume = True
+
+    async def retake(self) -> bool:
+        """After the restart: a new session without the lecturer's seat. Reconnect to the Class page and
+        take the class back with the form (the key and the class's join code, Start or reopen)."""
+        c = self.c
+        if not await reconnect(c, CLASS_URL, "", self.plan, self.stats, self.log):
+            self.stats.errors.append("lecturer: the server did not come back before the end of the class")
+            return False
+        key = one(c, "text_input", "Lecturer key")
+        code = one(c, "text_input", "Join code of a class you started")
+        c.values[key.widget.id] = text_state(key, self.key)  # form fields: sent with the submit
+        c.values[code.widget.id] = text_state(code, self.log.code)
+        await timed(c, self.stats, "retake class", c.click(one(c, "button", "Start or reopen")))
+        shown = next((t.partition("=")[2] for t in c.texts("metric") if t.startswith("Join code=")), "")
+        if shown != self.log.code:
+            raise RuntimeError(f"the class was not taken back (join code shown {shown!r}, "
+                               f"{c.texts('alert')[:2]})")
+        self.log.retaken.append(time.time())
+        await self.record_move()
+        return True
 
     async def start_class(self) -> str:
         """Type the key, press Start, read the join code the projector card shows."""
@@ -243,10 +320,21 @@ class Lecturer:
         await timed(self.c, self.stats, "lecturer page", self.c.goto(title))
         await self.record_move()
 
-    async def present(self, url: str) -> None:
-        """One page, step by step: wait on a poll, reveal it, then Next until the last step."""
+    async def goto_place(self, url: str, settings: dict) -> None:
+        """Open `url` with these settings in its link (a lecturer back after a restart: the step it was on)."""
+        self.c.url_path, self.c.query_string = url, urlencode(settings)
+        await timed(self.c, self.stats, "lecturer page", self.c.rerun(page_name=url, page_hash=""))
+        await self.record_move()
+
+    async def present(self, url: str, resume: bool = False) -> None:
+        """One page, step by step: wait on a poll, reveal it, then Next until the last step
+        (`resume`: back on the step it had published last on this page, if any)."""
         c = self.c
-        await self.goto_url(url)
+        last = next((m for m in reversed(self.log.moves) if m[2] == url), None) if resume else None
+        if last is not None:
+            await self.goto_place(url, last[3])
+        else:
+            await self.goto_url(url)
         while time.monotonic() < self.plan.deadline - END_S:
             reveal = [n for n in c.widgets("button") if user_key(n).startswith("class.reveal.")]
             if reveal:
@@ -274,18 +362,22 @@ class Lecturer:
 
 
 # ------------------------------------------------------------------------------ students
-async def join(c: ClassClient, code: str, nickname: str, stats: Stats, log: ClassLog) -> None:
-    """Open the join link, type the nickname, press Join; checks the page says so."""
-    c.query_string = f"class={code}"
-    t0 = time.monotonic()
-    await c.connect(CLASS_URL)
-    stats.first_render.append(time.monotonic() - t0)
+async def join(c: ClassClient, code: str, nickname: str, stats: Stats, log: ClassLog,
+               again: bool = False) -> None:
+    """Open the join link, type the nickname, press Join; checks the page says so (`again`: after
+    the restart, the tab is already on the join link; the join time is the first one's)."""
+    if not again:
+        c.query_string = f"class={code}"
+        t0 = time.monotonic()
+        await c.connect(CLASS_URL)
+        stats.first_render.append(time.monotonic() - t0)
     box = one(c, "text_input", "Nickname")
     c.values[box.widget.id] = text_state(box, nickname)  # form fields travel with the submit
     await timed(c, stats, "join", c.click(one(c, "button", re.compile(r"^Join$"))))
     if not any("You are in class" in t for t in c.texts("alert")):
         raise RuntimeError(f"join refused: {c.texts('alert')[:2]}")
-    log.joined[nickname] = time.time()
+    if not again:
+        log.joined[nickname] = time.time()
 
 
 def poll_radios(c: Client) -> list:
@@ -321,6 +413,7 @@ async def answer_poll(c: Client, nickname: str, rng: random.Random, think: tuple
     elif choice in c.texts("text") or any(t.startswith("You answered") for t in c.texts("alert")):
         log.unconfirmed.discard((nickname, qid))  # the page shows the answer back: it was stored
         log.sent[(nickname, qid)] = choice
+        log.sent_at[(nickname, qid)] = time.time()
         log.acks.append((time.monotonic(), qid))
     # else the lecturer moved the class on before the page showed it: stored or not, it cannot tell
 
@@ -343,10 +436,20 @@ async def follow_and_answer(c: Client, nickname: str, rng: random.Random, plan: 
         await answer_poll(c, nickname, rng, plan.think, stats, log)
 
 
-async def as_member(who: str, c: "ClassClient", stats: Stats, steps) -> None:
-    """Run one simulated member's `steps` (a coroutine); any failure is the run's error; the tab closes."""
+async def as_member(who: str, c: "ClassClient", stats: Stats, steps, log: ClassLog | None = None,
+                    again=None) -> None:
+    """Run one simulated member's `steps` (a coroutine); any failure is the run's error; the tab closes.
+    A drop the --soak kill explains runs `again()` instead (reconnect, join again, carry on)."""
     try:
-        await steps
+        body = steps
+        while True:
+            try:
+                await body
+                break
+            except DROPPED:
+                if again is None or log is None or not log.planned_drop(time.monotonic()):
+                    raise
+                body = again()
     except Exception as exc:  # noqa: BLE001
         stats.errors.append(f"{who}: {type(exc).__name__}: {str(exc)[:200]}")
     finally:
@@ -364,7 +467,56 @@ async def class_student(i: int, base: str, code: str, stats: Stats, plan: Plan, 
         await join(c, code, nickname, stats, log)
         await follow_and_answer(c, nickname, rng, plan, stats, log)
 
-    await as_member(f"student {i}", c, stats, steps())
+    async def again() -> None:
+        now = await come_back(c, code, nickname, plan, stats, log)
+        if now is not None:
+            await follow_and_answer(c, now, rng, plan, stats, log)
+
+    await as_member(f"student {i}", c, stats, steps(), log, again)
+
+
+async def reconnect(c: Client, url: str, query: str, plan: Plan, stats: Stats, log: ClassLog) -> bool:
+    """After a drop: connect again until the deadline, retrying with backoff (0.5 s, x1.5, at most
+    5 s) as the frontend and behaviours.with_reconnect do. The server was restarted, so the session
+    is a new one. True once a page was served (the seconds since the kill go to the reconnects)."""
+    await c.close()
+    delay = 0.5
+    while time.monotonic() < plan.deadline:
+        await asyncio.sleep(delay)
+        c.query_string = query
+        try:
+            await c.connect(url, reuse_session=True)  # the frontend offers its old session id
+        except RECONNECT_FAILED:
+            await c.close()
+            delay = min(delay * 1.5, 5.0)
+            continue
+        stats.reconnects.append(time.monotonic() - (log.kill_mono or time.monotonic()))
+        return True
+    return False
+
+
+async def come_back(c: ClassClient, code: str, nickname: str, plan: Plan, stats: Stats,
+                    log: ClassLog) -> str | None:
+    """After the kill: reconnect to the join link and join again. The store keeps the first member
+    and refuses a taken nickname, so the student joins under another one (rejoin_nickname). Until
+    then it is out of the class: not following. Returns the nickname in the class now (None: the
+    server was not back before the end)."""
+    periods = log.not_following.setdefault(nickname, [])
+    opened = not periods or periods[-1][1] != math.inf  # a trainer may have switched following off already
+    if opened:
+        periods.append([log.kill_wall or time.time(), math.inf])
+    if not await reconnect(c, CLASS_URL, f"class={code}", plan, stats, log):
+        stats.errors.append(f"{c.name}: the server did not come back before the end of the class")
+        return None
+    if any("You are in class" in t for t in c.texts("alert")):
+        return current_nickname(nickname, log.renamed)  # the seat survived (the same session)
+    now = rejoin_nickname(nickname, log.renamed)
+    await join(c, code, now, stats, log, again=True)
+    log.renamed[now] = nickname
+    log.rejoined[nickname] = time.time()
+    if opened:
+        periods[-1][1] = time.time()
+    return now
 
 
 # ------------------------------------------------------------------------------ trainers
@@ -408,11 +560,15 @@ async def submit_run(c: ClassClient, nickname: str, stats: Stats, log: ClassLog)
     else:
         entry["message"] = "the submit button stayed disabled"
         return
+    entry["pending"] = True  # until the page answers (a kill meanwhile: stored or not, it cannot tell)
     took = await timed(c, stats, "submit", c.click(ready[0]))
+    entry.pop("pending")
     sent_at = time.monotonic()
     alerts = c.texts("alert")
     entry["submit_s"] = None if took is None else round(took, 3)
     entry["accepted"] = any(t.startswith("Submitted:") for t in alerts)
+    if entry["accepted"]:
+        entry["acked_at"] = time.time()
     entry["message"] = next((t for t in alerts if "Submitted" in t or "Could not" in t), "")[:200]
     if not entry["accepted"]:
         return
@@ -432,17 +588,39 @@ async def class_trainer(i: int, base: str, code: str, stats: Stats, plan: Plan, 
     c = ClassClient(f"trainer {i}", base, stats, rng, on_finish=landing_recorder(log, nickname),
                     read_boards=True)
 
-    async def steps() -> None:
-        await join(c, code, nickname, stats, log)
+    async def train_and_submit(now: str) -> None:  # `now`: the nickname in the class now
         await set_following(c, False, nickname, stats, log)  # to train, a student leaves the lecture
         await timed(c, stats, "page", c.goto(next(t for t, (_, u) in c.pages.items() if u == TRAIN_URL)))
-        await answer_poll(c, nickname, rng, plan.think, stats, log)  # Start waits for this answer
+        await answer_poll(c, now, rng, plan.think, stats, log)  # Start waits for this answer
         await train_short_run(c, args, plan, stats)
-        await submit_run(c, nickname, stats, log)
+        await submit_run(c, now, stats, log)
         await set_following(c, True, nickname, stats, log)
+
+    async def steps() -> None:
+        await join(c, code, nickname, stats, log)
+        await train_and_submit(nickname)
         await follow_and_answer(c, nickname, rng, plan, stats, log)
 
-    await as_member(f"trainer {i}", c, stats, steps())
+    async def again() -> None:
+        """After the kill: join again; a run not acknowledged before the kill died with the server:
+        train and submit it again if the class has time left, else follow."""
+        now = await come_back(c, code, nickname, plan, stats, log)
+        if now is None:
+            return
+        mine = [e for e in log.submissions if log.renamed.get(e["nickname"], e["nickname"]) == nickname]
+        for entry in mine:
+            if entry.pop("pending", False):
+                entry["lost_in_kill"] = "sent, no answer"  # the store may or may not hold it
+            elif not entry["accepted"] and "message" not in entry:
+                entry["lost_in_kill"] = "not sent"
+        if not any(e["accepted"] for e in mine) and plan.deadline - time.monotonic() > END_S + 30:
+            log.redone.append(nickname)
+            await train_and_submit(now)
+        elif not following_between(log.not_following.get(nickname, []), time.time(), time.time()):
+            await set_following(c, True, nickname, stats, log)
+        await follow_and_answer(c, now, rng, plan, stats, log)
+
+    await as_member(f"trainer {i}", c, stats, steps(), log, again)
 
 
 # ------------------------------------------------------------------------------ one class
@@ -470,6 +648,8 @@ async def class_session(args, server, stats: Stats, result: dict, key: str, stor
     result["trainers"] = args.trainers_here
     start = time.monotonic()
     plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration)
+    if args.soak:
+        plan.soak_kill_at = start + args.duration / 2
     log = ClassLog()
     lecturer = Lecturer(server.base, key, stats, log, store_dir, args, plan, start + args.arrival_s)
     code_ready = asyncio.get_running_loop().create_future()
@@ -489,9 +669,32 @@ async def class_session(args, server, stats: Stats, result: dict, key: str, stor
         role = (class_trainer(i, server.base, code, stats, plan, log, delay, args) if is_trainer(i, n, k)
                 else class_student(i, server.base, code, stats, plan, log, delay))
         tasks.append(asyncio.create_task(role))
+    if args.soak:
+        tasks.append(asyncio.create_task(kill_and_restart(server, plan, stats, log, result, start)))
     await await_clients(tasks, args, server, stats, result, start, (cpu0, client_cpu0))
     result["browser"] = {}
     result.update(await asyncio.to_thread(class_figures, lecturer.store, log, args))
+    if args.soak:
+        result["soak_errors_after_kill"] = (len(stats.errors) + len(stats.app_errors) - log.errors_at_kill
+                                            if log.kill_mono is not None else None)
+
+
+async def kill_and_restart(server, plan: Plan, stats: Stats, log: ClassLog, result: dict, start: float) -> None:
+    """--soak: kill -9 the server at plan.soak_kill_at and start it again (SimServer keeps the port
+    and the environment: the same lecturer key, the same ATTENTION_LAB_DATA_DIR and SQLite file)."""
+    await asyncio.sleep(max(0.0, plan.soak_kill_at - time.monotonic()))
+    result["soak_rss_before_kill_mb"] = round(server.rss() / 2**20, 1)
+    log.errors_at_kill = len(stats.errors) + len(stats.app_errors)
+    log.kill_mono, log.kill_wall = time.monotonic(), time.time()
+    await asyncio.to_thread(server.kill9)
+    result["soak_kill_at_s"] = round(log.kill_mono - start, 1)
+    try:
+        await asyncio.to_thread(server.start)
+    except RuntimeError as exc:
+        stats.errors.append(f"the server did not start again after the kill: {str(exc)[-300:]}")
+        return
+    log.restarted_wall = time.time()
+    result["soak_restart_s"] = round(time.monotonic() - log.kill_mono, 2)  # kill -> /health answers
 
 
 # ------------------------------------------------------------------------------ the figures
@@ -512,11 +715,13 @@ def class_figures(store, log: ClassLog, args) -> dict:
     challenge = store.current_challenge(log.code)
     board = store.leaderboard(log.code, challenge.id) if challenge else []
     accepted = [s for s in log.submissions if s["accepted"]]
+    lost = [s for s in log.submissions if "lost_in_kill" in s]
     board_lags = [s["board_lag_s"] for s in accepted if "board_lag_s" in s]
+    soak = {} if log.kill_wall is None else soak_figures(store, log, stored)
     return {
         "class_mode": True,
         "class_code": log.code,
-        "students_joined": len(store.members(log.code)),
+        "students_joined": len([m for m in store.members(log.code) if m.nickname not in log.renamed]),
         "last_join_after_s": round(max(log.joined.values()) - log.started, 1) if log.joined else None,
         "polls_revealed": len(log.revealed),
         "answers_confirmed": len(log.sent),
@@ -538,7 +743,7 @@ def class_figures(store, log: ClassLog, args) -> dict:
         "follow_lag_p95_s": rounded(p95_with_missed(follow["lags"], follow["missed"])),
         "follow_lag_missed": follow["missed"],
         "submissions_accepted": len(accepted),
-        "submissions_refused": len(log.submissions) - len(accepted),
+        "submissions_refused": len(log.submissions) - len(accepted) - len(lost),
         "board_entries_store": len(board),
         "board_entries_shown": len(log.board_shown),
         "board_lag_median_s": rounded(statistics.median(board_lags)) if board_lags else None,
@@ -547,22 +752,78 @@ def class_figures(store, log: ClassLog, args) -> dict:
                           "answer_problems": {k: sorted(v)[:5] for k, v in check.items()},
                           "follow_missed_samples": follow["missed_samples"][:5],
                           "moves": [(v, p, s) for _, v, p, s in log.moves]},
+        **soak,
     }
 
 
-def stored_answers(store, code: str) -> dict:
-    """(nickname, qid) -> choice, straight from the store's tables."""
+def soak_figures(store, log: ClassLog, stored: dict) -> dict:
+    """--soak: what the store holds after the kill -9 and the restart, against what the pages had
+    acknowledged before the kill (and after the restart), and how long the class took to come back."""
+    answers_before, answers_after = split_at(log.sent, log.sent_at, log.kill_wall)
+    before = exactly_once(answers_before, stored, set())
+    after = exactly_once(answers_after, stored, set())
+    runs_before, runs_after = split_at(acknowledged_runs(log.submissions), {
+        e["nickname"]: e["acked_at"] for e in log.submissions if e.get("acked_at")}, log.kill_wall)
+    runs_stored = stored_runs(store, log.code)
+    runs = runs_kept(runs_before, runs_stored)
+    at_kill = [n for n, t in log.joined.items() if t < log.kill_wall]
+    since_kill = lambda t: None if t is None else round(t - log.kill_wall, 1)  # noqa: E731
+    back = not any(runs_kept(runs_after, runs_stored).values())  # runs submitted after the restart
+    return {
+        "soak_members_at_kill": len(at_kill),
+        "soak_rejoined": len(log.rejoined),
+        "soak_not_back": sorted(set(at_kill) - set(log.rejoined))[:10],
+        "soak_server_back_after_s": since_kill(log.restarted_wall),
+        "soak_lecturer_back_after_s": since_kill(log.retaken[0] if log.retaken else None),
+        "soak_last_rejoin_after_s": since_kill(max(log.rejoined.values(), default=None)),
+        "soak_trainers_redone": len(log.redone),
+        "soak_followers_back": len(followers_back(log.landings, log.rejoined)),
+        "soak_answers_before_kill": len(answers_before),
+        "soak_answers_before_kill_missing": len(before["missing"]),
+        "soak_answers_before_kill_wrong": len(before["wrong"]),
+        "soak_answers_before_kill_kept": bool(answers_before) and not before["missing"] and not before["wrong"],
+        "soak_submissions_before_kill": len(runs_before),
+        "soak_submissions_before_kill_problems": {k: sorted(v) for k, v in runs.items() if v},
+        "soak_submissions_before_kill_kept": bool(runs_before) and not any(runs.values()),
+        "soak_answers_after_restart": len(answers_after),
+        "soak_answers_after_restart_missing": len(after["missing"]),
+        "soak_answers_after_restart_wrong": len(after["wrong"]),
+        "soak_submissions_after_restart": len(runs_after),
+        "soak_class_works_after_restart": (bool(log.retaken) and bool(answers_after) and not after["missing"]
+                                           and not after["wrong"] and back
+                                           and set(log.rejoined) >= set(at_kill)),
+        "soak_details": {"renamed": log.renamed, "retaken_after_s": [since_kill(t) for t in log.retaken],
+                         "landings_after_rejoin": {n: [(since_kill(t), p) for t, p, _ in runs if t > log.kill_wall][:4]
+                                                   for n, runs in list(log.landings.items())[:4]}},
+    }
+
+
+def class_rows(store, code: str, table_name: str, *column_names: str) -> list:
+    """(nickname, *columns) of every row of `table_name` (answers, submissions) whose member is in
+    the class `code`, straight from the store's tables."""
     from core.classroom import store as class_db
 
-    sa = class_db.sa
-    query = (sa.select(class_db.members.c.nickname, class_db.answers.c.question, class_db.answers.c.choice)
-             .join(class_db.members, class_db.members.c.id == class_db.answers.c.member_id)
-             .join(class_db.classes, class_db.classes.c.id == class_db.answers.c.class_id)
+    sa, table = class_db.sa, getattr(class_db, table_name)
+    query = (sa.select(class_db.members.c.nickname, *(table.c[name] for name in column_names))
+             .join(class_db.members, class_db.members.c.id == table.c.member_id)
+             .join(class_db.classes, class_db.classes.c.id == class_db.members.c.class_id)
              .where(class_db.classes.c.code == code))
     with store.engine.connect() as conn:
-        rows = conn.execute(query).all()
+        return conn.execute(query).all()
+
+
+def stored_runs(store, code: str) -> dict:
+    """nickname -> [(val_loss, n_params)] of the class's submissions."""
     found: dict = {}
-    for nickname, qid, choice in rows:
+    for nickname, val_loss, n_params in class_rows(store, code, "submissions", "val_loss", "n_params"):
+        found.setdefault(nickname, []).append((round(float(val_loss), 4), int(n_params)))
+    return found
+
+
+def stored_answers(store, code: str) -> dict:
+    """(nickname, qid) -> [choice], the class's stored answers."""
+    found: dict = {}
+    for nickname, qid, choice in class_rows(store, code, "answers", "question", "choice"):
         found.setdefault((nickname, qid), []).append(choice)
     return found
 
@@ -572,6 +833,57 @@ def rounded(value: float | None) -> float | None:
 
 
 # ------------------------------------------------------------------------------ pure helpers
+def followers_back(landings: dict, rejoined: dict) -> set:
+    """Members who, after joining again, landed on some page other than the Class page (the follow
+    panel took them to the lecturer): the class's following works again for them."""
+    return {n for n, t in rejoined.items() if any(when > t and page != CLASS_URL for when, page, _ in landings.get(n, []))}
+
+
+def rejoin_nickname(nickname: str, renamed: dict) -> str:
+    """The nickname a member joins again with after a restart: the store keeps the first member and
+    refuses a taken nickname, so "<nickname>-r<n>" (n: 1 + how often it joined again already)."""
+    again = sum(1 for first in renamed.values() if first == nickname)
+    return f"{nickname}-r{again + 1}"
+
+
+def current_nickname(nickname: str, renamed: dict) -> str:
+    """The nickname a member (first joined as `nickname`) has in the class now."""
+    later = [now for now, first in renamed.items() if first == nickname]
+    return later[-1] if later else nickname
+
+
+def split_at(acked: dict, acked_at: dict, when: float) -> tuple[dict, dict]:
+    """Split acknowledged items (key -> value) into those acknowledged before `when` and after
+    (by acked_at: key -> wall time; an item without a time counts as before)."""
+    before = {k: v for k, v in acked.items() if acked_at.get(k, -math.inf) < when}
+    return before, {k: v for k, v in acked.items() if k not in before}
+
+
+def submitted_figures(message: str) -> tuple[float, int] | None:
+    """(validation loss, parameters) of the page's "Submitted: ..." message (None: not one)."""
+    found = SUBMITTED.search(message or "")
+    return None if found is None else (round(float(found[1].rstrip(".")), 4), int(found[2].replace(",", "")))
+
+
+def acknowledged_runs(submissions: list) -> dict:
+    """nickname -> (val_loss, n_params) of each accepted submission, as its page showed them."""
+    out = {}
+    for entry in submissions:
+        figures = submitted_figures(entry.get("message", "")) if entry.get("accepted") else None
+        if figures is not None:
+            out[entry["nickname"]] = figures
+    return out
+
+
+def runs_kept(acked: dict, stored: dict) -> dict:
+    """Acknowledged runs (nickname -> (val_loss, n_params)) against the store's (nickname ->
+    [(val_loss, n_params)]). Missing: no row; wrong: one row, other figures; twice: more than one."""
+    missing = {n for n in acked if not stored.get(n)}
+    twice = {n for n in acked if len(stored.get(n, [])) > 1}
+    wrong = {n for n in acked if len(stored.get(n, [])) == 1 and stored[n][0] != acked[n]}
+    return {"missing": missing, "wrong": wrong, "twice": twice}
+
+
 def exactly_once(sent: dict, stored: dict, unconfirmed: set) -> dict:
     """Compare the answers sent (confirmed by the page, the last per student and question) with the
     store's rows ((nickname, qid) -> [choices]). Missing: sent, not stored; wrong: stored with

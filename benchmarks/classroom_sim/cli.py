@@ -55,7 +55,7 @@ def class_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("class mode")
     group.add_argument("--class-mode", action="store_true",
                        help="one class: a lecturer reveals and steps, students join, follow and answer polls, "
-                            "trainers submit runs to a challenge")
+                            "trainers submit runs to a challenge (with --soak: a kill -9 halfway, see --soak)")
     group.add_argument("--poll-s", type=positive_seconds, default=15.0, help="the lecturer waits this long on a poll")
     group.add_argument("--step-s", type=positive_seconds, default=5.0, help="the lecturer stays this long on a step")
     group.add_argument("--tour", default=",".join(TOUR), help="url paths of the pages the lecturer presents")
@@ -89,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--not-hosted", action="store_true", help="without the hosted caps")
     parser.add_argument("--curve", action="store_true", help="N = 10, 30, 60, 90 and a table")
     parser.add_argument("--curve-n", type=int, nargs="+", default=[10, 30, 60, 90])
-    parser.add_argument("--soak", action="store_true", help="kill -9 the server halfway, restart it")
+    parser.add_argument("--soak", action="store_true",
+                        help="kill -9 the server halfway, restart it (same port and environment); the clients "
+                             "reconnect. With --class-mode: the same lecturer key and SQLite store; students join "
+                             "again (as <nickname>-r1), the lecturer takes the class back with key + code, and the "
+                             "run checks that every answer and run acknowledged before the kill is stored once")
     parser.add_argument("--inventory", action="store_true", help="print every page's widgets and exit")
     parser.add_argument("--memory-probe", nargs="?", const="on", default="", choices=["", "on", "tracemalloc"],
                         help="the server writes server/memory_probe.py's report every 30 s (to tmp/memory.jsonl)")
@@ -134,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
 
     result = run_once(args)
     for key, value in result.items():
-        if key not in ("error_samples", "by_kind", "soak_trainers", "targets", "class_details"):
+        if key not in ("error_samples", "by_kind", "soak_trainers", "targets", "class_details", "soak_details"):
             print(f"{key:>28}: {value}")
-    for key in ("by_kind", "soak_trainers", "class_details", "error_samples"):
+    for key in ("by_kind", "soak_trainers", "class_details", "soak_details", "error_samples"):
         if key in result:
             print(f"{key:>28}: {json.dumps(result[key], default=str)[:2000]}")
     print(TABLE_HEADER)

@@ -139,7 +139,16 @@ def class_targets(result: dict) -> tuple:
         ("follow lag p95 <= 2 s", "follow_lag_p95_s", lambda v: v <= 2.0),
         (f"peak RSS <= 1 GB ({GB_MIB:.0f} MiB)", "peak_rss_mb", lambda v: v <= GB_MIB),
         (f"{k} submissions on the leaderboard", "board_entries_shown", lambda v: v == k),
-    )
+    ) + (SOAK_CLASS_TARGETS if result.get("soak") else ())
+
+
+SOAK_CLASS_TARGETS = (  # --class-mode --soak: issue 25's "a kill -9 mid-class loses no stored answer or submission"
+    ("server back after the kill -9 (s from the kill)", "soak_restart_s", lambda v: True),
+    ("answers acked before the kill stored once", "soak_answers_before_kill_kept", bool),
+    ("runs acked before the kill stored once", "soak_submissions_before_kill_kept", bool),
+    ("the class works after the restart", "soak_class_works_after_restart", bool),
+    ("0 errors after the kill", "soak_errors_after_kill", lambda v: v == 0),
+)
 
 
 def targets_of(result: dict) -> tuple:

@@ -197,3 +197,25 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
     finally:
         for context in (lect_ctx, *(c for c, _ in views)):
             context.close()
+
+
+def test_a_join_link_as_a_fresh_server_s_first_page_has_the_sidebar(browser, tmp_path):
+    """A class's join link may be the first page a fresh (or restarted) server sees: it must run
+    inside the entry point (sidebar, navigation, and so "Follow the lecturer"), not as a bare page
+    file (the kill -9 soak found students stuck there after a restart)."""
+    server = StreamlitServer(env={"ATTENTION_LAB_LECTURER_KEY": KEY, "ATTENTION_LAB_DATA_DIR": str(tmp_path)})
+    server.start(timeout=60)
+    try:
+        context = browser.new_context(viewport=PROJECTOR)
+        page = context.new_page()
+        page.goto(f"{server.url}/class?class=ABCDEF", wait_until="domcontentloaded")
+        page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+        wait_idle(page)
+        expect(page.locator("[data-testid='stSidebarNavLink']").filter(has_text="Simple attention")).to_have_count(
+            1, timeout=30_000)
+        expect(page.get_by_text("Lecture mode")).to_be_visible()
+        expect(page.get_by_role("heading", name="Class")).to_be_visible()
+        assert_no_error(page)
+        context.close()
+    finally:
+        server.stop()
