@@ -79,9 +79,15 @@ def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: 
             return True
         if mine is None:
             st.markdown(f"**Class poll:** {prompt}")
-            choice = st.radio("Your answer", labels, index=None, key=f"class.poll.{qid}",
-                              horizontal=len(labels) <= 8)
-            if st.button("Send my answer", key=f"class.send.{qid}", disabled=choice is None, type="primary"):
+            # a form: picking a choice stays in the browser, only sending runs the page. In a class
+            # of 60 every poll otherwise cost two page runs per student within seconds.
+            with st.form(key=f"class.form.{qid}", border=False, enter_to_submit=False):
+                choice = st.radio("Your answer", labels, index=None, key=f"class.poll.{qid}",
+                                  horizontal=len(labels) <= 8)
+                sent = st.form_submit_button("Send my answer", key=f"class.send.{qid}", type="primary")
+            if sent and choice is None:
+                st.warning("Pick an answer first, then send it.", icon=":material/touch_app:")
+            elif sent:
                 try:
                     store.answer(seat.code, seat.token, qid, choice)
                 except ClassroomError as exc:  # e.g. too many answers in a minute: say so, stay in the poll

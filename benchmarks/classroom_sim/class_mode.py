@@ -399,7 +399,10 @@ async def answer_poll(c: Client, nickname: str, rng: random.Random, think: tuple
     if not radios:
         return  # the lecturer moved on (or revealed) meanwhile
     choice = rng.choice(list(radios[0].widget.options))
-    await timed(c, stats, "poll choice", c.set_value(radios[0], text_state(radios[0], choice)))
+    if radios[0].widget.form_id:  # in a form, as the app has it: the choice stays in the browser
+        c.values[radios[0].widget.id] = text_state(radios[0], choice)
+    else:
+        await timed(c, stats, "poll choice", c.set_value(radios[0], text_state(radios[0], choice)))
     send = [n for n in c.widgets("button", "Send my answer")
             if user_key(n) == f"class.send.{qid}" and not n.widget.disabled]
     if not send:

@@ -102,7 +102,7 @@ def texts(elements) -> str:
 def answer_on_page(at, choice_index: int = 0) -> str:
     radio = next(r for r in at.radio if r.label == "Your answer")
     choice = radio.options[choice_index]
-    radio.set_value(choice).run()
+    radio.set_value(choice)  # in the poll's form: sent with the button, as the browser does
     button(at, "Send my answer").click().run()
     no_exception(at)
     return choice
@@ -151,6 +151,20 @@ def test_a_student_answers_before_seeing_the_figure(klass, page, query):
     shown = chart_titles(at)
     assert len(shown) > len(hidden), (hidden, shown)  # the figure appears once answered
     assert choice in [t.value for t in at.text]  # the answer, as text
+
+
+def test_picking_a_choice_runs_nothing_and_sending_none_asks_for_one(klass):
+    store, code, _, (ada, _) = klass
+    page, query = POLL_STEPS[0]
+    at = open_as(ada, page, query)
+    radio = next(r for r in at.radio if r.label == "Your answer")
+    assert radio.proto.form_id  # in the poll's form: a pick is not a page run
+    button(at, "Send my answer").click().run()  # nothing picked
+    no_exception(at)
+    assert "Pick an answer first" in texts(at.warning)
+    with store.engine.connect() as conn:
+        assert conn.execute(class_db.sa.select(class_db.answers)).all() == []
+    assert "**Class poll:**" in texts(at.markdown)  # still asked, figure still hidden
 
 
 def test_the_lecturer_sees_the_count_reveals_and_students_see_the_split(klass):
