@@ -59,15 +59,17 @@ apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
 page_url = page.url_path or "home"
-class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
-try:
-    page.run()
-finally:
-    # a lecturer in a class: students follow this (also after a page's st.stop, e.g. a class poll)
-    class_follow.publish_lecturer_state(page_url)
-    if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
-        try:
-            with open(TIMING_LOG, "a", encoding="utf-8") as log:
-                log.write(f"{page.url_path or 'home'}\t{time.perf_counter() - RUN_START:.4f}\n")
-        except OSError:
-            pass  # a measurement aid only: a bad path must never break the page
+# counted while it runs: a hosted server's training slices wait while many page runs are queued
+with budget.PAGE_RUNS.running():
+    try:
+        class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
+        page.run()
+    finally:
+        # a lecturer in a class: students follow this (also after a page's st.stop, e.g. a class poll)
+        class_follow.publish_lecturer_state(page_url)
+        if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
+            try:
+                with open(TIMING_LOG, "a", encoding="utf-8") as log:
+                    log.write(f"{page.url_path or 'home'}\t{time.perf_counter() - RUN_START:.4f}\n")
+            except OSError:
+                pass  # a measurement aid only: a bad path must never break the page

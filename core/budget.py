@@ -49,12 +49,12 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, least: int = 1) -> int:
     try:
-        return max(1, int(os.environ.get(name, default)))
+        return max(least, int(os.environ.get(name, default)))
     except ValueError:
         return default
 
@@ -70,6 +70,7 @@ class Limits:
     max_params: int       # largest model, in parameters
     tick_s: float = 0.5   # the Train page redraws (and trains a slice) this often while a run trains
     train_share: float = 1.0  # most of the wall time training may take per slot (1.0 = no limit)
+    busy_page_runs: int = 0  # training waits while this many page runs are in progress (0 = never)
 
 
 def usable_cores() -> int:
@@ -100,10 +101,40 @@ def load_limits() -> Limits:
         # hosted: a redraw a second, not two: each redraw costs the student's browser a chart render
         tick_s=1.0 if hosted else 0.5,
         train_share=_env_share("ATTENTION_LAB_TRAIN_SHARE", HOSTED_TRAIN_SHARE if hosted else 1.0),
+        # hosted: pages first. When a class moves at once (the lecturer's next step, a reveal),
+        # 60 page runs queue on the core; a training slice then waits until they are through.
+        busy_page_runs=_env_int("ATTENTION_LAB_BUSY_PAGE_RUNS", HOSTED_BUSY_PAGE_RUNS if hosted else 0, least=0),
     )
 
 
 HOSTED_TRAIN_SHARE = 0.25  # training's most share of the server's time when hosted (see the docstring)
+HOSTED_BUSY_PAGE_RUNS = 3  # hosted: page runs in progress at which training slices wait
+
+
+class PageRuns:
+    """How many whole-page runs are in progress in this process (streamlit_app.py counts them):
+    the training slots' measure of how busy the pages are."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with self._lock:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
+
+    @property
+    def now(self) -> int:
+        return self._count
+
+
+PAGE_RUNS = PageRuns()
 
 
 def _env_share(name: str, default: float) -> float:
@@ -165,9 +196,14 @@ class TrainingSlots:
     SHARING_S = 10.0  # an owner that asked this recently counts as a run sharing the server
     FORGET_S = 60.0  # owners silent this long are forgotten (closed tabs, paused runs)
 
-    def __init__(self, capacity: int, share: float = 1.0) -> None:
+    PAGES_POLL_S = 0.05  # how often a slice held back by busy pages looks again
+
+    def __init__(self, capacity: int, share: float = 1.0, busy_page_runs: int = 0,
+                 page_runs: Callable[[], int] = lambda: PAGE_RUNS.now) -> None:
         self.capacity = capacity
         self.share = share  # most of the wall time slices may take, per slot
+        self.busy_page_runs = busy_page_runs  # 0: training never waits for the pages
+        self.page_runs = page_runs
         self._next_free = 0.0  # monotonic time before which no new slice starts (the share's rest)
         self._lock = threading.Condition()
         self._running: set[str] = set()
@@ -224,7 +260,12 @@ class TrainingSlots:
     def _grace_ends(self) -> float:
         return max(self._free_since, self._next_free) + self.GRACE_S
 
+    def _pages_busy(self) -> bool:
+        return self.busy_page_runs > 0 and self.page_runs() >= self.busy_page_runs
+
     def _may_start(self, owner: str, now: float) -> bool:
+        if self._pages_busy():
+            return False  # the class's page runs go first; this tick's slice waits (or skips)
         free = self.capacity - len(self._running)
         if free <= 0 or now < self._next_free:
             return False
@@ -257,6 +298,8 @@ class TrainingSlots:
                         break
                     # wake when the rest or the grace period ends too (nobody notifies then)
                     wakes = [t - now for t in (self._next_free, self._grace_ends()) if t > now]
+                    if self._pages_busy():  # nobody notifies when a page run ends: look again soon
+                        wakes.append(self.PAGES_POLL_S)
                     self._lock.wait(min([remaining, *wakes]))
             finally:
                 self._blocked.discard(owner)
@@ -295,4 +338,4 @@ class TrainingSlots:
             return len(self._running)
 
 
-SLOTS = TrainingSlots(LIMITS.max_concurrent, LIMITS.train_share)
+SLOTS = TrainingSlots(LIMITS.max_concurrent, LIMITS.train_share, LIMITS.busy_page_runs)

@@ -138,6 +138,42 @@ def test_full_share_never_rests():
         assert got
 
 
+def test_training_waits_while_the_pages_are_busy_and_goes_on_when_they_are_through():
+    pages = {"now": 3}
+    slots = budget.TrainingSlots(1, share=1.0, busy_page_runs=3, page_runs=lambda: pages["now"])
+    with slots.slot("a", timeout=0.1) as got:
+        assert not got  # three page runs in progress: the slice waits, then skips this tick
+    threading.Timer(0.1, lambda: pages.update(now=2)).start()  # the burst is through
+    t0 = time.monotonic()
+    with slots.slot("a", timeout=1.0) as got:
+        waited = time.monotonic() - t0
+        assert got and 0.05 < waited < 0.5  # granted soon after, not at the timeout
+
+
+def test_the_page_run_count_follows_the_runs_in_progress():
+    runs = budget.PageRuns()
+    with runs.running():
+        with runs.running():
+            assert runs.now == 2
+        assert runs.now == 1
+    try:
+        with runs.running():
+            raise RuntimeError("a page that fails still ends its run")
+    except RuntimeError:
+        pass
+    assert runs.now == 0
+
+
+def test_pages_come_first_only_when_hosted(monkeypatch):
+    monkeypatch.delenv("ATTENTION_LAB_BUSY_PAGE_RUNS", raising=False)
+    monkeypatch.delenv("ATTENTION_LAB_HOSTED", raising=False)
+    assert budget.load_limits().busy_page_runs == 0  # a lecturer's own machine: training never waits
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    assert budget.load_limits().busy_page_runs == budget.HOSTED_BUSY_PAGE_RUNS == 3
+    monkeypatch.setenv("ATTENTION_LAB_BUSY_PAGE_RUNS", "0")
+    assert budget.load_limits().busy_page_runs == 0
+
+
 def test_train_share_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
     assert budget.load_limits().train_share == budget.HOSTED_TRAIN_SHARE == 0.25
