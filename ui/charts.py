@@ -22,7 +22,7 @@ from streamlit import dataframe_util
 from core import viz
 from ui.state import lecture_mode
 
-ARROW_CACHE_BYTES = 8 * 2**20  # the process's converted chart tables, at most this much in all
+ARROW_CACHE_BYTES = 4 * 2**20  # the process's converted chart tables, at most this much in all
 ARROW_CACHE_MAX_ROWS = 5_000  # larger tables are converted each time (a class rarely shares one)
 FIGURE_CACHE_ENTRIES = 256  # small figures kept ready to draw (a few kB each: the spec and its Arrow bytes)
 
