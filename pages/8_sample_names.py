@@ -64,9 +64,11 @@ shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Names", len(samples))
 m2.metric("New", f"{shares['new']:.0%}", help="Not in the names data at all: the model invented them.")
-m3.metric("In the training split", f"{shares['train']:.0%}", help="Names the model trained on.")
-m4.metric("In the validation split", f"{shares['val']:.0%}",
-          help="Real names the model never saw in training: it generalised to them.")
+# short labels: four metrics share a row, and in lecture mode longer ones were cut ("In the valid…")
+m3.metric("Training split", f"{shares['train']:.0%}", help="Names the model trained on.")
+m4.metric("Validation split", f"{shares['val']:.0%}",
+          help="Real names in the held-out validation split: the model never saw them in training, "
+               "it generalised to them.")
 
 table_col, chart_col = st.columns([2, 3])
 with table_col:

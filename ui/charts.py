@@ -24,7 +24,7 @@ from ui.state import lecture_mode
 
 ARROW_CACHE_BYTES = 4 * 2**20  # the process's converted chart tables, at most this much in all
 ARROW_CACHE_MAX_ROWS = 5_000  # larger tables are converted each time (a class rarely shares one)
-FIGURE_CACHE_ENTRIES = 256  # small figures kept ready to draw (a few kB each: the spec and its Arrow bytes)
+FIGURE_CACHE_ENTRIES = 64  # figures kept ready to draw (the spec and its Arrow bytes, up to ~100 kB each)
 
 
 def _key(text: str) -> str:
