@@ -19,7 +19,7 @@ from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
 from ui import state
-from ui.charts import show_chart
+from ui.charts import show_chart, show_figure
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.text_lessons import keep_last_good, text_source
@@ -96,17 +96,6 @@ def _rows_for(view: tokens_data.LoaderView, x, output_dim: int, seed: int):
         return _token_rows(output_dim, seed, view.distinct_ids_key, view.distinct_ids)
     ids = tuple(sorted(set(x.flatten().tolist())))
     return _token_rows(output_dim, seed, tokens_data.ids_key(ids), ids)
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _heatmap(values, labels: tuple[str, ...], dim_labels: tuple[str, ...], lecture: bool, cell: int,
-             domain: tuple[float, float]):
-    # One embedding heatmap and its Vega-Lite spec, keyed by the numbers it shows: building the
-    # three of them was the most expensive part of this page's rerun in a class (py-spy,
-    # docs/HOSTING.md), and students on the default settings all draw the same three.
-    chart = charts.heatmap(values, list(labels), list(dim_labels), fmt=".2f", lecture=lecture, cell=cell,
-                           domain=domain, x_title="embedding dimension")
-    return chart, charts.vega_spec(chart, lecture)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -342,12 +331,17 @@ if view is not None:
                  ("input embeddings (sum)", sum_slice, sum_labels, "token + position")]
         for col, (name, values, labels, code) in zip(grid, parts):
             with col:
-                chart, spec = _heatmap(values, tuple(labels), tuple(dim_labels), lecture, cell, domain)
-                show_chart(chart, spec=spec,
-                           name=name,
-                           caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
-                                    f"of {output_dim}; N(0, 1) init, seed {vs.seed}."),
-                           key=f"{PREFIX}.{name}")
+                # kept per process by the numbers it shows (ui.charts.show_figure): students on the
+                # default settings all draw the same three, and building them was this page's
+                # costliest part of a rerun in a class (py-spy, docs/HOSTING.md)
+                show_figure(lambda values=values, labels=labels: charts.heatmap(
+                                values, list(labels), list(dim_labels), fmt=".2f", lecture=lecture, cell=cell,
+                                domain=domain, x_title="embedding dimension"),
+                            ("tokens-heatmap", values, list(labels), list(dim_labels), cell, domain),
+                            name=name,
+                            caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
+                                     f"of {output_dim}; N(0, 1) init, seed {vs.seed}."),
+                            key=f"{PREFIX}.{name}")
         with grid[3]:
             st.markdown(
                 f"**Check one cell.** Row 0, dimension d0: token "

@@ -33,20 +33,23 @@ def _key(text: str) -> str:
 
 
 def show_chart(chart, *, name: str, caption: str, title: str = "", key: str | None = None,
-               downloads: bool = True, spec: dict | None = None) -> None:
+               downloads: bool = True) -> None:
     """Render `chart` (themed for the current mode), its caption and the figure downloads.
 
     `title` is the human title of the downloaded figure and its file name (default: the chart's
-    own title, else `name`). `spec`: the chart's `viz.vega_spec` for the current mode, when a
-    cache already holds it (it is only read here)."""
+    own title, else `name`)."""
     lecture = lecture_mode()
-    title = title or viz.chart_title(chart) or name
-    draw_chart(chart, spec if spec is not None else viz.vega_spec(chart, lecture), lecture=lecture,
-               description=viz.description(title, caption))
+    _show(chart, viz.vega_spec(chart, lecture), lambda: chart, title=title or viz.chart_title(chart) or name,
+          caption=caption, key=key or _key(name), downloads=downloads, lecture=lecture)
+
+
+def _show(chart, spec: dict | None, build: Callable, *, title: str, caption: str, key: str,
+          downloads: bool, lecture: bool) -> None:
+    """What show_chart and show_figure draw: the chart, its caption, its Download menu."""
+    draw_chart(chart, spec, lecture=lecture, description=viz.description(title, caption))
     st.caption(caption)
     if downloads:
-        download_buttons(lambda: chart, title=title, caption=caption, key=key or _key(name),
-                         lecture=lecture)
+        download_buttons(build, title=title, caption=caption, key=key, lecture=lecture)
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,8 @@ def show_figure(build: Callable, inputs: tuple, *, name: str, caption: str, titl
     kept_figure already looked up for these inputs."""
     lecture = lecture_mode()
     figure = figure or _figure(freeze(inputs), lecture, build, None)
-    title = title or figure.title or name
-    draw_chart(figure.chart, figure.spec, lecture=lecture, description=viz.description(title, caption))
-    st.caption(caption)
-    if downloads:
-        download_buttons(build, title=title, caption=caption, key=key or _key(name), lecture=lecture)
+    _show(figure.chart, figure.spec, build, title=title or figure.title or name, caption=caption,
+          key=key or _key(name), downloads=downloads, lecture=lecture)
 
 
 def draw_chart(chart, spec: dict | None, *, lecture: bool, description: str) -> None:

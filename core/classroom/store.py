@@ -492,10 +492,7 @@ class ClassroomStore:
     def lecturer_state(self, code: str) -> LecturerState:
         """Where the lecturer is now (version 0: nowhere yet)."""
         with self.engine.connect() as conn:
-            row = self._class_row(conn, code)
-        payload = json.loads(row.state_json or "{}")
-        return LecturerState(row.state_version, payload.get("page", ""), payload.get("step"),
-                             payload.get("settings", {}), row.state_at)
+            return _lecturer_state(self._class_row(conn, code))
 
     def pulse(self, code: str, max_age_s: float = PULSE_MAX_AGE_S) -> ClassPulse:
         """The lecturer's place and the revealed questions, read at most `max_age_s` ago.
@@ -515,10 +512,7 @@ class ClassroomStore:
             row = self._class_row(conn, code)
             revealed = frozenset(q for (q,) in conn.execute(
                 sa.select(reveals.c.question).where(reveals.c.class_id == row.id)))
-        payload = json.loads(row.state_json or "{}")
-        lecturer = LecturerState(row.state_version, payload.get("page", ""), payload.get("step"),
-                                 payload.get("settings", {}), row.state_at)
-        fresh = ClassPulse(lecturer, revealed, now, row.expires_at)
+        fresh = ClassPulse(_lecturer_state(row), revealed, now, row.expires_at)
         with self._pulse_lock:
             if len(self._pulses) >= MAX_PULSES:  # classes that ended stay out of memory
                 self._pulses.clear()
@@ -705,6 +699,13 @@ class ClassroomStore:
         if found is None and not missing_ok:
             raise NotAllowed("You are not in this class; join it with its code and a nickname.")
         return found
+
+
+def _lecturer_state(row) -> LecturerState:
+    """The lecturer's place as a class row stores it."""
+    payload = json.loads(row.state_json or "{}")
+    return LecturerState(row.state_version, payload.get("page", ""), payload.get("step"),
+                         payload.get("settings", {}), row.state_at)
 
 
 def open_store(url: str | None = None, data_dir: str | os.PathLike | None = None, **kwargs) -> ClassroomStore:
