@@ -71,6 +71,7 @@ class Limits:
     tick_s: float = 0.5   # the Train page redraws (and trains a slice) this often while a run trains
     train_share: float = 1.0  # most of the wall time training may take per slot (1.0 = no limit)
     busy_page_runs: int = 0  # training waits while this many page runs are in progress (0 = never)
+    page_runs_at_once: int = 0  # whole-page runs that may run at the same moment (0 = no limit)
 
 
 def usable_cores() -> int:
@@ -104,37 +105,78 @@ def load_limits() -> Limits:
         # hosted: pages first. When a class moves at once (the lecturer's next step, a reveal),
         # 60 page runs queue on the core; a training slice then waits until they are through.
         busy_page_runs=_env_int("ATTENTION_LAB_BUSY_PAGE_RUNS", HOSTED_BUSY_PAGE_RUNS if hosted else 0, least=0),
+        # hosted: page runs take turns (PageRuns) instead of all sharing the core at once
+        page_runs_at_once=_env_int("ATTENTION_LAB_PAGE_RUNS_AT_ONCE",
+                                   HOSTED_PAGE_RUNS_AT_ONCE if hosted else 0, least=0),
     )
 
 
 HOSTED_TRAIN_SHARE = 0.25  # training's most share of the server's time when hosted (see the docstring)
 HOSTED_BUSY_PAGE_RUNS = 3  # hosted: page runs in progress at which training slices wait
+HOSTED_PAGE_RUNS_AT_ONCE = 2  # hosted: page runs at the same moment (2: one may wait on the database)
 
 
 class PageRuns:
-    """How many whole-page runs are in progress in this process (streamlit_app.py counts them):
-    the training slots' measure of how busy the pages are."""
+    """Whole-page runs in this process (streamlit_app.py wraps each one in `running()`).
 
-    def __init__(self) -> None:
+    * `now`: how many are in progress, waiting ones included: the training slots' measure of how
+      busy the pages are.
+    * `at_once` > 0: at most that many run at the same moment; the others wait their turn, first
+      come first served. Why: Streamlit runs each session's script in a thread of its own, and
+      Python's lock (the GIL) hands the core round-robin to every thread that wants it, 5 ms each.
+      When a class of 54 follows the lecturer to the next step, 54 page runs of ~40 ms all share
+      the core and all finish together, ~2 s later, and the server's event loop (which reads the
+      clicks and sends the pages) gets one turn in 55. In turn, the first page is out after 40 ms,
+      the median one after half the burst, and the event loop keeps its share.
+      A run that replaces this thread's previous run, which ended early (a click that landed
+      meanwhile, st.rerun), keeps the turn (see `_handed_over`).
+    """
+
+    def __init__(self, at_once: int = 0, handoff_s: float = 0.5) -> None:
         self._count = 0
         self._lock = threading.Lock()
+        self._gate = threading.Semaphore(at_once) if at_once > 0 else None
+        self.at_once = at_once
+        self.handoff_s = handoff_s
+        self._ended_early = threading.local()  # per script thread: when its last turn ended early
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         with self._lock:
             self._count += 1
         try:
-            yield
+            if self._gate is None:
+                yield
+            elif self._handed_over():
+                with self._note_early_end():
+                    yield
+            else:
+                with self._gate, self._note_early_end():
+                    yield
         finally:
             with self._lock:
                 self._count -= 1
 
+    def _handed_over(self) -> bool:
+        """A run that follows at once, on the same script thread, a turn that ended early goes in
+        without queueing again. A click that lands while a student's run waits its turn replaces
+        that run (Streamlit stops it at its first element and starts the click's run): the click's
+        run keeps the turn instead of going to the back of the queue. Also st.rerun, st.switch_page."""
+        ended = getattr(self._ended_early, "at", None)
+        self._ended_early.at = None
+        return ended is not None and time.monotonic() - ended < self.handoff_s
+
+    @contextlib.contextmanager
+    def _note_early_end(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            self._ended_early.at = time.monotonic()
+            raise
+
     @property
     def now(self) -> int:
         return self._count
-
-
-PAGE_RUNS = PageRuns()
 
 
 def _env_share(name: str, default: float) -> float:
@@ -145,8 +187,8 @@ def _env_share(name: str, default: float) -> float:
     return min(1.0, max(0.05, value)) if value == value else default  # NaN -> default
 
 
-
 LIMITS = load_limits()
+PAGE_RUNS = PageRuns(LIMITS.page_runs_at_once)
 
 
 def configure_torch_threads(limits: Limits = LIMITS) -> None:

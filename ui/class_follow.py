@@ -31,6 +31,8 @@ FOLLOW_TICK_S = 1.0  # a follower lands on the lecturer's step at most about thi
 FOLLOW_KEY = "class.follow"  # the student's toggle
 CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
 SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last went to
+TRIED_KEY = "class.follow_tried"  # (version, where the student was, tries) of the last go_to
+FOLLOW_TRIES = 3  # goes to one lecturer place at most this often when the move was lost
 PUBLISHED_KEY = "class.published"  # what this lecturer session last published
 LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM)  # per-browser parameters, never published
 
@@ -130,7 +132,8 @@ def _follow_tick(code: str, url: str) -> None:
         return
     following = bool(st.session_state.get(FOLLOW_KEY, True))
     catch_up = st.session_state.pop(CATCH_UP_KEY, False)
-    if catch_up or (following and st.session_state.get(SEEN_KEY) != lecturer.version):
+    if catch_up or (following and (st.session_state.get(SEEN_KEY) != lecturer.version
+                                   or move_was_lost(lecturer.version, url))):
         go_to(lecturer, url)
     here = url == lecturer.page and shared_params() == lecturer.settings
     st.caption(("You are with the lecturer: " if here else "The lecturer is on ")
@@ -141,8 +144,22 @@ def _follow_tick(code: str, url: str) -> None:
                   on_click=st.session_state.__setitem__, args=(CATCH_UP_KEY, True))
 
 
+def move_was_lost(version: int, url: str) -> bool:
+    """True when this student went to the lecturer's place `version` but is still exactly where
+    they were before. That happens when a click of theirs reached the server while the move was
+    waiting its turn: the click's rerun replaced the move's and carried the old page and step.
+    A student who moved on by themselves is not where they were, and is left alone."""
+    tried = st.session_state.get(TRIED_KEY)
+    if tried is None or tried[0] != version or tried[2] >= FOLLOW_TRIES:
+        return False
+    return tried[1] == (url, sorted(shared_params().items()))
+
+
 def go_to(lecturer, url: str) -> None:
     """Take the lecturer's settings for their page and open it there."""
+    tried = st.session_state.get(TRIED_KEY)
+    tries = tried[2] + 1 if tried is not None and tried[0] == lecturer.version else 1
+    st.session_state[TRIED_KEY] = (lecturer.version, (url, sorted(shared_params().items())), tries)
     st.session_state[SEEN_KEY] = lecturer.version
     target = page_file(lecturer.page)
     if target is None:

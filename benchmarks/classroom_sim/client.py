@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import re
 import time
@@ -56,6 +57,9 @@ class Client:
         self.fragment_run = False
         self.auto: dict[str, tuple[float, asyncio.Task]] = {}  # fragment id -> (interval, ticker)
         self.full_waiters: list[asyncio.Future] = []
+        # runs in the order their new_session arrived: a click is answered only by a run that
+        # started after it was sent, not by an earlier run that happens to finish just after it
+        self.run_seq: dict[str, int] = {}
         self.tick_sent: list[float] = []             # send times of ticks not yet finished
         self.reader: asyncio.Task | None = None
         self.closed = asyncio.Event()
@@ -107,7 +111,7 @@ class Client:
             self.alive = False
             self.closed.set()
             self._stop_tickers()
-            for fut in self.full_waiters + list(self.backend.values()) + list(self.file_urls.values()):
+            for fut in [f for f, _ in self.full_waiters] + list(self.backend.values()) + list(self.file_urls.values()):
                 if not fut.done():
                     fut.set_exception(Disconnected(self.name))
             self.full_waiters.clear()
@@ -135,6 +139,7 @@ class Client:
             if ns.HasField("initialize") and ns.initialize.session_id:
                 self.session_id = ns.initialize.session_id
             self.run_id = msg.metadata.run.script_run_id
+            self.run_seq.setdefault(self.run_id, len(self.run_seq) + 1)
             self.fragment_run = bool(msg.metadata.run.fragment_ids)
             if not self.fragment_run:
                 self.page_hash = ns.page_script_hash
@@ -213,10 +218,11 @@ class Client:
             self._age_cache([])
             if status == COMPILE_ERROR:
                 self.stats.errors.append(f"{self.name}: the script failed on {self.page_title()}")
-            for fut in self.full_waiters:
-                if not fut.done():
+            seq = self.run_seq.get(run_id, math.inf)
+            for fut, sent_after in list(self.full_waiters):
+                if seq > sent_after and not fut.done():
                     fut.set_result(time.monotonic())
-            self.full_waiters.clear()
+            self.full_waiters = [(f, after) for f, after in self.full_waiters if not f.done()]
         elif status == FRAGMENT_OK:
             fragments = set(run.fragment_ids)
             self.nodes = {p: n for p, n in self.nodes.items()
@@ -307,7 +313,8 @@ class Client:
                     query: str | None = None, timeout: float = INTERACTION_TIMEOUT_S) -> float:
         """Send a whole-page rerun and wait for its script_finished; returns the seconds taken."""
         fut = asyncio.get_running_loop().create_future()
-        self.full_waiters.append(fut)
+        waiter = (fut, len(self.run_seq))  # answered by a run whose new_session comes after this
+        self.full_waiters.append(waiter)
         t0 = time.monotonic()
         await self._send_rerun(page_hash=page_hash, page_name=page_name, extra=extra,
                                only_main=only_main, query=query)
@@ -315,7 +322,7 @@ class Client:
             done = await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
             with contextlib.suppress(ValueError):
-                self.full_waiters.remove(fut)
+                self.full_waiters.remove(waiter)
             raise
         return done - t0
 

@@ -255,6 +255,25 @@ def test_a_student_lands_on_the_lecturers_page_and_step(klass):
     assert at.session_state[class_follow.SEEN_KEY] == 1
 
 
+@pytest.mark.parametrize("where_before, tries, moves", [
+    (("home", []), 1, True),  # still exactly where they were: the move was lost, go again
+    (("home", [("step", "context")]), 1, False),  # they moved on by themselves: left alone
+    (("home", []), class_follow.FOLLOW_TRIES, False),  # tried often enough: no endless loop
+])
+def test_a_lost_move_is_retried_but_a_student_who_moved_on_is_left_alone(klass, where_before, tries, moves):
+    store, code, lecturer, (ada, _) = klass
+    store.publish_state(code, lecturer.token, "causal_attention", None, {"causal_step": "order"})
+    # the state after a go_to to version 1 whose switch was replaced by a click carrying the old place
+    at = open_as(ada, None, state={class_follow.SEEN_KEY: 1,
+                                   class_follow.TRIED_KEY: (1, where_before, tries)})
+    no_exception(at)
+    landed = [t.value for t in at.title][:1] == ["Causal attention and dropout"]
+    assert landed is moves
+    if moves:
+        assert at.session_state["walkthrough"].causal_step == "order"
+        assert at.session_state[class_follow.TRIED_KEY][2] == tries + 1
+
+
 def test_a_student_exploring_freely_stays_and_can_catch_up(klass):
     store, code, lecturer, (ada, _) = klass
     store.publish_state(code, lecturer.token, "multi_head", None, {"mh_step": "concat"})

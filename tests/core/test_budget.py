@@ -164,6 +164,113 @@ def test_the_page_run_count_follows_the_runs_in_progress():
     assert runs.now == 0
 
 
+def test_page_runs_take_turns_first_come_first_served_and_waiting_ones_count():
+    runs = budget.PageRuns(at_once=2)
+    inside, peak, order = [0], [0], []
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def page(name):
+        with runs.running():
+            with lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+                order.append(name)
+            release.wait(10.0)
+            with lock:
+                inside[0] -= 1
+
+    threads = []
+    for i in range(6):
+        threads.append(threading.Thread(target=page, args=(i,)))
+        threads[-1].start()
+        deadline = time.monotonic() + 10.0
+        while runs.now < i + 1 and time.monotonic() < deadline:  # arrive in order 0..5
+            time.sleep(0.005)
+        time.sleep(0.05)  # from counted to waiting at the gate is a few bytecodes
+    assert runs.now == 6  # the four waiting count as busy too (training waits for them)
+    with lock:
+        assert inside[0] == 2 and order == [0, 1]  # only two run; the rest wait their turn
+    release.set()
+    for t in threads:
+        t.join(10.0)
+    assert peak[0] == 2 and order == [0, 1, 2, 3, 4, 5] and runs.now == 0
+
+
+def test_a_page_that_fails_gives_its_turn_back():
+    runs = budget.PageRuns(at_once=1)
+    try:
+        with runs.running():
+            raise RuntimeError("a page that fails (or st.rerun, st.switch_page) still ends its turn")
+    except RuntimeError:
+        pass
+    done = threading.Event()
+    threading.Thread(target=lambda: (runs.running().__enter__(), done.set()), daemon=True).start()
+    assert done.wait(1.0)  # the next run gets the turn
+
+
+def test_a_run_that_replaces_an_interrupted_one_keeps_its_turn():
+    runs = budget.PageRuns(at_once=1, handoff_s=5.0)
+    holder_in, holder_out = threading.Event(), threading.Event()
+
+    def holder():  # another session's long run holds the only turn
+        with runs.running():
+            holder_in.set()
+            holder_out.wait(10.0)
+
+    threading.Thread(target=holder, daemon=True).start()
+    assert holder_in.wait(5.0)
+    got_in = threading.Event()
+
+    def script_thread():
+        # this session's run was stopped early (a click replaced it, or st.rerun) ...
+        runs._ended_early.at = time.monotonic()
+        # ... so the click's run goes in at once, not behind the holder
+        with runs.running():
+            got_in.set()
+
+    threading.Thread(target=script_thread, daemon=True).start()
+    assert got_in.wait(2.0)
+    # a run long after (a new interaction) queues as usual
+    late = threading.Event()
+
+    def later_thread():
+        runs._ended_early.at = time.monotonic() - 10.0
+        with runs.running():
+            late.set()
+
+    threading.Thread(target=later_thread, daemon=True).start()
+    assert not late.wait(0.3)
+    holder_out.set()
+    assert late.wait(5.0)
+
+
+def test_a_gated_run_that_ends_early_hands_over_to_the_next_run_on_its_thread():
+    runs = budget.PageRuns(at_once=1)
+    try:
+        with runs.running():
+            raise RuntimeError("stopped early for a rerun")
+    except RuntimeError:
+        pass
+    assert runs._handed_over()  # the same thread, at once
+    assert not runs._handed_over()  # only once
+    with runs.running():
+        pass  # ended normally
+    assert not runs._handed_over()
+
+
+def test_page_runs_take_turns_only_when_hosted(monkeypatch):
+    monkeypatch.delenv("ATTENTION_LAB_PAGE_RUNS_AT_ONCE", raising=False)
+    monkeypatch.delenv("ATTENTION_LAB_HOSTED", raising=False)
+    assert budget.load_limits().page_runs_at_once == 0  # a lecturer's own machine: no limit
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    assert budget.load_limits().page_runs_at_once == budget.HOSTED_PAGE_RUNS_AT_ONCE == 2
+    monkeypatch.setenv("ATTENTION_LAB_PAGE_RUNS_AT_ONCE", "0")
+    assert budget.load_limits().page_runs_at_once == 0
+    monkeypatch.setenv("ATTENTION_LAB_PAGE_RUNS_AT_ONCE", "five")
+    assert budget.load_limits().page_runs_at_once == 2
+
+
 def test_pages_come_first_only_when_hosted(monkeypatch):
     monkeypatch.delenv("ATTENTION_LAB_BUSY_PAGE_RUNS", raising=False)
     monkeypatch.delenv("ATTENTION_LAB_HOSTED", raising=False)
