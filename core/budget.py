@@ -15,6 +15,10 @@ Settings (environment variables, read once at import):
 - ATTENTION_LAB_MAX_PARAMS        cap on model parameters (default 5_000_000, hosted 400_000)
 - ATTENTION_LAB_TRAIN_SHARE       most of the wall time training slices may take together, per slot
                                   (default 1.0 = no limit; hosted 0.25)
+- ATTENTION_LAB_BUSY_PAGE_RUNS    training slices wait while this many page runs are in progress
+                                  (default 0 = never; hosted 3)
+- ATTENTION_LAB_PAGE_RUNS_AT_ONCE whole-page runs at the same moment, the rest wait their turn
+                                  (default 0 = no limit; hosted 2; see PageRuns)
 
 Why a share: benchmarks/student_sim.py with the server on ONE core (Community Cloud's size) showed
 that K trainers keep the single slot busy back to back (each tick trains a 0.9 s slice), so every
@@ -128,8 +132,8 @@ class PageRuns:
       the core and all finish together, ~2 s later, and the server's event loop (which reads the
       clicks and sends the pages) gets one turn in 55. In turn, the first page is out after 40 ms,
       the median one after half the burst, and the event loop keeps its share.
-      A run that replaces this thread's previous run, which ended early (a click that landed
-      meanwhile, st.rerun), keeps the turn (see `_handed_over`).
+      A run that continues this thread's previous run (st.rerun, st.switch_page) keeps the turn
+      (see `_handed_over`).
     """
 
     def __init__(self, at_once: int = 0, handoff_s: float = 0.5) -> None:
@@ -159,9 +163,10 @@ class PageRuns:
 
     def _handed_over(self) -> bool:
         """A run that follows at once, on the same script thread, a turn that ended early goes in
-        without queueing again. A click that lands while a student's run waits its turn replaces
-        that run (Streamlit stops it at its first element and starts the click's run): the click's
-        run keeps the turn instead of going to the back of the queue. Also st.rerun, st.switch_page."""
+        without queueing again: st.rerun and st.switch_page in a page (a button's action, the
+        lecturer's Next) continue the same interaction, which already waited its turn. (A click
+        while a run is in progress gets a new script thread from Streamlit, runner.fastReruns;
+        the replaced run stops at its first element, so its turn is short.)"""
         ended = getattr(self._ended_early, "at", None)
         self._ended_early.at = None
         return ended is not None and time.monotonic() - ended < self.handoff_s

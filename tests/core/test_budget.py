@@ -209,7 +209,7 @@ def test_a_page_that_fails_gives_its_turn_back():
     assert done.wait(1.0)  # the next run gets the turn
 
 
-def test_a_run_that_replaces_an_interrupted_one_keeps_its_turn():
+def test_a_run_that_continues_one_that_ended_early_keeps_its_turn():
     runs = budget.PageRuns(at_once=1, handoff_s=5.0)
     holder_in, holder_out = threading.Event(), threading.Event()
 
@@ -223,9 +223,9 @@ def test_a_run_that_replaces_an_interrupted_one_keeps_its_turn():
     got_in = threading.Event()
 
     def script_thread():
-        # this session's run was stopped early (a click replaced it, or st.rerun) ...
+        # this session's run ended early (st.rerun, st.switch_page) ...
         runs._ended_early.at = time.monotonic()
-        # ... so the click's run goes in at once, not behind the holder
+        # ... so the run that continues it goes in at once, not behind the holder
         with runs.running():
             got_in.set()
 
@@ -249,7 +249,7 @@ def test_a_gated_run_that_ends_early_hands_over_to_the_next_run_on_its_thread():
     runs = budget.PageRuns(at_once=1)
     try:
         with runs.running():
-            raise RuntimeError("stopped early for a rerun")
+            raise RuntimeError("ended early for a rerun")
     except RuntimeError:
         pass
     assert runs._handed_over()  # the same thread, at once
