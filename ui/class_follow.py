@@ -132,10 +132,10 @@ def _follow_tick(code: str, url: str) -> None:
         return
     following = bool(st.session_state.get(FOLLOW_KEY, True))
     catch_up = st.session_state.pop(CATCH_UP_KEY, False)
-    if catch_up or (following and (st.session_state.get(SEEN_KEY) != lecturer.version
-                                   or move_was_lost(lecturer.version, url))):
-        go_to(lecturer, url)
     here = url == lecturer.page and shared_params() == lecturer.settings
+    if catch_up or (following and (st.session_state.get(SEEN_KEY) != lecturer.version
+                                   or (not here and move_was_lost(lecturer.version, url)))):
+        go_to(lecturer, url)
     st.caption(("You are with the lecturer: " if here else "The lecturer is on ")
                + where_words(lecturer.page, lecturer.settings) + ".")
     if not here:

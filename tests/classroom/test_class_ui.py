@@ -274,6 +274,17 @@ def test_a_lost_move_is_retried_but_a_student_who_moved_on_is_left_alone(klass, 
         assert at.session_state[class_follow.TRIED_KEY][2] == tries + 1
 
 
+def test_a_student_already_with_the_lecturer_is_not_sent_again(klass):
+    store, code, lecturer, (ada, _) = klass
+    store.publish_state(code, lecturer.token, "home", None, {})
+    # a go_to was tried from the very place the lecturer is: nothing was lost, no rerun follows
+    at = open_as(ada, None, state={class_follow.SEEN_KEY: 1,
+                                   class_follow.TRIED_KEY: (1, ("home", []), 1)})
+    no_exception(at)
+    assert at.session_state[class_follow.TRIED_KEY][2] == 1
+    assert "You are with the lecturer: Home." in texts(at.sidebar.caption)
+
+
 def test_a_student_exploring_freely_stays_and_can_catch_up(klass):
     store, code, lecturer, (ada, _) = klass
     store.publish_state(code, lecturer.token, "multi_head", None, {"mh_step": "concat"})
