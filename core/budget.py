@@ -151,11 +151,9 @@ class PageRuns:
         try:
             if self._gate is None:
                 yield
-            elif self._handed_over():
-                with self._note_early_end():
-                    yield
             else:
-                with self._gate, self._note_early_end():
+                turn = contextlib.nullcontext() if self._handed_over() else self._gate
+                with turn, self._note_early_end():
                     yield
         finally:
             with self._lock:

@@ -16,6 +16,7 @@ The settings travel as the URL query parameters the pages already keep (ui.state
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import streamlit as st
 
@@ -31,7 +32,7 @@ FOLLOW_TICK_S = 1.0  # a follower lands on the lecturer's step at most about thi
 FOLLOW_KEY = "class.follow"  # the student's toggle
 CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
 SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last went to
-TRIED_KEY = "class.follow_tried"  # (version, where the student was, tries) of the last go_to
+TRIED_KEY = "class.follow_tried"  # a Tried: the last go_to
 FOLLOW_TRIES = 3  # goes to one lecturer place at most this often when the move was lost
 PUBLISHED_KEY = "class.published"  # what this lecturer session last published
 LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM)  # per-browser parameters, never published
@@ -64,6 +65,18 @@ def shared_params() -> dict[str, str]:
     return {k: v for k, v in st.query_params.to_dict().items() if k not in LOCAL_PARAMS}
 
 
+def place(url: str) -> tuple[str, list]:
+    """Where this session is: its page and its settings, comparable and storable."""
+    return url, sorted(shared_params().items())
+
+
+class Tried(NamedTuple):
+    """A student's last go_to: the lecturer's version, where the student was, how often."""
+    version: int
+    origin: tuple[str, list]
+    tries: int
+
+
 def step_of(settings: dict) -> str | None:
     """The step named in a page's settings (pages 1–4 keep it in a `*step` field)."""
     steps = [v for k, v in settings.items() if k.endswith("step")]
@@ -81,12 +94,11 @@ def publish_lecturer_state(url: str) -> None:
     seat = classroom.lecturer_seat()
     if seat is None or classroom.lecturer_key() is None:
         return
-    params = shared_params()
-    moved = (url, sorted(params.items()))
+    moved = place(url)
     if st.session_state.get(PUBLISHED_KEY) == moved:
         return
     try:
-        classroom.class_store().publish_state(seat.code, seat.token, url, None, params)
+        classroom.class_store().publish_state(seat.code, seat.token, url, None, dict(moved[1]))
     except ClassroomError:
         return  # the class ended; the Class page says so
     except Exception:  # noqa: BLE001 - the database is unreachable: the page itself must still work
@@ -150,16 +162,16 @@ def move_was_lost(version: int, url: str) -> bool:
     waiting its turn: the click's rerun replaced the move's and carried the old page and step.
     A student who moved on by themselves is not where they were, and is left alone."""
     tried = st.session_state.get(TRIED_KEY)
-    if tried is None or tried[0] != version or tried[2] >= FOLLOW_TRIES:
+    if tried is None or tried.version != version or tried.tries >= FOLLOW_TRIES:
         return False
-    return tried[1] == (url, sorted(shared_params().items()))
+    return tried.origin == place(url)
 
 
 def go_to(lecturer, url: str) -> None:
     """Take the lecturer's settings for their page and open it there."""
     tried = st.session_state.get(TRIED_KEY)
-    tries = tried[2] + 1 if tried is not None and tried[0] == lecturer.version else 1
-    st.session_state[TRIED_KEY] = (lecturer.version, (url, sorted(shared_params().items())), tries)
+    tries = tried.tries + 1 if tried is not None and tried.version == lecturer.version else 1
+    st.session_state[TRIED_KEY] = Tried(lecturer.version, place(url), tries)
     st.session_state[SEEN_KEY] = lecturer.version
     target = page_file(lecturer.page)
     if target is None:

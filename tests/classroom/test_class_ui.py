@@ -265,13 +265,13 @@ def test_a_lost_move_is_retried_but_a_student_who_moved_on_is_left_alone(klass, 
     store.publish_state(code, lecturer.token, "causal_attention", None, {"causal_step": "order"})
     # the state after a go_to to version 1 whose switch was replaced by a click carrying the old place
     at = open_as(ada, None, state={class_follow.SEEN_KEY: 1,
-                                   class_follow.TRIED_KEY: (1, where_before, tries)})
+                                   class_follow.TRIED_KEY: class_follow.Tried(1, where_before, tries)})
     no_exception(at)
     landed = [t.value for t in at.title][:1] == ["Causal attention and dropout"]
     assert landed is moves
     if moves:
         assert at.session_state["walkthrough"].causal_step == "order"
-        assert at.session_state[class_follow.TRIED_KEY][2] == tries + 1
+        assert at.session_state[class_follow.TRIED_KEY].tries == tries + 1
 
 
 def test_a_student_already_with_the_lecturer_is_not_sent_again(klass):
@@ -279,9 +279,9 @@ def test_a_student_already_with_the_lecturer_is_not_sent_again(klass):
     store.publish_state(code, lecturer.token, "home", None, {})
     # a go_to was tried from the very place the lecturer is: nothing was lost, no rerun follows
     at = open_as(ada, None, state={class_follow.SEEN_KEY: 1,
-                                   class_follow.TRIED_KEY: (1, ("home", []), 1)})
+                                   class_follow.TRIED_KEY: class_follow.Tried(1, ("home", []), 1)})
     no_exception(at)
-    assert at.session_state[class_follow.TRIED_KEY][2] == 1
+    assert at.session_state[class_follow.TRIED_KEY].tries == 1
     assert "You are with the lecturer: Home." in texts(at.sidebar.caption)
 
 

@@ -3,6 +3,8 @@
 import threading
 import time
 
+import pytest
+
 from core import budget
 
 
@@ -199,11 +201,8 @@ def test_page_runs_take_turns_first_come_first_served_and_waiting_ones_count():
 
 def test_a_page_that_fails_gives_its_turn_back():
     runs = budget.PageRuns(at_once=1)
-    try:
-        with runs.running():
-            raise RuntimeError("a page that fails (or st.rerun, st.switch_page) still ends its turn")
-    except RuntimeError:
-        pass
+    with pytest.raises(RuntimeError), runs.running():
+        raise RuntimeError("a page that fails (or st.rerun, st.switch_page) still ends its turn")
     done = threading.Event()
     threading.Thread(target=lambda: (runs.running().__enter__(), done.set()), daemon=True).start()
     assert done.wait(1.0)  # the next run gets the turn
@@ -247,11 +246,8 @@ def test_a_run_that_continues_one_that_ended_early_keeps_its_turn():
 
 def test_a_gated_run_that_ends_early_hands_over_to_the_next_run_on_its_thread():
     runs = budget.PageRuns(at_once=1)
-    try:
-        with runs.running():
-            raise RuntimeError("ended early for a rerun")
-    except RuntimeError:
-        pass
+    with pytest.raises(RuntimeError), runs.running():
+        raise RuntimeError("ended early for a rerun")
     assert runs._handed_over()  # the same thread, at once
     assert not runs._handed_over()  # only once
     with runs.running():
