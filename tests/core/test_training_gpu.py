@@ -248,6 +248,11 @@ def test_a_step_that_cannot_be_recorded_trains_on_eagerly(small_data, monkeypatc
     """CudaSteps driven on the CPU, where recording a CUDA graph fails: after the warm-up the run gives
     the graph up, says why, and trains on with eager steps exactly like a run that never had one."""
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)  # no GPU to wait for
+
+    def graph_that_fails(*args, **kwargs):  # on a CUDA machine recording CPU tensors would not fail
+        raise RuntimeError("CUDAGraph: this step cannot be recorded")
+
+    monkeypatch.setattr(torch.cuda, "graph", graph_that_fails)
     plain = Trainer(tiny_config(max_steps=12), small_data)
     failing = Trainer(tiny_config(max_steps=12), small_data)
     failing.cuda = gpu.CudaSteps(failing.config, failing.model, failing.optimizer, failing._dropout_generator,
@@ -382,8 +387,8 @@ def test_a_nan_stops_a_graphed_run(small_data, dropout):
                                   loss_read_every=8), small_data)
     trainer.train(n_steps=10)  # the slice ends with a read: step 10 is the restore point
     assert trainer.cuda.graph is not None
-    kept = {name: t.clone() for name, t in training_tensors(trainer).items()}
-    with torch.no_grad():
+    with torch.no_grad():  # copies without autograd history: one would keep the weights' gradient nodes
+        kept = {name: t.clone() for name, t in training_tensors(trainer).items()}  # alive and spoil the next recording
         trainer.model.lm_head.weight.fill_(float("nan"))  # in place: the graph reads the same memory
     with pytest.raises(TrainingError, match="went back to step 10 .*smaller learning rate"):
         trainer.train()
@@ -396,3 +401,37 @@ def test_a_nan_stops_a_graphed_run(small_data, dropout):
     assert trainer.step == 50 and trainer.cuda.graph is not None, trainer.cuda.graph_error
     assert all(math.isfinite(v) for v in trainer.history["train_loss"])
     assert all(bool(torch.isfinite(t).all()) for t in training_tensors(trainer).values() if t.is_floating_point())
+
+
+@needs_cuda
+def test_restore_best_on_a_graphed_run_puts_the_best_weights_back_in_place_after_a_nan(small_data):
+    """restore_best on the CUDA-graph path: the best point's copy survives a NaN roll-back; at max_steps
+    the best weights go back into the very tensors the graph reads, so training on replays the graph."""
+    from tests.core.test_training import SCRIPTED_VAL, scripted_validation  # lowest at step 30
+
+    config = cuda_config(max_steps=60, val_interval=10, loss_read_every=5, restore_best=True, autocast="off")
+    trainer = scripted_validation(Trainer(config, small_data))
+    trainer.train(n_steps=30)  # validations at 10, 20, 30: step 30 is the best point and the restore point
+    assert trainer.cuda.graph is not None, trainer.cuda.graph_error
+    at_best = {name: t.clone() for name, t in trainer.model.state_dict().items()}
+    addresses = [p.data_ptr() for p in trainer.model.parameters()]
+    trainer.train(n_steps=3)
+    with torch.no_grad():
+        trainer.model.lm_head.weight.fill_(float("nan"))
+    with pytest.raises(TrainingError, match="went back to step 33 "):
+        trainer.train()
+    trainer.clear_error()
+    trainer.set_lr(config.lr / 2)
+    trainer.train()  # to step 60: validations 2.2, 2.4, 2.6, so the weights of step 30 come back
+    assert trainer.step == 60 and trainer.done and trainer.cuda.graph is not None
+    assert (trainer.best_step, trainer.weights_step, trainer.weights_val_loss) == (30, 30, SCRIPTED_VAL[30])
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(tensor, at_best[name]), name
+    assert [p.data_ptr() for p in trainer.model.parameters()] == addresses  # copied in place
+
+    scripted_validation(trainer, {**SCRIPTED_VAL, 70: 1.5})
+    trainer.set_max_steps(70)
+    trainer.train()
+    assert trainer.cuda.graph is not None and trainer.history["steps"][-1] == 70
+    assert (trainer.best_step, trainer.weights_step) == (70, None)  # the best is the last point: nothing to restore
+    assert all(math.isfinite(v) for v in trainer.history["train_loss"])

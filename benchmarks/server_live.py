@@ -1,0 +1,161 @@
+"""The Train page on a real server against the headless engine: steps/s and redraws per second.
+
+    python benchmarks/server_live.py [--preset gpu] [--steps 6000] [--repeats 2] [--device cuda]
+
+Starts `streamlit run streamlit_app.py` on loopback (benchmarks.harness.StreamlitServer) and opens
+the Train page as a browser tab does: `benchmarks.classroom_sim.client` speaks Streamlit's
+websocket protocol and keeps the `run_every` fragment timers as the frontend does, so the server
+does exactly the work it does for a browser; only the drawing on the student's own machine is
+missing. The preset's settings travel in the page's link (`max_steps` raised with --steps so the
+run lasts long enough to measure a rate); the tab presses Start and watches the live fragment
+until the progress line says the last step is done.
+
+Measured for each run: seconds from the Start click to the last step on screen, steps/s over
+that time, redraws per second that showed a new step, and the median fragment tick (sent to finished).
+The same settings headless (`Trainer` in this process, on the same device): seconds and steps/s
+from construction to the last step, validation passes included in both. One warm-up of each
+(CUDA start, kernels, graph capture), then live and headless alternated `--repeats` times.
+Target: live steps/s >= 0.9 x headless steps/s.
+
+Without CUDA, `--device cpu --preset quick_demo --steps 300` checks the machinery. The last line
+printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import urllib.parse
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
+
+import torch  # noqa: E402
+
+from benchmarks.classroom_sim.client import Client  # noqa: E402
+from benchmarks.classroom_sim.stats import Stats  # noqa: E402
+from benchmarks.classroom_sim.trainers import train_progress  # noqa: E402
+from benchmarks.harness import StreamlitServer, load_average  # noqa: E402
+from core import budget, runs, train_settings  # noqa: E402
+from core import settings as core_settings  # noqa: E402
+from core.training import Trainer  # noqa: E402
+
+TRAIN_URL = "train_gpt"
+GOAL_RATIO = 0.9
+RUN_TIMEOUT_S = 240.0
+
+
+def settings_for(preset: str, device: str, steps: int | None) -> train_settings.TrainSettings:
+    settings = train_settings.preset_settings(preset, device=device)
+    settings.device = device
+    if steps:
+        settings.max_steps = steps
+    return settings
+
+
+def headless(settings: train_settings.TrainSettings) -> dict:
+    """The bare engine: construction to the last step, validation passes included."""
+    data = runs.names_data(settings.context_size)
+    config = train_settings.to_train_config(settings)
+    start = time.perf_counter()
+    trainer = Trainer(config, data)
+    trainer.train()
+    if trainer.device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return {"seconds": round(seconds, 2), "steps": trainer.step, "steps_per_s": round(trainer.step / seconds, 1),
+            "device": str(trainer.device), "val_loss": round(min(trainer.history["val_loss"]), 4)}
+
+
+async def live(base: str, settings: train_settings.TrainSettings) -> dict:
+    """One tab: open the Train page with the settings in its link, press Start, watch to the end."""
+    stats = Stats()
+    client = Client("lecturer", base, stats, random.Random(1))
+    client.query_string = urllib.parse.urlencode(core_settings.to_params(settings))
+    try:
+        await client.connect(TRAIN_URL)
+        start = [b for b in client.widgets("button") if b.widget.label == "Start"]
+        if not start:
+            raise RuntimeError("no Start button on the Train page; texts: " + " | ".join(client.texts())[:400])
+        t0 = time.monotonic()
+        await client.click(start[0])
+        shown: list[tuple[float, int]] = []
+        total = settings.max_steps
+        while time.monotonic() - t0 < RUN_TIMEOUT_S:
+            progress = train_progress(client)
+            if progress is not None:
+                step, total = progress
+                if not shown or step != shown[-1][1]:
+                    shown.append((time.monotonic() - t0, step))
+                if step >= total:
+                    break
+            errors = [t for t in client.texts("alert") if "error" in t.lower() or "stopped" in t.lower()]
+            if errors:
+                raise RuntimeError(f"the run stopped: {errors[0][:300]}")
+            await client.pause(0.02)
+        seconds = time.monotonic() - t0
+        if not shown or shown[-1][1] < total:
+            raise RuntimeError(f"no last step within {RUN_TIMEOUT_S:.0f} s (last seen {shown[-1:]})")
+        # a redraw that shows a new step: what the student sees move (each tick of a training run does)
+        return {"seconds": round(seconds, 2), "steps": total, "steps_per_s": round(total / seconds, 1),
+                "redraws_per_s": round(len(shown) / seconds, 2), "steps_shown": len(shown),
+                "tick_p50_s": round(statistics.median(stats.ticks), 3) if stats.ticks else None,
+                "errors": stats.errors[:5]}
+    finally:
+        await client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="gpu")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--steps", type=int, default=6000, help="max_steps of the run (0: the preset's)")
+    parser.add_argument("--repeats", type=int, default=2, help="live/headless pairs after the warm-up")
+    args = parser.parse_args()
+
+    budget.configure_torch_threads()  # the headless runs use the app's torch threads, as the server does
+    settings = settings_for(args.preset, args.device, args.steps)
+    print(f"load before: {load_average()}; torch {torch.__version__}; device {args.device}; "
+          f"preset {args.preset}, {settings.max_steps} steps", flush=True)
+    server = StreamlitServer(options={"global.developmentMode": "false"})  # Streamlit outside site-packages (the GPU machine's carried wheels) would think it is in development
+    print(f"server answered after {server.start(timeout=120):.1f} s", flush=True)
+    pairs = []
+    try:
+        warm = replace(settings, max_steps=min(settings.max_steps, 300))
+        print("warm-up live:", asyncio.run(live(server.url, warm)), flush=True)
+        print("warm-up headless:", headless(warm), flush=True)
+        for i in range(args.repeats):
+            lv = asyncio.run(live(server.url, settings))
+            hl = headless(settings)
+            pairs.append((lv, hl))
+            print(f"pair {i + 1}: live {lv}\n        headless {hl}\n        ratio "
+                  f"{lv['steps_per_s'] / hl['steps_per_s']:.3f}", flush=True)
+    except Exception as exc:  # noqa: BLE001
+        print(f"FAILED: {type(exc).__name__}: {exc}\n--- server log ---\n{server.log_tail(3000)}", flush=True)
+    finally:
+        server.stop()
+    ratios = [lv["steps_per_s"] / hl["steps_per_s"] for lv, hl in pairs]
+    result = {
+        "preset": args.preset, "device": args.device, "steps": settings.max_steps,
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "pairs": [{"live": lv, "headless": hl} for lv, hl in pairs],
+        "ratio_median": round(statistics.median(ratios), 3) if ratios else None,
+        "goal_ratio": GOAL_RATIO,
+        "ok": bool(ratios) and statistics.median(ratios) >= GOAL_RATIO,
+    }
+    print(f"live/headless steps/s: {result['ratio_median']} (target >= {GOAL_RATIO}) -> "
+          f"{'PASS' if result['ok'] else 'FAIL'}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

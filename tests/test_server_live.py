@@ -1,0 +1,26 @@
+"""benchmarks/server_live.py, the GPU check of the Train page through a real server, run end to end on
+the CPU with a short run: the link carries the settings, Start trains exactly that run, and the result
+line holds both sides' rates (a GPU session depends on this script working the first time)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_server_live_trains_the_linked_settings_live_and_headless():
+    done = subprocess.run(
+        [sys.executable, "benchmarks/server_live.py", "--device", "cpu", "--preset", "quick_demo",
+         "--steps", "60", "--repeats", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "FAILED" not in done.stdout, done.stdout[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    (pair,) = result["pairs"]
+    assert pair["live"]["steps"] == pair["headless"]["steps"] == 60  # the link's max_steps reached the page
+    assert pair["live"]["errors"] == [] and pair["live"]["steps_shown"] >= 1
+    assert pair["live"]["steps_per_s"] > 0 and pair["headless"]["steps_per_s"] > 0
+    assert result["ratio_median"] is not None and result["device"] == "cpu"
