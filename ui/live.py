@@ -21,7 +21,8 @@ module owns everything else:
   `on_finish(outcome)` is called (store a result, switch a flag off), then the whole page reruns
   so its buttons and the timer follow the new state;
 * clicks stay snappy: a whole-page rerun (a click, a widget change) trains only a short slice
-  (FULL_RUN_SLICE_S); the fragment's own ticks train SLICE_S.
+  (FULL_RUN_SLICE_S; none on a hosted server, where page runs take turns); the fragment's own
+  ticks train SLICE_S.
 
 `running`: True/False, or a callable returning it, asked on every tick; default: `not run.done`.
 Pass it when the page can pause a run (e.g. `running=lambda: run.active`). If `run` has a `lock`
@@ -50,7 +51,11 @@ from core.live_training import LiveTraining, Outcome
 
 TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
 SLICE_S = 0.9 * TICK_S  # training seconds per tick; the rest of the tick redraws (the page stays usable)
-FULL_RUN_SLICE_S = 0.15  # training during a whole-page rerun (a click) is kept short
+# Training during a whole-page rerun (a click) is kept short. On a hosted server, where page runs
+# take turns (core.budget.PageRuns), there is none: a page run holding one of the few turns must not
+# wait for a training slot (up to half a second when the pages are busy) while others queue behind it;
+# the fragment's next tick trains instead.
+FULL_RUN_SLICE_S = 0.0 if budget.LIMITS.page_runs_at_once else 0.15
 OWNER_KEY = "live.owner"
 
 
@@ -96,7 +101,7 @@ def tick(run: LiveTraining | None, draw: Callable[[], None], budget_s: float,
     queue_box = st.empty()
     with getattr(run, "lock", None) or contextlib.nullcontext():
         draw()
-    if not _is_running(run, running):
+    if budget_s <= 0 or not _is_running(run, running):
         return None
     owner = session_owner()
     outcome = run.advance(budget_s, budget.SLOTS.slot(owner))

@@ -80,3 +80,18 @@ def test_a_busy_server_shows_the_queue_and_the_run_waits_its_turn():
         assert "Waiting for a free training slot" in _texts(at) and "ahead of you" in _texts(at)
     at.run()
     assert at.session_state["toy"].left == 9 and "Waiting" not in _texts(at)
+
+
+def test_where_page_runs_take_turns_a_page_run_draws_and_never_asks_for_a_slot(monkeypatch):
+    """Hosted, page runs take turns (core.budget.PageRuns): a click's page run holds one of the few
+    turns, so it must not wait for a training slot; it only draws, and the fragment's ticks train."""
+    import ui.live
+
+    monkeypatch.setattr(ui.live, "FULL_RUN_SLICE_S", 0.0)  # what ui.live sets when PageRuns is on
+    at = AppTest.from_function(_script)
+    with contextlib.ExitStack() as others:
+        for i in range(budget.SLOTS.capacity):  # every slot taken: a run that asked would queue
+            assert others.enter_context(budget.SLOTS.slot(f"other-session-{i}"))
+        at.run()
+    assert at.session_state["toy"].left == 3 and "history 0" in _texts(at)
+    assert "Waiting for a free training slot" not in _texts(at) and not at.exception
