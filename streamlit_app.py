@@ -60,8 +60,9 @@ apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
 page_url = page.url_path or "home"
-# counted while it runs: a hosted server's training slices wait while many page runs are queued
-with budget.PAGE_RUNS.running():
+# counted while it runs: a hosted server's training slices wait while many page runs are queued;
+# a run that following the lecturer started waits behind the ones students clicked for
+with budget.PAGE_RUNS.running(background=class_follow.follow_move_run()):
     try:
         class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
         page.run()

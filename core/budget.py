@@ -47,6 +47,7 @@ slice at a time when hosted, so a core stays free for page reruns) and one torch
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import os
@@ -131,7 +132,8 @@ class PageRuns:
       When a class of 54 follows the lecturer to the next step, 54 page runs of ~40 ms all share
       the core and all finish together, ~2 s later, and the server's event loop (which reads the
       clicks and sends the pages) gets one turn in 55. In turn, the first page is out after 40 ms,
-      the median one after half the burst, and the event loop keeps its share.
+      the median one after half the burst, and the event loop keeps its share. Runs that nobody
+      clicked for (`background`: the class following the lecturer) go after the clicked ones.
       A run that continues this thread's previous run (st.rerun, st.switch_page) keeps the turn
       (see `_handed_over`).
     """
@@ -139,20 +141,22 @@ class PageRuns:
     def __init__(self, at_once: int = 0, handoff_s: float = 0.5) -> None:
         self._count = 0
         self._lock = threading.Lock()
-        self._gate = threading.Semaphore(at_once) if at_once > 0 else None
+        self._gate = _Turns(at_once) if at_once > 0 else None
         self.at_once = at_once
         self.handoff_s = handoff_s
         self._ended_early = threading.local()  # per script thread: when its last turn ended early
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
+    def running(self, background: bool = False) -> Iterator[None]:
+        """One page run. `background`: nobody clicked for it (a follow move, a reveal reaching the
+        class): it waits until no clicked run is waiting, so a student's click is answered first."""
         with self._lock:
             self._count += 1
         try:
             if self._gate is None:
                 yield
             else:
-                turn = contextlib.nullcontext() if self._handed_over() else self._gate
+                turn = contextlib.nullcontext() if self._handed_over() else self._gate.seat(background)
                 with turn, self._note_early_end():
                     yield
         finally:
@@ -180,6 +184,39 @@ class PageRuns:
     @property
     def now(self) -> int:
         return self._count
+
+
+class _Turns:
+    """The seats of PageRuns: a clicked run before a background one, each kind in arrival order."""
+
+    def __init__(self, seats: int) -> None:
+        self._free = seats
+        self._changed = threading.Condition()
+        self._waiting = (collections.deque(), collections.deque())  # (clicked, background)
+
+    def _first(self) -> object | None:
+        clicked, background = self._waiting
+        return clicked[0] if clicked else (background[0] if background else None)
+
+    @contextlib.contextmanager
+    def seat(self, background: bool) -> Iterator[None]:
+        me = object()
+        with self._changed:
+            line = self._waiting[bool(background)]
+            line.append(me)
+            try:
+                while not (self._free > 0 and self._first() is me):
+                    self._changed.wait()
+            finally:
+                line.remove(me)
+            self._free -= 1
+            self._changed.notify_all()  # a seat may still be free for the next in line
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._free += 1
+                self._changed.notify_all()
 
 
 def _env_share(name: str, default: float) -> float:

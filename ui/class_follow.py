@@ -11,6 +11,8 @@ the class store after each run; a student in the class follows them.
   the lecturer's step). The same tick reruns the page when a class poll it shows was revealed
   (ui.class_polls.await_reveal): one tick per student, whatever the page.
 The settings travel as the URL query parameters the pages already keep (ui.state.sync_url).
+The page runs the tick starts are marked (`follow_move_run`): on a busy server they wait behind
+the runs that students clicked for, so a click is answered first.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last 
 TRIED_KEY = "class.follow_tried"  # a Tried: the last go_to
 FOLLOW_TRIES = 3  # goes to one lecturer place at most this often when the move was lost
 PUBLISHED_KEY = "class.published"  # what this lecturer session last published
+MOVE_KEY = "class.follow_move"  # set just before the tick reruns the page: nobody clicked for that run
 LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM)  # per-browser parameters, never published
 
 # the pages outside the lesson catalogue, by url path
@@ -137,6 +140,7 @@ def _follow_tick(code: str, url: str) -> None:
         return
     if pulse.revealed & st.session_state.get(AWAITING_KEY, set()):
         st.session_state.pop(AWAITING_KEY, None)
+        st.session_state[MOVE_KEY] = True
         st.rerun(scope="app")  # a poll on this page was revealed: its figure and the split appear
     lecturer = pulse.lecturer
     if lecturer.version == 0 or not lecturer.page:
@@ -184,6 +188,14 @@ def go_to(lecturer, url: str) -> None:
     query = dict(lecturer.settings)
     if ui_state.lecture_mode():
         query["lecture"] = "1"
+    st.session_state[MOVE_KEY] = True
     if url == lecturer.page and shared_params() == lecturer.settings:
         st.rerun(scope="app")
     st.switch_page(target, query_params=query)
+
+
+def follow_move_run() -> bool:
+    """True, once, for the page run a follow move or a reveal started (streamlit_app.py asks before
+    each page run): nobody clicked for it, so on a busy server it waits behind the students' clicks
+    (core.budget.PageRuns, `background`)."""
+    return bool(st.session_state.pop(MOVE_KEY, False))

@@ -245,14 +245,27 @@ def test_without_a_class_the_page_asks_nobody(klass):
 
 
 # ------------------------------------------------------------------------- follow the lecturer
-def test_a_student_lands_on_the_lecturers_page_and_step(klass):
+def page_runs_recorded(monkeypatch) -> list[bool]:
+    """The `background` flag of every page run streamlit_app.py starts (core.budget.PAGE_RUNS)."""
+    from core import budget
+
+    calls, real = [], budget.PAGE_RUNS.running
+    monkeypatch.setattr(budget.PAGE_RUNS, "running",
+                        lambda background=False: calls.append(background) or real(background=background))
+    return calls
+
+
+def test_a_student_lands_on_the_lecturers_page_and_step(klass, monkeypatch):
     store, code, lecturer, (ada, _) = klass
     store.publish_state(code, lecturer.token, "causal_attention", None, {"causal_step": "order"})
+    runs = page_runs_recorded(monkeypatch)
     at = open_as(ada, None)  # any page: the follow fragment moves the student
     no_exception(at)
     assert [t.value for t in at.title][:1] == ["Causal attention and dropout"]
     assert at.session_state["walkthrough"].causal_step == "order"
     assert at.session_state[class_follow.SEEN_KEY] == 1
+    # the student's own first run, then the move's, which nobody clicked for: it waits behind clicks
+    assert runs == [False, True] and class_follow.MOVE_KEY not in at.session_state
 
 
 @pytest.mark.parametrize("where_before, tries, moves", [
@@ -274,8 +287,9 @@ def test_a_lost_move_is_retried_but_a_student_who_moved_on_is_left_alone(klass, 
         assert at.session_state[class_follow.TRIED_KEY].tries == tries + 1
 
 
-def test_a_student_already_with_the_lecturer_is_not_sent_again(klass):
+def test_a_student_already_with_the_lecturer_is_not_sent_again(klass, monkeypatch):
     store, code, lecturer, (ada, _) = klass
+    runs = page_runs_recorded(monkeypatch)
     store.publish_state(code, lecturer.token, "home", None, {})
     # a go_to was tried from the very place the lecturer is: nothing was lost, no rerun follows
     at = open_as(ada, None, state={class_follow.SEEN_KEY: 1,
@@ -283,6 +297,7 @@ def test_a_student_already_with_the_lecturer_is_not_sent_again(klass):
     no_exception(at)
     assert at.session_state[class_follow.TRIED_KEY].tries == 1
     assert "You are with the lecturer: Home." in texts(at.sidebar.caption)
+    assert runs == [False]  # no move, no background run
 
 
 def test_a_student_exploring_freely_stays_and_can_catch_up(klass):

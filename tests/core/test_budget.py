@@ -199,6 +199,39 @@ def test_page_runs_take_turns_first_come_first_served_and_waiting_ones_count():
     assert peak[0] == 2 and order == [0, 1, 2, 3, 4, 5] and runs.now == 0
 
 
+def test_a_clicked_page_run_goes_before_waiting_background_ones():
+    """A follow move (background) waits behind a student's click that arrived later; among
+    themselves each kind keeps its arrival order."""
+    runs = budget.PageRuns(at_once=1)
+    order, release = [], threading.Event()
+    lock = threading.Lock()
+
+    def page(name, background):
+        with runs.running(background=background):
+            with lock:
+                order.append(name)
+            if name == "first":
+                release.wait(10.0)
+
+    def arrive(name, background=False):
+        count = runs.now
+        thread = threading.Thread(target=page, args=(name, background))
+        thread.start()
+        deadline = time.monotonic() + 10.0
+        while runs.now < count + 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)  # from counted to waiting at the gate is a few bytecodes
+        return thread
+
+    threads = [arrive("first"), arrive("follow 1", True), arrive("follow 2", True),
+               arrive("click 1"), arrive("click 2")]
+    assert order == ["first"]
+    release.set()
+    for t in threads:
+        t.join(10.0)
+    assert order == ["first", "click 1", "click 2", "follow 1", "follow 2"] and runs.now == 0
+
+
 def test_a_page_that_fails_gives_its_turn_back():
     runs = budget.PageRuns(at_once=1)
     with pytest.raises(RuntimeError), runs.running():
