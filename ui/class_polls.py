@@ -80,20 +80,15 @@ def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: 
         if mine is None:
             st.markdown(f"**Class poll:** {prompt}")
             # a form: picking a choice stays in the browser, only sending runs the page. In a class
-            # of 60 every poll otherwise cost two page runs per student within seconds.
+            # of 60 every poll otherwise cost two page runs per student within seconds. The answer
+            # is stored by the button's callback, before the page runs, so that one run shows it.
             with st.form(key=f"class.form.{qid}", border=False, enter_to_submit=False):
-                choice = st.radio("Your answer", labels, index=None, key=f"class.poll.{qid}",
-                                  horizontal=len(labels) <= 8)
-                sent = st.form_submit_button("Send my answer", key=f"class.send.{qid}", type="primary")
-            if sent and choice is None:
-                st.warning("Pick an answer first, then send it.", icon=":material/touch_app:")
-            elif sent:
-                try:
-                    store.answer(seat.code, seat.token, qid, choice)
-                except ClassroomError as exc:  # e.g. too many answers in a minute: say so, stay in the poll
-                    st.error(str(exc), icon=":material/block:")
-                else:
-                    st.rerun()
+                st.radio("Your answer", labels, index=None, key=f"class.poll.{qid}", horizontal=len(labels) <= 8)
+                st.form_submit_button("Send my answer", key=f"class.send.{qid}", type="primary",
+                                      on_click=_send, args=(store, seat.code, seat.token, qid))
+            notice = st.session_state.pop(_notice_key(qid), None)
+            if notice is not None:
+                (st.warning if notice[0] == "warning" else st.error)(notice[1], icon=notice[2])
             st.caption("The figure stays hidden until you answer or the lecturer reveals the answer.")
             await_reveal(qid)
             return False
@@ -102,6 +97,23 @@ def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: 
         st.caption("The lecturer will reveal the class's answers; then you see whether you were right.")
         await_reveal(qid)
         return True
+
+
+def _notice_key(qid: str) -> str:
+    return f"class.poll_notice.{qid}"
+
+
+def _send(store, code: str, token: str, qid: str) -> None:
+    """"Send my answer": store the picked choice before the page runs (so the run that follows
+    shows the answer and the figure), or leave a message for the poll to show."""
+    choice = st.session_state.get(f"class.poll.{qid}")
+    if choice is None:
+        st.session_state[_notice_key(qid)] = ("warning", "Pick an answer first, then send it.", ":material/touch_app:")
+        return
+    try:
+        store.answer(code, token, qid, choice)
+    except ClassroomError as exc:  # e.g. too many answers in a minute: say so, stay in the poll
+        st.session_state[_notice_key(qid)] = ("error", str(exc), ":material/block:")
 
 
 def _result(mine: str | None, labels: list[str], right: list[bool], answer: str) -> None:

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from benchmarks.harness.apptest import ENTRY, ROOT
 from core import runs, train_settings
 from core.classroom import store as class_db
-from ui import class_follow
+from ui import class_follow, class_polls
 from ui.classroom import LECTURER_SEAT, MEMBER_SEAT, LecturerSeat, MemberSeat
 from ui.training import RUNBOOK_KEY
 
@@ -141,12 +141,16 @@ def test_the_lecturer_deletes_the_class(klass):
 
 # ------------------------------------------------------------------------------------- polls
 @pytest.mark.parametrize("page,query", POLL_STEPS)
-def test_a_student_answers_before_seeing_the_figure(klass, page, query):
+def test_a_student_answers_before_seeing_the_figure(klass, page, query, monkeypatch):
     store, code, _, (ada, _) = klass
     at = open_as(ada, page, query)
     assert "**Class poll:**" in texts(at.markdown)
     hidden = chart_titles(at)
+    drawn = []  # each page run draws the poll once
+    real = class_polls._student_view
+    monkeypatch.setattr(class_polls, "_student_view", lambda *a: drawn.append(a[3]) or real(*a))
     choice = answer_on_page(at)
+    assert len(drawn) == 1  # stored before the page runs: one run answers (60 sends in seconds)
     assert store.my_answer(code, ada.token, only_question(store, code)) == choice
     shown = chart_titles(at)
     assert len(shown) > len(hidden), (hidden, shown)  # the figure appears once answered
