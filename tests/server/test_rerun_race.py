@@ -2,6 +2,7 @@
 events (its SHUTDOWN) before a new runner starts, so the end of the page run is not dropped."""
 
 import asyncio
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -47,12 +48,26 @@ PAGE = SimpleNamespace(fragment_id=None)
 
 
 def run(scenario):
+    """The scenario on an event loop of its own thread (in the full suite, the browser tests leave
+    a running loop in the main thread, where asyncio.run refuses to start another)."""
     async def main():
         session = Session(asyncio.get_running_loop())
         await scenario(session)
-        return session
 
-    return asyncio.run(main())
+    outcome = {}
+
+    def in_thread():
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join(10.0)
+    assert not thread.is_alive(), "the scenario did not finish"
+    if "error" in outcome:
+        raise outcome["error"]
 
 
 def test_without_a_runner_or_for_a_page_run_the_runner_starts_at_once():
