@@ -15,6 +15,7 @@ Answers are stored as the choice's label (what the chart shows).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Sequence
 
 import streamlit as st
@@ -24,6 +25,8 @@ from core.viz.classroom import poll_chart
 from ui import classroom
 from ui.charts import draw_chart, kept_figure
 from ui.state import lecture_mode
+
+log = logging.getLogger(__name__)
 
 POLL_REFRESH_S = 1.0  # the lecturer's chart: at most this late
 AWAITING_KEY = "class.awaiting_reveal"  # the questions this student's page waits to see revealed
@@ -114,6 +117,11 @@ def _send(store, code: str, token: str, qid: str) -> None:
         store.answer(code, token, qid, choice)
     except ClassroomError as exc:  # e.g. too many answers in a minute: say so, stay in the poll
         st.session_state[_notice_key(qid)] = ("error", str(exc), ":material/block:")
+    except Exception:  # noqa: BLE001 - a callback runs outside the page's error handling: never a traceback
+        log.exception("storing a class poll answer failed")
+        st.session_state[_notice_key(qid)] = (
+            "error", "Your answer could not be stored just now (the class's database did not answer). "
+                     "Send it again in a moment.", ":material/block:")
 
 
 def _result(mine: str | None, labels: list[str], right: list[bool], answer: str) -> None:

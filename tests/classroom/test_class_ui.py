@@ -171,6 +171,20 @@ def test_picking_a_choice_runs_nothing_and_sending_none_asks_for_one(klass):
     assert "**Class poll:**" in texts(at.markdown)  # still asked, figure still hidden
 
 
+def test_an_answer_the_database_cannot_store_gets_a_message_not_a_traceback(klass, monkeypatch):
+    store, code, _, (ada, _) = klass
+    page, query = POLL_STEPS[0]
+    at = open_as(ada, page, query)
+
+    def unreachable(*args, **kwargs):
+        raise OSError("the database server went away")
+
+    monkeypatch.setattr(type(store), "answer", unreachable)  # the callback runs outside the page's handlers
+    answer_on_page(at)
+    assert "could not be stored just now" in texts(at.error)
+    assert "**Class poll:**" in texts(at.markdown)  # still asked: the student can send again
+
+
 def test_the_lecturer_sees_the_count_reveals_and_students_see_the_split(klass):
     store, code, lecturer, (ada, alan) = klass
     page, query = POLL_STEPS[0]
