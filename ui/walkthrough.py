@@ -371,7 +371,7 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool,
         if box.open:
             table = _editor_body(settings, is_locked)
     if table is None or _table_key_of(table) != _table_key(settings):  # else: checked already
-        table = emb.validate_embedding_table(emb.embedding_frame(settings.tokens, settings.embeddings))
+        table = emb.check_embeddings(settings.tokens, settings.embeddings)
     for warning in table.warnings:
         (notes if notes is not None else st).warning(warning, icon=":material/warning:")
     return table

@@ -8,6 +8,7 @@ adding or removing a dimension, and the same cell checks for a hand-edited weigh
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -183,6 +184,37 @@ def validate_embedding_table(table: pd.DataFrame, *, row_word: str = "row",
     values, cell_problems = _numeric_block(table[dim_cols], row_label, [str(c) for c in dim_cols])
     _raise_problems(problems + cell_problems)
     return EmbeddingTable(tokens, values.tolist(), _table_warnings(tokens, values))
+
+
+CHECKED_TABLES = 32  # tables whose verdict check_embeddings keeps (a class shares a handful)
+
+
+def check_embeddings(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]) -> EmbeddingTable:
+    """validate_embedding_table(embedding_frame(tokens, embeddings)), worked out once per content.
+
+    Every walkthrough rerun checks the shared embeddings again (the editor may be closed, a link
+    may have brought them): building and judging the table cost 5% of a class's server time, for
+    the same few tables each time. The verdict is kept per content (at most CHECKED_TABLES); each
+    caller gets its own copy of the lists."""
+    try:
+        key = (tuple(tokens), tuple(tuple(row) for row in embeddings))
+        hash(key)
+    except TypeError:  # something unhashable in a cell: judge it without keeping the verdict
+        return validate_embedding_table(embedding_frame(tokens, embeddings))
+    verdict = _checked(key)
+    if isinstance(verdict, str):
+        raise EmbeddingError(verdict)
+    return EmbeddingTable(list(verdict.tokens), [list(row) for row in verdict.embeddings],
+                          list(verdict.warnings))
+
+
+@functools.lru_cache(maxsize=CHECKED_TABLES)
+def _checked(key: tuple) -> EmbeddingTable | str:
+    tokens, embeddings = key
+    try:
+        return validate_embedding_table(embedding_frame(tokens, embeddings))
+    except EmbeddingError as exc:
+        return str(exc)
 
 
 def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:

@@ -27,8 +27,7 @@ from core.lessons.embeddings import (  # noqa: F401 - the limits are part of the
     MAX_DIMS,
     MAX_SEED,
     MAX_TOKENS,
-    embedding_frame,
-    validate_embedding_table,
+    check_embeddings,
 )
 from core.settings import spec
 from core.viz import NEG_INF_LABEL, unique_labels
@@ -124,7 +123,7 @@ class WalkthroughSettings:
         if len(self.tokens) != len(self.embeddings):
             return [f"{len(self.tokens)} token names for {len(self.embeddings)} embedding rows"]
         try:
-            validate_embedding_table(embedding_frame(self.tokens, self.embeddings))
+            check_embeddings(self.tokens, self.embeddings)
         except ValueError as exc:
             return [f"embeddings: {exc}"]
         if self.custom_weights and not _weights_well_formed(self.custom_weights):

@@ -643,3 +643,42 @@ class TestCharts:
         themed = viz.themed(chart, lecture=True)
         assert themed.to_dict()["config"]["axis"]["labelFontSize"] >= viz.LECTURE_MIN_AXIS_PX
         assert "axis" not in chart.to_dict().get("config", {})
+
+
+class TestCheckEmbeddings:
+    """emb.check_embeddings: the verdict of validate_embedding_table, kept per content."""
+
+    def test_same_verdict_as_the_full_check_and_copies_that_do_not_share_lists(self):
+        direct = emb.validate_embedding_table(book_frame())
+        first = emb.check_embeddings(wt.BOOK_TOKENS, BOOK)
+        assert (first.tokens, first.embeddings, first.warnings) == (direct.tokens, direct.embeddings,
+                                                                    direct.warnings)
+        first.embeddings[0][0] = 99.0
+        first.tokens[0] = "changed"
+        again = emb.check_embeddings(wt.BOOK_TOKENS, BOOK)
+        assert again.embeddings == direct.embeddings and again.tokens == direct.tokens
+
+    def test_a_bad_table_raises_every_time_with_the_same_message(self):
+        rows = [[0.1, float("nan")], [0.2, 0.3]]
+        messages = []
+        for _ in range(2):
+            with pytest.raises(EmbeddingError) as info:
+                emb.check_embeddings(["a", "b"], rows)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1] and messages[0].startswith("Row 1")
+
+    def test_a_change_of_one_cell_is_judged_afresh(self):
+        good = emb.check_embeddings(["a", "b"], [[1.0, 2.0], [3.0, 4.0]])
+        assert good.warnings == []
+        huge = emb.check_embeddings(["a", "b"], [[1.0, 2.0], [3.0, 4e7]])
+        assert any("Very large" in w for w in huge.warnings)
+        with pytest.raises(EmbeddingError):
+            emb.check_embeddings(["a", "b"], [[1.0, 2.0], [3.0]])  # ragged rows
+
+
+def test_type_hints_are_worked_out_once_per_class():
+    core_settings.type_hints.cache_clear()
+    assert core_settings.field_type(wt.WalkthroughSettings, "query") is int
+    core_settings.field_type(wt.WalkthroughSettings, "dropout_p")
+    info = core_settings.type_hints.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
