@@ -82,14 +82,13 @@ class SectionCache:
             self._generation += 1
 
     def forgetting(self, set_option: Callable) -> Callable:
-        """`set_option` that forgets the kept answers first (a theme option may be the one)."""
+        """`set_option` that forgets the kept answers once it has set (a theme option may be the one)."""
 
         @functools.wraps(set_option)
         def set_and_forget(*args, **kwargs):
-            self.forget()
             try:
                 return set_option(*args, **kwargs)
             finally:
-                self.forget()  # a reader between the two may have kept the old value
+                self.forget()  # also stops a read that crossed the change from keeping its answer
 
         return set_and_forget

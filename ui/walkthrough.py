@@ -353,7 +353,7 @@ def mark_editor_shown(name: str, current: Any) -> None:
 
 
 def _table_key(settings: WalkthroughSettings) -> tuple:
-    return tuple(settings.tokens), tuple(tuple(row) for row in settings.embeddings)
+    return emb.table_key(settings.tokens, settings.embeddings)
 
 
 def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool,
@@ -418,7 +418,7 @@ def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.Embeddin
 
 
 def _table_key_of(table: emb.EmbeddingTable) -> tuple:
-    return tuple(table.tokens), tuple(tuple(row) for row in table.embeddings)
+    return emb.table_key(table.tokens, table.embeddings)
 
 
 def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:

@@ -189,6 +189,11 @@ def validate_embedding_table(table: pd.DataFrame, *, row_word: str = "row",
 CHECKED_TABLES = 32  # tables whose verdict check_embeddings keeps (a class shares a handful)
 
 
+def table_key(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]) -> tuple:
+    """A table's content as one hashable, comparable value (tokens, then rows of numbers)."""
+    return tuple(tokens), tuple(tuple(row) for row in embeddings)
+
+
 def check_embeddings(tokens: Sequence[str], embeddings: Sequence[Sequence[float]]) -> EmbeddingTable:
     """validate_embedding_table(embedding_frame(tokens, embeddings)), worked out once per content.
 
@@ -197,11 +202,9 @@ def check_embeddings(tokens: Sequence[str], embeddings: Sequence[Sequence[float]
     the same few tables each time. The verdict is kept per content (at most CHECKED_TABLES); each
     caller gets its own copy of the lists."""
     try:
-        key = (tuple(tokens), tuple(tuple(row) for row in embeddings))
-        hash(key)
-    except TypeError:  # something unhashable in a cell: judge it without keeping the verdict
+        verdict = _checked(table_key(tokens, embeddings))
+    except TypeError:  # not a table of hashable cells: judge it without keeping the verdict
         return validate_embedding_table(embedding_frame(tokens, embeddings))
-    verdict = _checked(key)
     if isinstance(verdict, str):
         raise EmbeddingError(verdict)
     return EmbeddingTable(list(verdict.tokens), [list(row) for row in verdict.embeddings],

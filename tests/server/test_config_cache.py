@@ -83,3 +83,23 @@ def test_the_theme_sub_sections_are_kept_too(section):
     cache.get(section)
     cache.get(section)
     assert reads == [section]
+
+
+def test_a_read_that_a_change_crossed_is_not_kept():
+    """Streamlit's first read parses the config files, which sets options: that answer may
+    already be out of date, so it is returned but not kept."""
+    holder = SimpleNamespace(options={"theme": {"base": "light"}})
+    reads = []
+    cache = None
+
+    def read(section):
+        reads.append(section)
+        answer = dict(holder.options[section])
+        if len(reads) == 1:  # a set lands while this read is under way
+            cache.forgetting(lambda: holder.options["theme"].update(base="dark"))()
+        return answer
+
+    cache = config_cache.SectionCache(read, lambda: holder.options)
+    assert cache.get("theme") == {"base": "light"}  # what was read
+    assert cache.get("theme") == {"base": "dark"}  # read again, not the crossed answer
+    assert cache.get("theme") == {"base": "dark"} and len(reads) == 2
