@@ -25,7 +25,7 @@ TIMING_LOG = os.environ.get("ATTENTION_LAB_TIMING_LOG")
 st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
-from server import config_cache, housekeeping, rerun_race  # noqa: E402
+from server import config_cache, housekeeping, rerun_race, stale_ticks  # noqa: E402
 from ui import class_follow, nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import ENTRY_FLAG
@@ -35,6 +35,7 @@ budget.configure_torch_threads()
 housekeeping.start()  # once per process: free the memory of sessions that have left
 rerun_race.install()  # once per process: a tick arriving as a page run ends no longer loses its end
 config_cache.install()  # once per process: the theme is read once, not on every page run
+stale_ticks.install()  # once per process: an old page's tick after a page switch no longer blanks the new page
 
 home = st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True)
 sections: dict[str, list] = {"Start": [home]}

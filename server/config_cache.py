@@ -17,34 +17,26 @@ ATTENTION_LAB_CONFIG_CACHE=0 leaves Streamlit as it is.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from typing import Any, Callable
 
+from server.once import once_per_process
+
 CACHED_PREFIX = "theme"  # the sections kept: "theme", "theme.light", "theme.dark.sidebar", ...
 
-_lock = threading.Lock()
-_installed = False
-
-
+@once_per_process("ATTENTION_LAB_CONFIG_CACHE")
 def install() -> bool:
     """Patch streamlit.config once per process; True when the cache is in place."""
-    global _installed
-    if os.environ.get("ATTENTION_LAB_CONFIG_CACHE", "1").strip() == "0":
-        return False
-    with _lock:
-        if _installed:
-            return True
-        from streamlit import config
-        getter = getattr(config, "get_options_for_section", None)
-        setter = getattr(config, "_set_option", None)
-        if getter is None or setter is None or not hasattr(config, "_config_options"):
-            return False  # a Streamlit without these private parts: leave it as it is
-        cache = SectionCache(getter, lambda: config._config_options)
-        config.get_options_for_section = cache.get
-        config._set_option = cache.forgetting(setter)
-        _installed = True
-        return True
+    from streamlit import config
+
+    getter = getattr(config, "get_options_for_section", None)
+    setter = getattr(config, "_set_option", None)
+    if getter is None or setter is None or not hasattr(config, "_config_options"):
+        return False  # a Streamlit without these private parts: leave it as it is
+    cache = SectionCache(getter, lambda: config._config_options)
+    config.get_options_for_section = cache.get
+    config._set_option = cache.forgetting(setter)
+    return True
 
 
 class SectionCache:

@@ -25,38 +25,26 @@ Streamlit as it is (to measure the difference).
 from __future__ import annotations
 
 import functools
-import os
-import threading
 import time
 from typing import Any, Callable
+
+from server.once import once_per_process
 
 WAIT_LIMIT_S = 2.0  # a stopped runner that has not shut down by then is replaced as Streamlit would
 POLL_S = 0.005  # how often the loop looks again while the old runner's events are being handled
 
-_lock = threading.Lock()
-_installed = False
-
-
+@once_per_process("ATTENTION_LAB_RERUN_RACE_FIX")
 def install() -> bool:
     """Patch Streamlit's AppSession once per process; True when the fix is in place."""
-    global _installed
-    if os.environ.get("ATTENTION_LAB_RERUN_RACE_FIX", "1").strip() == "0":
+    from streamlit.runtime import app_session
+
+    session = app_session.AppSession
+    create = getattr(session, "_create_scriptrunner", None)
+    shutting_down = getattr(getattr(app_session, "AppSessionState", None), "SHUTDOWN_REQUESTED", None)
+    if create is None or shutting_down is None or not hasattr(session, "_call_soon_on_event_loop"):
         return False
-    with _lock:
-        if _installed:
-            return True
-        try:
-            from streamlit.runtime import app_session
-        except ImportError:  # pragma: no cover - Streamlit is a requirement
-            return False
-        session = getattr(app_session, "AppSession", None)
-        create = getattr(session, "_create_scriptrunner", None)
-        shutting_down = getattr(getattr(app_session, "AppSessionState", None), "SHUTDOWN_REQUESTED", None)
-        if create is None or shutting_down is None or not hasattr(session, "_call_soon_on_event_loop"):
-            return False
-        session._create_scriptrunner = deferring(create, shutting_down)
-        _installed = True
-        return True
+    session._create_scriptrunner = deferring(create, shutting_down)
+    return True
 
 
 def deferring(create: Callable[[Any, Any], None], shutting_down: Any) -> Callable[[Any, Any], None]:

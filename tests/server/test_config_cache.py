@@ -59,7 +59,7 @@ def test_installed_on_streamlit_the_theme_follows_set_option(monkeypatch):
 
     monkeypatch.setattr(config, "get_options_for_section", config.get_options_for_section)
     monkeypatch.setattr(config, "_set_option", config._set_option)
-    monkeypatch.setattr(config_cache, "_installed", False)
+    monkeypatch.setattr(config_cache.install.once, "installed", False)
     assert config_cache.install()
     assert isinstance(config.get_options_for_section("theme"), dict)
     before = config.get_option("theme.primaryColor")
@@ -73,7 +73,7 @@ def test_installed_on_streamlit_the_theme_follows_set_option(monkeypatch):
 
 def test_switched_off_by_the_environment(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_CONFIG_CACHE", "0")
-    monkeypatch.setattr(config_cache, "_installed", False)
+    monkeypatch.setattr(config_cache.install.once, "installed", False)
     assert config_cache.install() is False
 
 
