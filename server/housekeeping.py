@@ -185,14 +185,15 @@ def clear_shared_caches() -> int:
 
 
 def app_lru_caches() -> list:
-    """Every functools.lru_cache / functools.cache function defined in the app's modules."""
+    """Every functools.lru_cache / functools.cache function defined in the app's modules, and the
+    caches made like them (ui.charts._figure)."""
     found = []
     for name, module in list(sys.modules.items()):
         if module is None or name.partition(".")[0] not in APP_PACKAGES:
             continue
         for value in list(vars(module).values()):
-            if (callable(value) and hasattr(value, "cache_clear") and hasattr(value, "cache_info")
-                    and getattr(value, "__module__", None) == name):
+            if (callable(value) and not isinstance(value, type) and hasattr(value, "cache_clear")
+                    and hasattr(value, "cache_info") and getattr(value, "__module__", None) == name):
                 found.append(value)
     return found
 

@@ -62,16 +62,59 @@ class Figure:
     chart: Any = None  # kept only when there is no spec
 
 
-@st.cache_resource(max_entries=FIGURE_CACHE_ENTRIES, show_spinner=False)
-def _figure(inputs: tuple, lecture: bool, _build: Callable, _inspect: Callable | None) -> Figure:
-    # Keyed by `inputs` (everything the chart is built from) and the mode; `_build` and `_inspect`
-    # are not hashed (Streamlit skips parameters named with a leading underscore).
-    chart = _build()
+class _KeptFigures:
+    """The figures of show_figure, kept per process by their inputs (see `freeze`) and the mode,
+    the least recently drawn going first past FIGURE_CACHE_ENTRIES.
+
+    Not st.cache_resource: that digests its arguments on every call, and the inputs hold every
+    number the chart draws; py-spy put that digest at 7.5% of a walkthrough step's page run.
+    The frozen inputs are a tuple of plain values and bytes, which Python hashes and compares
+    in C. `cache_clear` and `cache_info` make it one of the caches server.housekeeping empties
+    after a class, as it does functools' caches."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        self._items: OrderedDict[tuple, Figure] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def __call__(self, inputs: tuple, lecture: bool, build: Callable,
+                 inspect: Callable | None) -> Figure:
+        key = (inputs, lecture)
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        figure = _make_figure(lecture, build, inspect)  # outside the lock: other sessions draw meanwhile
+        with self._lock:
+            self._items.setdefault(key, figure)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+        return figure
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+    def cache_info(self) -> tuple[int, int, int, int]:
+        """(hits, misses, max entries, entries), as functools' cache_info."""
+        return self.hits, self.misses, self.max_entries, len(self._items)
+
+
+def _make_figure(lecture: bool, build: Callable, inspect: Callable | None) -> Figure:
+    chart = build()
     spec = viz.vega_spec(chart, lecture)
-    facts = _inspect(chart) if _inspect is not None else None
+    facts = inspect(chart) if inspect is not None else None
     if spec is None:
         return Figure(None, viz.chart_title(chart), facts, chart)
     return Figure({**spec, **arrow_datasets(spec)}, viz.chart_title(chart), facts)
+
+
+_figure = _KeptFigures(FIGURE_CACHE_ENTRIES)
 
 
 def freeze(value) -> Any:

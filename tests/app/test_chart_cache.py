@@ -105,3 +105,34 @@ def test_the_download_menu_makes_its_buttons_only_while_open():
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["PNG", "SVG", "Table (CSV)"]
     assert [b.proto.deferred_file_id != "" for b in at.get("download_button")] == [True] * 3
+
+
+def test_kept_figures_are_found_by_content_bounded_and_emptied_after_a_class():
+    from server import housekeeping
+    from ui.charts import _KeptFigures, freeze
+
+    built = []
+
+    def build(values):
+        def make():
+            built.append(values)
+            from core import viz
+            return viz.heatmap(np.array([values]), ["q"], ["a", "b"], title="one row")
+        return make
+
+    kept = _KeptFigures(max_entries=3)
+    first = kept(freeze(("row", np.array([0.25, 0.75]))), False, build([0.25, 0.75]), None)
+    # equal numbers in a new array, as every page run makes them: the same figure, not built again
+    again = kept(freeze(("row", np.array([0.25, 0.75]))), False, build([0.25, 0.75]), None)
+    assert again is first and built == [[0.25, 0.75]] and kept.cache_info()[:2] == (1, 1)
+    assert kept(freeze(("row", np.array([0.25, 0.75]))), True, build([0.25, 0.75]), None) is not first  # lecture mode
+    for i in range(5):
+        kept(freeze(("row", np.array([i, 1.0 - i]))), False, build([i, 1.0 - i]), None)
+    assert kept.cache_info()[3] == 3  # the least recently drawn went first
+    assert kept(freeze(("row", np.array([0.25, 0.75]))), False, build([0.25, 0.75]), None) is not first
+
+    import ui.charts
+    assert ui.charts._figure in housekeeping.app_lru_caches()  # the app's own kept figures ...
+    ui.charts._figure(freeze(("row", np.array([0.5, 0.5]))), False, build([0.5, 0.5]), None)
+    housekeeping.clear_shared_caches()
+    assert ui.charts._figure.cache_info()[3] == 0  # ... are emptied with the other caches
