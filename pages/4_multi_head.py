@@ -34,7 +34,7 @@ num_tokens, d_in = inputs.shape  # (T, d_in)
 step = bar.step
 with bar.controls:  # compact rows: the popover should fit a projector's screen
     sizes = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-with sizes:
+with bar.controls, sizes:
     state.number_field(settings, "heads_d_out", prefix=PREFIX, label="d_out", width=130,
                        help="Width of all heads together (this page's own; pages 2–3 keep theirs).")
 choices = multi_head.head_choices(settings.heads_d_out)
@@ -45,7 +45,7 @@ if settings.num_heads not in choices:
     st.session_state.pop(state.widget_key(PREFIX, "num_heads"), None)
     heads_note = (f"{wanted} heads do not divide d_out = {settings.heads_d_out} evenly (each head needs "
                   f"d_out / heads dimensions): using {settings.num_heads}.")
-with sizes:
+with bar.controls, sizes:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
 with bar.controls:

@@ -15,8 +15,10 @@ spec): typed text is checked here, never changed into another number in the brow
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Iterator
 
 import streamlit as st
 
@@ -86,11 +88,43 @@ def widget_key(prefix: str, field: str) -> str:
     return f"{prefix}.{st.session_state.get(_gen_key(prefix), 0)}.{field}"
 
 
+_controls = threading.local()  # per script thread: one page run of one session
+
+
+@contextlib.contextmanager
+def controls_hidden(hidden: bool = True) -> Iterator[None]:
+    """While `hidden`: `bound` and `number_field` make no widget and return the settings' value.
+    For controls in a closed popover (ui.walkthrough's Settings), which the browser does not show:
+    making them cost a page run ~15% of its time, in a class 54 times per lecturer move."""
+    before = getattr(_controls, "hidden", False)
+    _controls.hidden = hidden
+    try:
+        yield
+    finally:
+        _controls.hidden = before
+
+
+def controls_are_hidden() -> bool:
+    return getattr(_controls, "hidden", False)
+
+
+def _skip_hidden(key: str) -> bool:
+    """True when controls are hidden. The widget's key is dropped, so the control is seeded from
+    the settings when it is drawn again: a value that changed meanwhile (Next, a lesson, the
+    lecturer's move) is what it shows, never the one it last had."""
+    if not controls_are_hidden():
+        return False
+    st.session_state.pop(key, None)
+    return True
+
+
 def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefix: str,
           to_widget: Callable[[Any], Any] = lambda v: v,
           from_widget: Callable[[Any], Any] = lambda v: v, **kwargs: Any) -> Any:
     """Create `widget` showing `obj.field`; write the widget's value back into `obj`."""
     key = widget_key(prefix, field)
+    if _skip_hidden(key):
+        return getattr(obj, field)
     if key not in st.session_state:
         st.session_state[key] = to_widget(getattr(obj, field))
     is_locked = field in locked_fields(prefix)
@@ -194,6 +228,8 @@ def number_field(obj: Any, field: str, *, prefix: str, label: str | None = None,
     `max_value` narrow the bounds where they depend on the data (e.g. at most the number of
     batches). The box's key is `widget_key(prefix, field)`, as for every bound control, so links,
     lesson files and locks work the same. Returns the value in force, written into `obj`."""
+    if _skip_hidden(widget_key(prefix, field)):
+        return getattr(obj, field)
     rules = field_rules(obj, field)
     if min_value is not None:
         rules["min"] = min_value

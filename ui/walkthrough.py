@@ -185,11 +185,40 @@ def areas() -> Areas:
 STEP_ROW_KEY = "walkthrough_stepper"  # its container gets the CSS class st-key-walkthrough_stepper
 
 
+SETTINGS_MENU_KEY = f"{PREFIX}.settings_menu"  # the Settings popover's open state (session state)
+
+
+class Controls:
+    """The "Settings" popover of the step bar, used as `with bar.controls: ...`.
+
+    Its controls are made only while it is open: when closed, `ui.state.bound` and
+    `number_field` inside it make no widget and return the settings' values, so the page computes
+    exactly what it shows. The browser draws a popover's content only when it is opened, yet the
+    server made every control on every run: ~15% of a walkthrough page run (py-spy), and in a
+    class 54 students' page runs follow each lecturer move. Opening it reruns the page
+    (`on_change="rerun"`), which makes the controls, seeded with the values in use."""
+
+    def __init__(self, popover) -> None:
+        self.popover = popover
+        self.open = bool(popover.open)
+        self._entered: list[contextlib.ExitStack] = []
+
+    def __enter__(self) -> "Controls":
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.popover)
+        stack.enter_context(state.controls_hidden(not self.open))
+        self._entered.append(stack)
+        return self
+
+    def __exit__(self, *exc) -> bool | None:
+        return self._entered.pop().__exit__(*exc)
+
+
 @dataclasses.dataclass
 class StepBar:
     """What `stepper` returns: the current step and the two popovers of its bar."""
     step: str  # the step to show
-    controls: Any  # "Settings" popover: the page's controls go here
+    controls: Controls  # "Settings" popover: the page's controls go here
     checks: Any  # "Checks" popover: the agreement badges go here (see `badge_row`)
 
 
@@ -207,8 +236,9 @@ def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
                              key=STEP_ROW_KEY):
         # drawn first, filled once the step selector (last in the row) has read its value
         prev_slot, next_slot = st.empty(), st.empty()
-        controls = st.popover("Settings", icon=":material/tune:",
-                              help="This page's controls: query token, weights, mask, heads ...")
+        controls = Controls(st.popover("Settings", icon=":material/tune:", key=SETTINGS_MENU_KEY,
+                                       on_change="rerun",
+                                       help="This page's controls: query token, weights, mask, heads ..."))
         checks = st.popover("Checks", icon=":material/fact_check:",
                             help="Two ways of computing the same thing, compared (a failed "
                                  "check is also shown on the page).")
@@ -479,6 +509,8 @@ def show_book_code(fn: Callable, check: str) -> None:
 
 
 def book_setup_button(name: str, label: str, where=st) -> None:
+    if state.controls_are_hidden():  # in the closed Settings popover (see Controls)
+        return
     where.button(label, key=f"{PREFIX}.setup.{name}", on_click=_apply_setup, args=(name,),
                  icon=":material/menu_book:",
                  help="The book's embeddings and settings for this printed example.")

@@ -55,6 +55,8 @@ def change_for(node: Node, current: WidgetState | None, rng: random.Random) -> W
         state.double_value = round(new) if w.data_type == 0 else new  # INT inputs stay whole
     elif kind == "checkbox":
         state.bool_value = not (current.bool_value if current is not None else w.default)
+    elif kind == "popover":  # open it (its controls appear), or close it again
+        state.bool_value = not (current.bool_value if current is not None else w.open)
     elif kind == "slider":
         if len(w.options) or current is None or not current.double_array_value.data:
             return None

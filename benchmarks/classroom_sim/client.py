@@ -204,7 +204,16 @@ class Client:
                     self.stats.app_errors.append(message)
             self.nodes[path] = node
         elif which == "add_block":
-            self.nodes[path] = Node("block", run_id, msg.metadata.active_script_hash, delta.fragment_id)
+            node = Node("block", run_id, msg.metadata.active_script_hash, delta.fragment_id)
+            block = delta.add_block
+            if block.WhichOneof("type") == "popover" and block.popover.id:
+                # a popover that tracks its state (key + on_change): opening it is a widget change
+                # (ui.walkthrough's Settings: its controls are made only while it is open)
+                node.kind, node.widget = "popover", block.popover
+                if block.popover.id not in self.values:
+                    self.values[block.popover.id] = WidgetState(id=block.popover.id,
+                                                                bool_value=bool(block.popover.open))
+            self.nodes[path] = node
 
     def _finished(self, msg: ForwardMsg) -> None:
         status = msg.script_finished

@@ -5,6 +5,8 @@ a failed check repeated on the page, and the lecture-mode heatmap cells."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from core.lessons import walkthrough as wt
@@ -101,3 +103,59 @@ def test_lecture_heatmap_cells_use_the_width_but_fit_the_screen():
     assert 6 * cell <= walkthrough.LECTURE_FILL_H  # the whole map fits under the step bar at 720 px
     assert walkthrough.lecture_cell(3, 2) == walkthrough.LECTURE_CELL_MAX  # tiny matrices stop growing
     assert walkthrough.lecture_cell(64, 3) == walkthrough.LECTURE_CELL_MIN  # long ones keep readable cells
+
+
+def _keyed(at) -> set[str]:
+    """The keys of every keyed element the page made."""
+    return {el.key for _, el in main_elements(at) if getattr(el, "key", None)}
+
+
+def _charts_of(at) -> list[str]:
+    return [el.proto.spec for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart")]
+
+
+@pytest.mark.parametrize("file,field", PAGES)
+def test_a_closed_settings_popover_makes_no_controls_and_the_page_is_the_same(file, field):
+    """Closed (as every student following the lecturer has it), the Settings popover's controls
+    are not made, and the page computes and draws exactly what it does with them open."""
+    shut = open_walk(file, settings_open=False)
+    opened = open_walk(file)
+    _, name = CONTROL[file]
+    assert key(opened, name) in _keyed(opened)
+    assert key(shut, name) not in _keyed(shut)
+    assert not [b for b in shut.button if b.key and ".setup." in b.key]  # the book's setup buttons too
+    assert dataclasses.asdict(shut.session_state[PREFIX]) == dataclasses.asdict(opened.session_state[PREFIX])
+    assert _charts_of(shut) == _charts_of(opened)
+    # the step bar itself is still there
+    assert shut.button(key=f"{PREFIX}.{field}.next") is not None
+
+
+def test_closing_the_settings_keeps_the_values_and_opening_shows_the_values_in_use():
+    file = "pages/3_causal_attention.py"
+    at = open_walk(file)
+    at.toggle(key=key(at, "causal")).set_value(False)
+    at.selectbox(key=key(at, "query")).set_value(3)
+    at.run()
+    assert_no_exception(at)
+    at.session_state[walkthrough.SETTINGS_MENU_KEY] = False  # the presenter closes the popover
+    at.run()
+    settings = at.session_state[PREFIX]
+    assert (settings.causal, settings.query) == (False, 3)
+    assert key(at, "causal") not in _keyed(at)
+    # changed while closed (the lecturer's next step, a lesson, a follow move all go through settings)
+    settings.query = 1
+    at.run()
+    at.session_state[walkthrough.SETTINGS_MENU_KEY] = True
+    at.run()
+    assert_no_exception(at)
+    assert at.selectbox(key=key(at, "query")).value == 1  # seeded from the settings, not the old 3
+    assert at.toggle(key=key(at, "causal")).value is False
+
+
+def test_multi_head_sizes_are_in_the_settings_popover_and_not_made_when_it_is_closed():
+    file = "pages/4_multi_head.py"
+    shut = open_walk(file, settings_open=False)
+    assert not {key(shut, "heads_d_out"), key(shut, "num_heads")} & _keyed(shut)
+    opened = open_walk(file)
+    found = [path for path, el in main_elements(opened) if getattr(el, "key", None) == key(opened, "heads_d_out")]
+    assert found and "popover" in found[0]

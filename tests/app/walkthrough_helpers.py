@@ -21,8 +21,8 @@ BOOK_CONTEXT = [0.4419, 0.6515, 0.5683]
 BOOK_SCORES = [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]
 
 
-def open_walk(page: str = PAGE, query: dict | None = None):
-    at = open_page(page, query=query)
+def open_walk(page: str = PAGE, query: dict | None = None, settings_open: bool = True):
+    at = open_page(page, query=query, settings_open=settings_open)
     assert_no_exception(at)
     return at
 
