@@ -14,8 +14,9 @@ failed this way about once in six runs on one busy core (the student's main area
 A fragment belongs to the page it was drawn on, so a fragment rerun that names another page
 than the one the session is on now is stale: `install()` (called by streamlit_app.py, once per
 process) drops it, both when it arrives (AppSession.request_rerun, beside Streamlit's own check
-that the fragment still exists) and when its turn comes (ScriptRunner._run_script: it may have
-arrived just before the switch). The browser's next tick names the new page and runs as usual.
+that the fragment still exists: else, folded into a whole-page rerun that is still waiting, it
+would lend that rerun its old page) and when its turn comes (ScriptRunner._run_script: it may
+have arrived just before the switch). The browser's next tick names the new page and runs as usual.
 Only private parts of Streamlit are involved, so `install()` checks that they are there and does
 nothing otherwise. ATTENTION_LAB_STALE_TICK_FIX=0 leaves Streamlit as it is.
 """
@@ -29,6 +30,7 @@ from typing import Any, Callable
 from server.once import once_per_process
 
 log = logging.getLogger(__name__)
+
 
 @once_per_process("ATTENTION_LAB_STALE_TICK_FIX")
 def install() -> bool:

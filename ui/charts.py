@@ -62,25 +62,19 @@ class Figure:
     chart: Any = None  # kept only when there is no spec
 
 
-class _KeptFigures:
-    """The figures of show_figure, kept per process by their inputs (see `freeze`) and the mode,
-    the least recently drawn going first past FIGURE_CACHE_ENTRIES.
+class _Kept:
+    """What the chart caches of this module share: values by key, the least recently used going
+    first once their total size (`size_of` each value; 1 counts entries) passes `max_size`. A
+    value is made outside the lock, so other sessions draw meanwhile."""
 
-    Not st.cache_resource: that digests its arguments on every call, and the inputs hold every
-    number the chart draws; py-spy put that digest at 7.5% of a walkthrough step's page run.
-    The frozen inputs are a tuple of plain values and bytes, which Python hashes and compares
-    in C. `cache_clear` and `cache_info` make it one of the caches server.housekeeping empties
-    after a class, as it does functools' caches."""
-
-    def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self._items: OrderedDict[tuple, Figure] = OrderedDict()
+    def __init__(self, max_size: int, size_of: Callable[[Any], int] = lambda value: 1):
+        self.max_size, self.size_of = max_size, size_of
+        self._items: OrderedDict[tuple, Any] = OrderedDict()
+        self._size = 0
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def __call__(self, inputs: tuple, lecture: bool, build: Callable,
-                 inspect: Callable | None) -> Figure:
-        key = (inputs, lecture)
+    def lookup(self, key: tuple, make: Callable[[], Any]) -> Any:
         with self._lock:
             found = self._items.get(key)
             if found is not None:
@@ -88,21 +82,38 @@ class _KeptFigures:
                 self.hits += 1
                 return found
             self.misses += 1
-        figure = _make_figure(lecture, build, inspect)  # outside the lock: other sessions draw meanwhile
+        value = make()
         with self._lock:
-            self._items.setdefault(key, figure)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
-        return figure
+            if key not in self._items:
+                self._items[key] = value
+                self._size += self.size_of(value)
+            while self._size > self.max_size and self._items:
+                self._size -= self.size_of(self._items.popitem(last=False)[1])
+        return value
 
     def cache_clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self.hits = self.misses = 0
+            self._size = self.hits = self.misses = 0
 
     def cache_info(self) -> tuple[int, int, int, int]:
-        """(hits, misses, max entries, entries), as functools' cache_info."""
-        return self.hits, self.misses, self.max_entries, len(self._items)
+        """(hits, misses, max size, entries), as functools' cache_info."""
+        return self.hits, self.misses, self.max_size, len(self._items)
+
+
+class _KeptFigures(_Kept):
+    """The figures of show_figure, kept per process by their inputs (see `freeze`) and the mode,
+    at most FIGURE_CACHE_ENTRIES.
+
+    Not st.cache_resource: that digests its arguments on every call, and the inputs hold every
+    number the chart draws; py-spy put that digest at 7.5% of a walkthrough step's page run.
+    The frozen inputs are a tuple of plain values and bytes, which Python hashes and compares
+    in C. Being callable with `cache_clear` and `cache_info` makes it one of the caches
+    server.housekeeping empties after a class, as it does functools' caches."""
+
+    def __call__(self, inputs: tuple, lecture: bool, build: Callable,
+                 inspect: Callable | None) -> Figure:
+        return self.lookup((inputs, lecture), lambda: _make_figure(lecture, build, inspect))
 
 
 def _make_figure(lecture: bool, build: Callable, inspect: Callable | None) -> Figure:
@@ -161,7 +172,7 @@ def draw_chart(chart, spec: dict | None, *, lecture: bool, description: str) -> 
                            width="content")
 
 
-class _ArrowTables:
+class _ArrowTables(_Kept):
     """Chart tables already turned into the Arrow bytes Streamlit sends, by content.
 
     st.vega_lite_chart converts every DataFrame in a spec's "datasets" to Arrow on every rerun
@@ -171,28 +182,13 @@ class _ArrowTables:
     types) names the bytes exactly; the least recently drawn go first past ARROW_CACHE_BYTES."""
 
     def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple, bytes] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
+        super().__init__(max_bytes, size_of=len)
 
     def get(self, name: str, data: pd.DataFrame) -> bytes:
         if len(data) > ARROW_CACHE_MAX_ROWS:
             return dataframe_util.convert_anything_to_arrow_bytes(data)
         key = (name, tuple(map(str, data.columns)), tuple(map(str, data.dtypes)))
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-                return found
-        converted = dataframe_util.convert_anything_to_arrow_bytes(data)  # outside the lock
-        with self._lock:
-            if key not in self._items:
-                self._items[key] = converted
-                self._size += len(converted)
-            while self._size > self.max_bytes and self._items:
-                self._size -= len(self._items.popitem(last=False)[1])
-        return converted
+        return self.lookup(key, lambda: dataframe_util.convert_anything_to_arrow_bytes(data))
 
 
 ARROW_TABLES = _ArrowTables(ARROW_CACHE_BYTES)

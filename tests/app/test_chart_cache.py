@@ -120,7 +120,7 @@ def test_kept_figures_are_found_by_content_bounded_and_emptied_after_a_class():
             return viz.heatmap(np.array([values]), ["q"], ["a", "b"], title="one row")
         return make
 
-    kept = _KeptFigures(max_entries=3)
+    kept = _KeptFigures(3)
     first = kept(freeze(("row", np.array([0.25, 0.75]))), False, build([0.25, 0.75]), None)
     # equal numbers in a new array, as every page run makes them: the same figure, not built again
     again = kept(freeze(("row", np.array([0.25, 0.75]))), False, build([0.25, 0.75]), None)
