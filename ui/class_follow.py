@@ -6,10 +6,12 @@ the class store after each run; a student in the class follows them.
 * `follow_panel(url)`: the student's sidebar block: "Follow the lecturer" (on by default, off to
   explore freely), where the lecturer is, and "Catch up". A fragment checks the class's pulse
   (the published version and the revealed questions; one database read shared by the class, see
-  ClassroomStore.pulse) every FOLLOW_TICK_S; when it moved and the student follows, the student's
-  settings for that page are replaced by the lecturer's and the page is switched (so they land on
-  the lecturer's step). The same tick reruns the page when a class poll it shows was revealed
-  (ui.class_polls.await_reveal): one tick per student, whatever the page.
+  ClassroomStore.pulse); when it moved and the student follows, the student's settings for that
+  page are replaced by the lecturer's and the page is switched (so they land on the lecturer's
+  step). The same fragment reruns the page when a class poll it shows was revealed
+  (ui.class_polls.await_reveal). The server runs the fragment when the pulse changes
+  (server/class_push.py: no timer per student); its own timer is a slow safety net
+  (FOLLOW_SAFETY_S), or FOLLOW_TICK_S where the server cannot wake sessions.
 The settings travel as the URL query parameters the pages already keep (ui.state.sync_url).
 The page runs the tick starts are marked (`follow_move_run`): on a busy server they wait behind
 the runs that students clicked for, so a click is answered first.
@@ -24,13 +26,15 @@ import streamlit as st
 
 from core import settings as core_settings
 from core.classroom.security import ClassroomError
+from server import class_push
 from ui import classroom, nav
 from ui import state as ui_state
 from ui.class_polls import AWAITING_KEY
 
 log = logging.getLogger(__name__)
 
-FOLLOW_TICK_S = 1.0  # a follower lands on the lecturer's step at most about this late
+FOLLOW_TICK_S = 1.0  # without the server's wake-up (server/class_push.py): the panel's tick
+FOLLOW_SAFETY_S = 10.0  # with it: a safety net only (a wake-up given up on a session busy for 5 s)
 FOLLOW_KEY = "class.follow"  # the student's toggle
 CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
 SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last went to
@@ -115,6 +119,7 @@ def follow_panel(url: str) -> None:
     """The student's sidebar block (nothing outside a class)."""
     seat = classroom.member_seat()
     if seat is None or classroom.lecturer_key() is None or classroom.lecturer_seat() is not None:
+        class_push.forget()
         return
     st.session_state.setdefault(FOLLOW_KEY, True)
     # this run's page lists the polls it waits on afresh (the tick below runs first, on last run's list)
@@ -123,11 +128,24 @@ def follow_panel(url: str) -> None:
         st.markdown(f"**Class {seat.code}**")
         st.toggle("Follow the lecturer", key=FOLLOW_KEY,
                   help="On: you go where the lecturer goes. Off: explore freely; “Catch up” brings you back.")
-        _follow_tick(seat.code, url)
+        # before the tick reads the pulse: a move from now on wakes this session (server/class_push.py)
+        pushed = _watch(seat.code)
+        st.fragment(_follow_tick, run_every=FOLLOW_SAFETY_S if pushed else FOLLOW_TICK_S,
+                    key=class_push.FRAGMENT_KEY)(seat.code, url)
 
 
-@st.fragment(run_every=FOLLOW_TICK_S)
+def _watch(code: str) -> bool:
+    """True when the server wakes this session when the lecturer moves or reveals."""
+    try:
+        return class_push.watch(classroom.class_store(), code)
+    except Exception:  # noqa: BLE001 - the store cannot be opened: the tick says so, once a second
+        log.exception("watching the class failed")
+        return False
+
+
 def _follow_tick(code: str, url: str) -> None:
+    """The panel's fragment: run by the server when the class's pulse changed (class_push), by its
+    own slow timer as a safety net, or once a second where the server cannot wake it."""
     try:
         pulse = classroom.class_store().pulse(code)
     except ClassroomError:

@@ -26,6 +26,7 @@ import contextlib
 import csv
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -43,6 +44,8 @@ from sqlalchemy.exc import IntegrityError
 from core.classroom.security import (ClassroomError, NotAllowed, RateLimiter, class_ttl_s, clean_nickname,
                                      new_join_code, new_token, nickname_key, normalize_code, token_hash,
                                      token_matches)
+
+log = logging.getLogger(__name__)
 
 DB_URL_ENV = "ATTENTION_LAB_DB_URL"  # a database URL (PostgreSQL for replicas); overrides the folder
 DATA_DIR_ENV = "ATTENTION_LAB_DATA_DIR"  # the folder of the SQLite file
@@ -372,6 +375,9 @@ class ClassroomStore:
         # code -> the last ClassPulse read: 60 followers ticking once a second share one read
         self._pulses: dict[str, ClassPulse] = {}
         self._pulse_lock = threading.Lock()
+        # called with a class's code after a move, reveal or deletion made through this store (the
+        # server wakes that class's followers at once: server/class_push.py); never raises into a write
+        self.pulse_listeners: list[Callable[[str], None]] = []
 
     @property
     def backend(self) -> str:
@@ -520,8 +526,15 @@ class ClassroomStore:
         return fresh
 
     def _forget_pulse(self, code: str) -> None:
+        """The class's pulse changed: the next read is a fresh one, and the listeners hear of it."""
+        key = normalize_code(code)
         with self._pulse_lock:
-            self._pulses.pop(normalize_code(code), None)
+            self._pulses.pop(key, None)
+        for listener in list(self.pulse_listeners):
+            try:
+                listener(key)
+            except Exception:  # noqa: BLE001 - a listener's failure must never undo a stored write
+                log.exception("a pulse listener failed")
 
     # -- polls ------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 
 KEY = "browser-test lecturer key"
 PROJECTOR = {"width": 1280, "height": 720}
-FOLLOW_S = 8.0  # the app aims at 2 s (a 1 s fragment tick plus a page run); the slack is for a busy 2-core CI box
+FOLLOW_S = 8.0  # the app aims at 2 s (the server wakes followers: server/class_push.py); the slack is for a busy 2-core CI box
 
 
 @pytest.fixture(scope="module")
