@@ -118,3 +118,14 @@ def test_a_soak_run_adds_its_target_lines():
     assert verdicts["answers acked before the kill stored once"] and verdicts["0 errors after the kill"]
     assert verdicts["the class works after the restart"] is False
     assert not any("kill" in name for name in targets({**result, "soak": False}))
+
+
+def test_students_arrive_spread_over_the_window_not_all_at_once():
+    from benchmarks.classroom_sim.phases import arrival_times
+
+    times = arrival_times(60, 60.0)
+    assert times == sorted(times) and all(0 <= t <= 60 for t in times)
+    assert len(set(times)) == 60  # until 2026-11-27 the class mode gave every student the same time
+    assert max(times) - min(times) > 45  # spread over the minute
+    assert sum(t < 30 for t in times) in range(18, 43)  # about half in each half
+    assert arrival_times(60, 60.0) == times  # the same class every run

@@ -63,7 +63,7 @@ import websockets
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from benchmarks.classroom_sim.client import Client
-from benchmarks.classroom_sim.phases import await_clients, warm_up
+from benchmarks.classroom_sim.phases import arrival_times, await_clients, warm_up
 from benchmarks.classroom_sim.protocol import FRAGMENT_OK, FULL_OK, Disconnected
 from benchmarks.classroom_sim.stats import Plan, Stats
 from benchmarks.classroom_sim.trainers import train_progress
@@ -666,7 +666,8 @@ async def class_session(args, server, stats: Stats, result: dict, key: str, stor
         tasks[0].cancel()
         result.update(class_figures(None, log, args))
         return
-    arrivals = sorted(random.Random(0).uniform(0, args.arrival_s) for _ in range(n))
+    # (until 2026-11-27 a new generator per student gave them all the same time: 60 at once, ~50 s in)
+    arrivals = arrival_times(n, args.arrival_s)
     for i, arrival in enumerate(arrivals):
         delay = max(0.0, start + arrival - time.monotonic())
         role = (class_trainer(i, server.base, code, stats, plan, log, delay, args) if is_trainer(i, n, k)

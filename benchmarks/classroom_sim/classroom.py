@@ -15,7 +15,7 @@ from typing import Any
 from benchmarks.classroom_sim.behaviours import student
 from benchmarks.classroom_sim.browsers import browsers
 from benchmarks.classroom_sim.client import Client
-from benchmarks.classroom_sim.phases import await_clients, warm_up
+from benchmarks.classroom_sim.phases import arrival_times, await_clients, warm_up
 from benchmarks.classroom_sim.report import summarise
 from benchmarks.classroom_sim.server import SimServer, other_processes_cpu
 from benchmarks.classroom_sim.stats import Plan, Stats
@@ -60,8 +60,7 @@ async def classroom(args: argparse.Namespace, server: SimServer, stats: Stats, r
                 skip_pages=args.skip_pages)
     if args.soak:
         plan.soak_kill_at = start + args.duration / 2
-    rng = random.Random(0)
-    arrivals = sorted(rng.uniform(0, args.arrival_s) for _ in range(n))
+    arrivals = arrival_times(n, args.arrival_s)
     tasks = []
     for i, arrival in enumerate(arrivals):
         role = trainer if i % max(1, n // max(1, k)) == 0 and i // max(1, n // max(1, k)) < k else student

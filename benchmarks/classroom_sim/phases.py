@@ -1,5 +1,6 @@
 """Phases shared by the simulator's runs (benchmarks/classroom_sim/classroom.py and class_mode.py):
-the warm-up student, and waiting for every client of a class with the run's time and CPU figures."""
+when the students arrive, the warm-up student, and waiting for every client of a class with the
+run's time and CPU figures."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ import time
 
 from benchmarks.classroom_sim.client import Client
 from benchmarks.classroom_sim.stats import Stats
+
+
+def arrival_times(n: int, within_s: float, seed: int = 0) -> list[float]:
+    """When each of n students arrives, in seconds from the start: spread at random over `within_s`
+    (one generator for all of them; the same seed gives the same class every run)."""
+    rng = random.Random(seed)
+    return sorted(rng.uniform(0, within_s) for _ in range(n))
 
 
 async def warm_up(base: str, stats: Stats) -> tuple[Client, float]:
