@@ -20,7 +20,7 @@ fragment, the same run a tick made, so the page, the step and a reveal are handl
 
 A session is rerun on its own event loop (Streamlit's sessions are single-threaded there) and only
 while it is idle; a busy session (a run of its own, a click being answered) is tried again every
-RETRY_S for GIVE_UP_S, and a run of its own that is already under way shows the new place anyway
+RETRY_S for up to GIVE_UP_S, and a run of its own that is already under way shows the new place anyway
 (every whole-page run draws the follow panel). The panel keeps a slow tick (FOLLOW_SAFETY_S in
 ui.class_follow) as a safety net. The rerun is built like Streamlit's own server-side rerun (a
 source file saved with runOnSave): the session's last client state, here with the fragment's id.
@@ -44,8 +44,11 @@ log = logging.getLogger(__name__)
 
 FRAGMENT_KEY = "class_follow_tick"  # the follow panel's fragment: st.fragment(key=FRAGMENT_KEY)
 WATCH_S = 0.5  # a change made on another replica is seen at most this late
-RETRY_S = 0.1  # a busy session is tried again this often...
-GIVE_UP_S = 5.0  # ...for at most this long (its next run, or the panel's slow tick, shows the move)
+RETRY_S = 0.1  # a busy session is tried again this often (a few attribute reads on the event loop)...
+# ...for at most this long; then its next run, or the panel's slow tick, shows the move. Long: a
+# session may stay busy for seconds (a trainer's live chart ticks back to back; a class rejoining
+# after a restart) and a move it gave up on waited up to the safety tick (10 s)
+GIVE_UP_S = 30.0
 PRUNE_S = 30.0  # sessions the server dropped are forgotten this often
 
 DONE, BUSY, GONE = "done", "busy", "gone"  # what one try to rerun a session's fragment did

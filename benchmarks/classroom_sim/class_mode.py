@@ -49,6 +49,7 @@ targets add these lines (report.SOAK_CLASS_TARGETS).
 from __future__ import annotations
 
 import asyncio
+import collections
 import math
 import random
 import re
@@ -374,7 +375,10 @@ async def join(c: ClassClient, code: str, nickname: str, stats: Stats, log: Clas
     box = one(c, "text_input", "Nickname")
     c.values[box.widget.id] = text_state(box, nickname)  # form fields travel with the submit
     await timed(c, stats, "join", c.click(one(c, "button", re.compile(r"^Join$"))))
-    if not any("You are in class" in t for t in c.texts("alert")):
+    # joined: the Class page says so, or the follow panel already took the student to the lecturer's
+    # page (a class that has started), whose sidebar names the class
+    if not (any("You are in class" in t for t in c.texts("alert"))
+            or f"**Class {code}**" in c.texts("markdown")):
         raise RuntimeError(f"join refused: {c.texts('alert')[:2]}")
     if not again:
         log.joined[nickname] = time.time()
@@ -755,6 +759,9 @@ def class_figures(store, log: ClassLog, args) -> dict:
         "class_details": {"submissions": log.submissions, "refused_answers": log.refused[:5],
                           "answer_problems": {k: sorted(v)[:5] for k, v in check.items()},
                           "follow_missed_samples": follow["missed_samples"][:5],
+                          # which moves were missed, and by how many (a stall, or one move for all?)
+                          "follow_missed_by_version": dict(sorted(collections.Counter(
+                              version for _, version, _, _ in follow["missed_samples"]).items())),
                           "moves": [(v, p, s) for _, v, p, s in log.moves]},
         **soak,
     }
