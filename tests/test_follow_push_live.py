@@ -2,7 +2,8 @@
 simulator's protocol client): the server wakes the followers when the lecturer moves
 (server/class_push.py), so their follow panels need only a slow safety timer, and they still land
 on the lecturer's page and step within the issue's 2 s. Also the same with the push switched off
-(ATTENTION_LAB_FOLLOW_PUSH=0): the panel ticks every second, as before."""
+(ATTENTION_LAB_FOLLOW_PUSH=0): the panel ticks every second, as before. And a browser that forgot
+the follow toggle's state still follows (the server hands the toggle the student's choice)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,16 @@ async def a_class_follows(base: str, key: str, store_dir) -> tuple[list[float], 
             took.append(await land(students, url, LAND_S))
             await asyncio.sleep(0.5)
         timers = [{interval for interval, _ in c.auto.values()} for c in students]
+        # a browser forgets a widget a run did not draw (the Class page before joining again after a
+        # server restart): the toggle must come back on, from the server, not at its default (off)
+        c = students[0]
+        toggle = next(n for n in c.widgets("checkbox", "Follow the lecturer"))
+        del c.values[toggle.widget.id]
+        await c.rerun()
+        assert c.values[toggle.widget.id].bool_value is True
+        await c.rerun()  # the student's next click sends what the browser holds
+        await lecturer.goto_url("multi_head")
+        took.append(await land(students, "multi_head", LAND_S))
         return took, timers, stats
     finally:
         for c in [*students, lecturer.c]:

@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 FOLLOW_TICK_S = 1.0  # without the server's wake-up (server/class_push.py): the panel's tick
 FOLLOW_SAFETY_S = 10.0  # with it: a safety net only (a wake-up given up on a session busy for 5 s)
-FOLLOW_KEY = "class.follow"  # the student's toggle
+FOLLOW_KEY = "class.follow"  # the student's toggle (its widget state)
+FOLLOWING_KEY = "class.following"  # the student's choice, kept apart from the widget's state
 CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
 SEEN_KEY = "class.seen_version"  # the lecturer-state version this student last went to
 TRIED_KEY = "class.follow_tried"  # a Tried: the last go_to
@@ -121,17 +122,28 @@ def follow_panel(url: str) -> None:
     if seat is None or classroom.lecturer_key() is None or classroom.lecturer_seat() is not None:
         class_push.forget()
         return
-    st.session_state.setdefault(FOLLOW_KEY, True)
+    ss = st.session_state
+    ss.setdefault(FOLLOWING_KEY, bool(ss.get(FOLLOW_KEY, True)))
+    # The toggle is handed the student's choice on every run. A browser forgets a widget that a run
+    # did not draw (the Class page before joining again, e.g. after a server restart) and, unless the
+    # server sets its value, brings it back at its default: off. 35 of 60 rejoined students stopped
+    # following that way in a --soak run of the simulator, which keeps widget state as the frontend does.
+    ss[FOLLOW_KEY] = ss[FOLLOWING_KEY]
     # this run's page lists the polls it waits on afresh (the tick below runs first, on last run's list)
     st.session_state.pop(AWAITING_KEY, None)
     with st.sidebar, st.container(border=True, key="class_follow"):
         st.markdown(f"**Class {seat.code}**")
-        st.toggle("Follow the lecturer", key=FOLLOW_KEY,
+        st.toggle("Follow the lecturer", key=FOLLOW_KEY, on_change=_keep_choice,
                   help="On: you go where the lecturer goes. Off: explore freely; “Catch up” brings you back.")
         # before the tick reads the pulse: a move from now on wakes this session (server/class_push.py)
         pushed = _watch(seat.code)
         st.fragment(_follow_tick, run_every=FOLLOW_SAFETY_S if pushed else FOLLOW_TICK_S,
                     key=class_push.FRAGMENT_KEY)(seat.code, url)
+
+
+def _keep_choice() -> None:
+    """The toggle's on_change: the student's choice outlives the widget's state."""
+    st.session_state[FOLLOWING_KEY] = bool(st.session_state.get(FOLLOW_KEY, True))
 
 
 def _watch(code: str) -> bool:
@@ -164,7 +176,7 @@ def _follow_tick(code: str, url: str) -> None:
     if lecturer.version == 0 or not lecturer.page:
         st.caption("The lecturer has not started yet.")
         return
-    following = bool(st.session_state.get(FOLLOW_KEY, True))
+    following = bool(st.session_state.get(FOLLOWING_KEY, True))
     catch_up = st.session_state.pop(CATCH_UP_KEY, False)
     here = url == lecturer.page and shared_params() == lecturer.settings
     if catch_up or (following and (st.session_state.get(SEEN_KEY) != lecturer.version
