@@ -8,6 +8,7 @@ the follow toggle's state still follows (the server hands the toggle the student
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import random
 import time
 
@@ -70,7 +71,9 @@ def run_class(tmp_path, extra_env: dict) -> tuple[list[float], list[set], Stats]
     server = StreamlitServer(env={**env, **extra_env}, log=tmp_path / "server.log")
     server.start(timeout=90)
     try:
-        return asyncio.run(a_class_follows(server.url, key, store_dir))
+        # in a thread of its own: the browser tests' Playwright may hold an event loop in this one
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, a_class_follows(server.url, key, store_dir)).result()
     finally:
         server.stop()
 
