@@ -159,8 +159,9 @@ class Pusher:
                 self._code_of[session_id] = code
                 watched = self._classes.setdefault(code, Watched(store))
                 watched.sessions.add(session_id)
-                if self.heard not in getattr(store, "pulse_listeners", [self.heard]):
-                    store.pulse_listeners.append(self.heard)
+                listeners = getattr(store, "pulse_listeners", None)
+                if listeners is not None and self.heard not in listeners:
+                    listeners.append(self.heard)
             if self._thread is None and self.thread:
                 self._thread = threading.Thread(target=self._run, name="class-follow-push", daemon=True)
                 self._thread.start()

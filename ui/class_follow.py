@@ -34,7 +34,7 @@ from ui.class_polls import AWAITING_KEY
 log = logging.getLogger(__name__)
 
 FOLLOW_TICK_S = 1.0  # without the server's wake-up (server/class_push.py): the panel's tick
-FOLLOW_SAFETY_S = 10.0  # with it: a safety net only (a wake-up given up on a session busy for 5 s)
+FOLLOW_SAFETY_S = 10.0  # with it: a safety net only (a wake-up given up on a session busy for 30 s)
 FOLLOW_KEY = "class.follow"  # the student's toggle (its widget state)
 FOLLOWING_KEY = "class.following"  # the student's choice, kept apart from the widget's state
 CATCH_UP_KEY = "class.catch_up_now"  # set by the "Catch up" button, read by the next tick
