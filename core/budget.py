@@ -270,9 +270,19 @@ class TrainingSlots:
     lets the others go first, and a run that starts while others train begins at the smallest
     current sum: it gets its fair turn at once, without taking every slice until it has caught up
     with runs that have been training for minutes. Ties go to whoever trained longest ago.
+
+    What a slice costs its owner is the CPU time of the thread that trained it (`work_clock`),
+    not its wall time. Every slice lasts the same 0.9 s, but on a busy server the page runs that
+    start during it take the core (and Python's lock) for part of it: measured in a burst of 60
+    students, one slice had 0.9 s of CPU and trained 49 steps, another 0.25 s and 7 steps, at the
+    same ~44 steps per CPU second. Charged by the wall clock, a run whose slices fell in busy
+    moments trained a third of the steps of another in the same minutes (benchmarks/student_sim.py:
+    slowest / fastest trainer 0.34-0.54). Charged by CPU time it is next in line sooner, and the
+    half-life is 30 s, longer than a round of six runs (6 slices and their rests, ~22 s), so a poor
+    slice is still remembered when the others' next turns come up.
     """
 
-    USAGE_HALF_LIFE_S = 10.0  # how fast past training time stops counting against an owner
+    USAGE_HALF_LIFE_S = 30.0  # how fast past training time stops counting against an owner
     ACTIVE_S = 3.0  # an owner that asked this recently is in line (it asks once per tick)
     GRACE_S = 0.4  # how long a free slot waits for the run whose turn it is (under the 0.5 s a run waits)
     SHARING_S = 10.0  # an owner that asked this recently counts as a run sharing the server
@@ -281,8 +291,10 @@ class TrainingSlots:
     PAGES_POLL_S = 0.05  # how often a slice held back by busy pages looks again
 
     def __init__(self, capacity: int, share: float = 1.0, busy_page_runs: int = 0,
-                 page_runs: Callable[[], int] = lambda: PAGE_RUNS.now) -> None:
+                 page_runs: Callable[[], int] = lambda: PAGE_RUNS.now,
+                 work_clock: Callable[[], float] = time.thread_time) -> None:
         self.capacity = capacity
+        self.work_clock = work_clock  # what a slice costs its owner: this thread's CPU seconds
         self.share = share  # most of the wall time slices may take, per slot
         self.busy_page_runs = busy_page_runs  # 0: training never waits for the pages
         self.page_runs = page_runs
@@ -386,15 +398,16 @@ class TrainingSlots:
             finally:
                 self._blocked.discard(owner)
                 self._lock.notify_all()  # the next in line may be someone else now
-        started = time.monotonic()
+        started, work_started = time.monotonic(), self.work_clock()
         try:
             yield got
         finally:
             if got:
+                work = max(0.0, self.work_clock() - work_started)  # read on the thread that trained
                 with self._lock:
                     now = time.monotonic()
                     self._running.discard(owner)
-                    self._usage[owner] = (self._usage_at(owner, now) + (now - started), now)
+                    self._usage[owner] = (self._usage_at(owner, now) + work, now)
                     self._last_seen[owner] = now
                     self._free_since = self._last_slice[owner] = now
                     self._rest_after(now - started)

@@ -85,7 +85,9 @@ def _ticking_runs(slots, starts: dict[str, float], until: float) -> dict[str, li
 
 
 def _scaled_slots() -> budget.TrainingSlots:
-    slots = budget.TrainingSlots(1, share=0.3)  # as hosted: one slot, training at most 30% of the time
+    # as hosted: one slot, training at most 30% of the time; these slices sleep, so their cost is
+    # their wall time (a slice's CPU time is tested below)
+    slots = budget.TrainingSlots(1, share=0.3, work_clock=time.monotonic)
     slots.USAGE_HALF_LIFE_S, slots.ACTIVE_S, slots.GRACE_S = 0.5, 3 * TICK, 0.4 * TICK
     return slots
 
@@ -106,6 +108,54 @@ def test_a_late_run_gets_its_share_at_once_without_shutting_the_others_out():
     assert max(window.values()) >= 3
     assert window["late"] >= 0.5 * max(window.values()), window
     assert min(window["early1"], window["early2"]) >= 0.5 * max(window.values()), window
+
+
+def _busy(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_slice_costs_its_owner_the_cpu_time_it_had_not_its_wall_time():
+    slots = budget.TrainingSlots(1)  # the default measure: the training thread's CPU time
+    for owner in ("busy", "starved"):  # both in line (a newcomer starts level with the others)
+        with slots.slot(owner):
+            pass
+    with slots.slot("busy") as got:
+        assert got
+        _busy(0.15)  # had the core for its whole slice
+    with slots.slot("starved") as got:
+        assert got
+        time.sleep(0.15)  # the same wall time, but other threads had the core
+    # by the wall clock both cost 0.15 s and "busy" (longest ago) would go first
+    assert slots.position("starved") == 0 and slots.position("busy") == 1
+
+
+def test_runs_whose_slices_get_less_of_the_core_get_more_slices():
+    """Two runs tick alike; every slice lasts the same wall time, but one run's slices do a third of
+    the work (the core was taken by page runs meanwhile). Each gets about the same work done."""
+    done = {"full": 0.0, "third": 0.0}
+    local = threading.local()
+    slots = budget.TrainingSlots(1, work_clock=lambda: getattr(local, "work", 0.0))
+    t0 = time.monotonic()
+
+    def work(run: str, per_slice: float) -> None:
+        while time.monotonic() - t0 < 3.0:
+            with slots.slot(run, timeout=TICK / 2) as got:
+                if got:
+                    time.sleep(0.9 * TICK)
+                    local.work = getattr(local, "work", 0.0) + per_slice
+                    done[run] += per_slice
+            time.sleep(0.1 * TICK)
+
+    threads = [threading.Thread(target=work, args=a) for a in (("full", 1.0), ("third", 1 / 3))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert done["full"] >= 5
+    # charged by wall time the slices alternate and "third" does a third of the work
+    assert done["third"] >= 0.7 * done["full"], done
 
 
 def test_sharing_counts_the_other_runs_that_asked_lately():
