@@ -146,6 +146,25 @@ def test_training_starts_advances_pauses_resumes_and_stops():
     assert_no_exception(at)
 
 
+def test_ticks_that_train_nothing_redraw_the_same_rows_without_rebuilding_them():
+    from ui.training import LOSS_ROWS_KEY
+
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    at.button(key="train.pause").click().run()
+    kept = at.session_state[LOSS_ROWS_KEY]
+    rows = loss_rows(at)
+    at.run()
+    at.run()
+    assert at.session_state[LOSS_ROWS_KEY][2] is kept[2]  # the same rows, not made again
+    assert loss_rows(at).equals(rows) and len(rows)  # and still drawn, from the kept Arrow bytes
+    at.button(key="train.resume").click().run()
+    at.run()
+    assert at.session_state[LOSS_ROWS_KEY][2] is not kept[2]  # the run moved on: new rows
+    assert len(loss_rows(at)) > len(rows)
+    assert_no_exception(at)
+
+
 def test_a_run_finishes_and_a_page_switch_does_not_lose_it():
     at = tiny_page(max_steps="12")
     run = start_and_finish(at, reruns=40)
