@@ -19,7 +19,7 @@ from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
 from ui import state
-from ui.charts import show_chart, show_figure
+from ui.charts import show_figure
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.text_lessons import keep_last_good, text_source
@@ -70,20 +70,24 @@ def _token_rows(output_dim: int, seed: int, ids_key: str, _ids: tuple[int, ...])
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _window_chart(ids_shown: tuple[int, ...], n_tokens: int, max_length: int, stride: int,
-                  max_tokens: int, lecture: bool, _view: tokens_data.LoaderView):
-    # Building the drawing (Altair objects for ~100 cells) was a seventh of this page's rerun; it
-    # depends only on the first tokens, the text's length, max_length and stride (the key), so
-    # clicks on batches, seeds and embeddings reuse it. The chart is only read from then on.
-    return lesson_charts.window_chart(_view, max_tokens=max_tokens, max_windows=6, lecture=lecture)
+def _windows_table(name: str, context: int, _tables) -> None:
+    # The greyed padding is a pandas Styler, and Streamlit formats a styled table cell by cell on
+    # every rerun (py-spy: 3% of a busy server's time, a fifth of this page's rerun). Drawn inside a
+    # cached function, the finished element is kept and replayed (Streamlit stores the elements a
+    # cached function draws), so it is formatted once per name and context for the whole class.
+    st.dataframe(fmt.style_padded_windows(_tables), width="stretch")
 
 
-def window_chart_for(view: tokens_data.LoaderView, max_tokens: int, lecture: bool):
-    """The sliding-window drawing of `view`, built once per what it shows (shared by sessions:
-    showing and exporting a chart read it under core.viz.theme.CHART_LOCK)."""
+def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bool, caption: str) -> None:
+    """The sliding-window drawing of `view`, kept per process (ui.charts.show_figure) by what it
+    shows: the first tokens, the text's length, max_length and stride. Clicks on batches, seeds and
+    embeddings, and every student reading the same text, reuse the finished figure; building the
+    Altair objects (~100 cells) and their Vega-Lite spec was a seventh of this page's rerun."""
     vs = view.settings
-    return _window_chart(tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
-                         vs.stride, max_tokens, lecture, view)
+    show_figure(lambda: lesson_charts.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
+                ("window_chart", tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
+                 vs.stride, max_tokens),
+                name="sliding windows", caption=caption)
 
 
 ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept
@@ -238,12 +242,11 @@ if view is not None:
     else:
         st.caption("stride = max_length: every token is an input exactly once, with no overlap.")
     max_tokens = 16 if lecture else 20
-    show_chart(window_chart_for(view, max_tokens, lecture),
-               name="sliding windows",
-               caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how many "
-                        f"windows each token is an input; below, each window's input ids (blue) and "
-                        f"target ids (orange, shifted by one). max_length {vs.max_length}, stride "
-                        f"{vs.stride}."))
+    show_window_chart(view, max_tokens, lecture,
+                      caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how "
+                               f"many windows each token is an input; below, each window's input ids "
+                               f"(blue) and target ids (orange, shifted by one). max_length "
+                               f"{vs.max_length}, stride {vs.stride}."))
     st.subheader("Input → target windows")
     st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch")
     if view.n_windows > 60:
@@ -381,7 +384,7 @@ with friendly_errors("the name windows"):
         shown_windows = min(len(tables), 6)
         which = "Window 0" if shown_windows == 1 else f"Windows 0–{shown_windows - 1}"
         st.caption(f"{which}: inputs and targets, shape ({context},) each; grey = padding")
-        st.dataframe(fmt.style_padded_windows(tables[:6]), width="stretch")
+        _windows_table(shown_name, context, tables[:6])
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

@@ -22,7 +22,7 @@ from core.tokenizers import CharTokenizer
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
 from ui import state
-from ui.charts import show_chart
+from ui.charts import show_figure
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.live import leave_queue, live_fragment
@@ -163,15 +163,19 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
     if race_.error:
         st.error(f"Training stopped: {race_.error}", icon=":material/block:")
     latest, floor = race_.latest(), race_.bigram_floor()
-    show_chart(lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
-               name="bigram vs self-attention loss",
-               caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
-                        f"{race_.config.eval_batch_size} fixed blocks of each split, every "
-                        f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
-                        f"T={race_.config.block_size}, B={race_.config.batch_size}, "
-                        f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
-                        f"{race_.config.lr:g}, seed {race_.config.seed}."),
-               key=f"{PREFIX}.loss", downloads=not training)
+    # the figures of this page are kept per process by what they draw (ui.charts.show_figure): a
+    # paused race, a moved slider or a class at the same step redraws them without rebuilding
+    # (building and serialising these four charts was a third of this page's rerun)
+    show_figure(lambda: lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
+                ("race_loss", race_.history, floor),
+                name="bigram vs self-attention loss",
+                caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
+                         f"{race_.config.eval_batch_size} fixed blocks of each split, every "
+                         f"{race_.config.eval_every} steps; solid = validation, dashed = train. "
+                         f"T={race_.config.block_size}, B={race_.config.batch_size}, "
+                         f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
+                         f"{race_.config.lr:g}, seed {race_.config.seed}."),
+                key=f"{PREFIX}.loss", downloads=not training)
     cols = st.columns(3)
     bigram_val = latest["bigram"]["val"]
     for col, (name, label) in zip(cols, small_lm.MODEL_LABELS.items()):
@@ -278,26 +282,29 @@ else:
     with friendly_errors("the tables"):
         with left:
             probs = race.bigram_probabilities()  # (V, V)
-            show_chart(lesson_charts.compact_heatmap(probs, labels, labels, title=f"Bigram table {probs.shape}",
-                                         x_title="next character", y_title="current character",
-                                         domain=(0.0, 1.0), lecture=lecture),
-                       name="bigram table",
+            show_figure(lambda: lesson_charts.compact_heatmap(
+                            probs, labels, labels, title=f"Bigram table {probs.shape}",
+                            x_title="next character", y_title="current character", domain=(0.0, 1.0),
+                            lecture=lecture),
+                        ("bigram_table", probs, tuple(labels)),
+                        name="bigram table",
                        caption=(f"The bigram model's |V|×|V| = {probs.shape} table after softmax: row = "
                                 f"current character, column = next; each row sums to 1. Step "
-                                f"{race.step:,}, seed {race.config.seed}."),
-                       key=f"{PREFIX}.bigram")
+                                 f"{race.step:,}, seed {race.config.seed}."),
+                        key=f"{PREFIX}.bigram")
         with right:
             emb = race.embedding_table()  # (V, C)
             limit = float(abs(emb).max()) or 1.0
-            show_chart(lesson_charts.compact_heatmap(emb, labels, [f"d{j}" for j in range(emb.shape[1])],
-                                         title=f"Token embedding {emb.shape}", x_title="dimension",
-                                         y_title="character", diverging=True, scheme="redblue",
-                                         domain=(-limit, limit), lecture=lecture),
-                       name="embedding table",
+            show_figure(lambda: lesson_charts.compact_heatmap(
+                            emb, labels, [f"d{j}" for j in range(emb.shape[1])],
+                            title=f"Token embedding {emb.shape}", x_title="dimension", y_title="character",
+                            diverging=True, scheme="redblue", domain=(-limit, limit), lecture=lecture),
+                        ("embedding_table", emb, tuple(labels)),
+                        name="embedding table",
                        caption=(f"The attention model's |V|×C = {emb.shape} token embedding: one "
                                 f"learned vector per character (red negative, blue positive). Step "
-                                f"{race.step:,}, seed {race.config.seed}."),
-                       key=f"{PREFIX}.embedding")
+                                 f"{race.step:,}, seed {race.config.seed}."),
+                        key=f"{PREFIX}.embedding")
         params = race.n_params()
         st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}"
                                                for k, v in params.items()))
@@ -348,14 +355,15 @@ with friendly_errors("the cross-entropy"):
             f"{ce.denominator:.6f} = **{ce.p_target:.6f}** · loss = −log {ce.p_target:.6f} = "
             f"**{ce.by_hand:.10f}**")
     with right:
-        show_chart(charts.bar_chart(ce.probs, [f"class {c}" for c in range(len(ce.probs))],
-                                    highlight=ce.target, y_title="softmax probability",
-                                    domain=(0.0, 1.0), lecture=lecture),
-                   name="softmax of the logits",
+        show_figure(lambda: charts.bar_chart(ce.probs, [f"class {c}" for c in range(len(ce.probs))],
+                                             highlight=ce.target, y_title="softmax probability",
+                                             domain=(0.0, 1.0), lecture=lecture),
+                    ("softmax_bars", ce.probs, ce.target),
+                    name="softmax of the logits",
                    caption=(f"Softmax of the logits {logits}; the target class {ce.target} "
                             f"(highlighted) gets p = {ce.p_target:.4f}, so the loss is "
-                            f"−log p = {ce.by_hand:.4f}."),
-                   key=f"{PREFIX}.ce")
+                             f"−log p = {ce.by_hand:.4f}."),
+                    key=f"{PREFIX}.ce")
     m1, m2, m3 = st.columns(3)
     m1.metric("By hand (float64)", f"{ce.by_hand:.10f}")
     m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")

@@ -57,6 +57,27 @@ def test_default_page():
     assert not at.error
 
 
+def test_a_rerun_with_the_same_models_redraws_kept_figures_and_training_draws_new_ones(monkeypatch):
+    from core.viz import lessons as lesson_charts
+
+    built = []
+    real = lesson_charts.compact_heatmap
+    monkeypatch.setattr(lesson_charts, "compact_heatmap", lambda *a, **k: built.append(k["title"]) or real(*a, **k))
+    at = fresh(query={"seed": "4321"})  # a seed no other test draws: the figures are made here
+    assert len(built) == 2  # the bigram table and the embedding
+    tables = [c.proto.spec for c in at.get("vega_lite_chart")]
+    at.slider(key=next(w.key for w in at.slider if w.key.endswith("temperature"))).set_value(1.5).run()
+    assert len(built) == 2 and [c.proto.spec for c in at.get("vega_lite_chart")] == tables  # kept
+    at.button(key="small_lm.start").click().run()
+    at.run()
+    at.button(key="small_lm.pause").click().run()
+    trained = len(built)
+    assert trained > 2 and trained % 2 == 0  # the models moved on: both tables drawn from new weights
+    at.slider(key=next(w.key for w in at.slider if w.key.endswith("temperature"))).set_value(1.0).run()
+    assert len(built) == trained  # paused: kept again
+    assert_no_exception(at)
+
+
 def test_start_pause_reset():
     at = fresh()
     at.button(key="small_lm.start").click().run()
