@@ -15,10 +15,10 @@ from core import data as core_data
 from core import viz as charts
 from core.lessons import text as texts
 from core.lessons import tokens_data
-from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, CharTokenizer, bpe_tokens, gpt2_source
+from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, bpe_tokens, gpt2_source
 from core.viz import lessons as lesson_charts
-from ui import formatting as fmt
 from ui import state
+from ui import tokens_cache
 from ui.charts import show_figure
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
@@ -32,52 +32,6 @@ settings = lesson_panel(PREFIX, tokens_data.TokensDataSettings, PAGE, settings)
 lecture = state.lecture_mode()
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
-    return tokens_data.token_summary(text, allow_special)
-
-
-CHIPS_SHOWN = 250  # chips drawn per tokenizer; the rest of the text is counted, not drawn
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _chips(text: str, allow_special: bool, lecture: bool) -> tuple[str, str, int]:
-    # The finished HTML of both panels, not the chips: a cached value is copied out to every
-    # session that asks, and the whole text's chips (~25,000 objects for the default text, for
-    # 250 drawn) made every student's rerun build and free ~8 MB of small objects.
-    char_tokenizer = CharTokenizer.from_text(text)
-    bpe_html = fmt.chips_html(tokens_data.bpe_chips(text, allow_special), limit=CHIPS_SHOWN, lecture=lecture,
-                              label="GPT-2 BPE tokens")
-    char_html = fmt.chips_html(tokens_data.char_chips(text, char_tokenizer), limit=CHIPS_SHOWN, lecture=lecture,
-                               label="Character tokens")
-    return bpe_html, char_html, char_tokenizer.vocab_size
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_data.LoaderView:
-    # The whole text is tokenized and windowed here: once per text and settings, not per click.
-    # One object shared by the sessions (only ever read): each session keeps its last good view,
-    # and a copy per session (cache_data's) was ~0.6 MB a student held for as long as they stayed.
-    return tokens_data.build_loader_view(text, settings)
-
-
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _token_rows(output_dim: int, seed: int, ids_key: str, _ids: tuple[int, ...]):
-    # only the rows of these ids: the whole 50,257-row table is 51 MB at width 256, and a class
-    # trying widths and seeds kept one table each in the server's memory. Keyed by a digest of the
-    # ids (tokens_data.ids_key): hashing thousands of ids on every rerun was 2% of a busy server.
-    return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, _ids)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _windows_table(name: str, context: int, _tables) -> None:
-    # The greyed padding is a pandas Styler, and Streamlit formats a styled table cell by cell on
-    # every rerun (py-spy: 3% of a busy server's time, a fifth of this page's rerun). Drawn inside a
-    # cached function, the finished element is kept and replayed (Streamlit stores the elements a
-    # cached function draws), so it is formatted once per name and context for the whole class.
-    st.dataframe(fmt.style_padded_windows(_tables), width="stretch")
-
-
 def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bool, caption: str) -> None:
     """The sliding-window drawing of `view`, kept per process (ui.charts.show_figure) by what it
     shows: the first tokens, the text's length, max_length and stride. Clicks on batches, seeds and
@@ -88,23 +42,6 @@ def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bo
                 ("window_chart", tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
                  vs.stride, max_tokens),
                 name="sliding windows", caption=caption)
-
-
-ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept
-
-
-def _rows_for(view: tokens_data.LoaderView, x, output_dim: int, seed: int):
-    # Drawing rows walks the table up to the largest id (0.1-0.3 s at width 256): keyed by the
-    # text's ids, not the batch's, so another batch, stride or batch size costs nothing.
-    if len(view.distinct_ids) <= ROWS_OF_THE_TEXT:
-        return _token_rows(output_dim, seed, view.distinct_ids_key, view.distinct_ids)
-    ids = tuple(sorted(set(x.flatten().tolist())))
-    return _token_rows(output_dim, seed, tokens_data.ids_key(ids), ids)
-
-
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _pos_table(output_dim: int, seed: int):
-    return tokens_data.seeded_embedding(tokens_data.GPT2_CONTEXT, output_dim, seed + 1)
 
 
 st.title("Tokens & data loaders")
@@ -129,8 +66,8 @@ state.bound(st.toggle, f"Read {END_OF_TEXT} as one special token", settings, "al
             prefix=PREFIX, help="On: the marker becomes id 50256, as in the book's GPTDatasetV1 "
             "(allowed_special={'<|endoftext|>'}). Off: it is split like ordinary text.")
 with friendly_errors("the tokens"):
-    summary = _summary(text, settings.allow_special)
-    bpe_html, chars_html, char_vocab = _chips(text, settings.allow_special, lecture)
+    summary = tokens_cache.token_summary(text, settings.allow_special)
+    bpe_html, chars_html, char_vocab = tokens_cache.chips_panels(text, settings.allow_special, lecture)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters", f"{summary.n_chars:,}")
     m2.metric("Character vocabulary |V|", f"{char_vocab:,}")
@@ -188,7 +125,7 @@ with c2:
 batch_max, batch_was = None, None
 with c3:
     if "batch_size" not in state.locked_fields(PREFIX):
-        batch_max = tokens_data.batch_size_limit(_summary(text, settings.allow_special).n_bpe,
+        batch_max = tokens_data.batch_size_limit(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
                                                  settings.max_length, settings.stride)
     if batch_max is not None and settings.batch_size > batch_max:  # fewer windows than a batch
         batch_was = settings.batch_size
@@ -209,10 +146,10 @@ if batch_was is not None:
                icon=":material/vertical_align_bottom:")
 view, loader_ok = None, False
 with friendly_errors("the windows"):
-    view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: _loader_view(text, settings),
+    view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: tokens_cache.loader_view(text, settings),
                                      "the windows")
 if not loader_ok and settings.max_length >= 1 and settings.stride >= 1:
-    n_windows_now = core_data.count_windows(_summary(text, settings.allow_special).n_bpe,
+    n_windows_now = core_data.count_windows(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
                                             settings.max_length, settings.stride)
     if 1 <= n_windows_now < settings.batch_size:
         st.button(f"Use batch_size {n_windows_now}", key=f"{PREFIX}.fit_batch",
@@ -300,8 +237,8 @@ if view is not None:
         right.dataframe(y.numpy(), width="stretch")
 
         output_dim = settings.output_dim
-        token_rows = _rows_for(view, x, output_dim, vs.seed)
-        steps = tokens_data.embed_batch(x, token_rows, _pos_table(output_dim, vs.seed))
+        token_rows = tokens_cache.rows_for(view, x, output_dim, vs.seed)
+        steps = tokens_data.embed_batch(x, token_rows, tokens_cache.pos_table(output_dim, vs.seed))
         st.subheader("Shapes, step by step")
         st.table(steps.shape_rows().set_index("step"))
         st.markdown(
@@ -384,7 +321,7 @@ with friendly_errors("the name windows"):
         shown_windows = min(len(tables), 6)
         which = "Window 0" if shown_windows == 1 else f"Windows 0–{shown_windows - 1}"
         st.caption(f"{which}: inputs and targets, shape ({context},) each; grey = padding")
-        _windows_table(shown_name, context, tables[:6])
+        tokens_cache.windows_table(shown_name, context, tables[:6])
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

@@ -1,0 +1,77 @@
+"""What the Tokens & data loaders page computes once and shares between reruns and sessions.
+
+The page's cached functions live here, not in the page: a page file runs again on every rerun, so
+a cache decorator written in it was applied again each time, and Streamlit reads the function's
+source to name its cache whenever it is applied (inspect.getsource: ~1 ms a function, six of them
+on every rerun of this page). Here they are decorated once per process.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.lessons import tokens_data
+from core.tokenizers import GPT2_N_VOCAB, CharTokenizer
+from ui import formatting as fmt
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def token_summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
+    return tokens_data.token_summary(text, allow_special)
+
+
+CHIPS_SHOWN = 250  # chips drawn per tokenizer; the rest of the text is counted, not drawn
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def chips_panels(text: str, allow_special: bool, lecture: bool) -> tuple[str, str, int]:
+    # The finished HTML of both panels, not the chips: a cached value is copied out to every
+    # session that asks, and the whole text's chips (~25,000 objects for the default text, for
+    # 250 drawn) made every student's rerun build and free ~8 MB of small objects.
+    char_tokenizer = CharTokenizer.from_text(text)
+    bpe_html = fmt.chips_html(tokens_data.bpe_chips(text, allow_special), limit=CHIPS_SHOWN, lecture=lecture,
+                              label="GPT-2 BPE tokens")
+    char_html = fmt.chips_html(tokens_data.char_chips(text, char_tokenizer), limit=CHIPS_SHOWN, lecture=lecture,
+                               label="Character tokens")
+    return bpe_html, char_html, char_tokenizer.vocab_size
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_data.LoaderView:
+    # The whole text is tokenized and windowed here: once per text and settings, not per click.
+    # One object shared by the sessions (only ever read): each session keeps its last good view,
+    # and a copy per session (cache_data's) was ~0.6 MB a student held for as long as they stayed.
+    return tokens_data.build_loader_view(text, settings)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def token_rows(output_dim: int, seed: int, ids_key: str, _ids: tuple[int, ...]):
+    # only the rows of these ids: the whole 50,257-row table is 51 MB at width 256, and a class
+    # trying widths and seeds kept one table each in the server's memory. Keyed by a digest of the
+    # ids (tokens_data.ids_key): hashing thousands of ids on every rerun was 2% of a busy server.
+    return tokens_data.seeded_embedding_rows(GPT2_N_VOCAB, output_dim, seed, _ids)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def windows_table(name: str, context: int, _tables) -> None:
+    # The greyed padding is a pandas Styler, and Streamlit formats a styled table cell by cell on
+    # every rerun (py-spy: 3% of a busy server's time, a fifth of this page's rerun). Drawn inside a
+    # cached function, the finished element is kept and replayed (Streamlit stores the elements a
+    # cached function draws), so it is formatted once per name and context for the whole class.
+    st.dataframe(fmt.style_padded_windows(_tables), width="stretch")
+
+
+ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept
+
+
+def rows_for(view: tokens_data.LoaderView, x, output_dim: int, seed: int):
+    # Drawing rows walks the table up to the largest id (0.1-0.3 s at width 256): keyed by the
+    # text's ids, not the batch's, so another batch, stride or batch size costs nothing.
+    if len(view.distinct_ids) <= ROWS_OF_THE_TEXT:
+        return token_rows(output_dim, seed, view.distinct_ids_key, view.distinct_ids)
+    ids = tuple(sorted(set(x.flatten().tolist())))
+    return token_rows(output_dim, seed, tokens_data.ids_key(ids), ids)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def pos_table(output_dim: int, seed: int):
+    return tokens_data.seeded_embedding(tokens_data.GPT2_CONTEXT, output_dim, seed + 1)
