@@ -33,15 +33,12 @@ lecture = state.lecture_mode()
 
 
 def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bool, caption: str) -> None:
-    """The sliding-window drawing of `view`, kept per process (ui.charts.show_figure) by what it
-    shows: the first tokens, the text's length, max_length and stride. Clicks on batches, seeds and
-    embeddings, and every student reading the same text, reuse the finished figure; building the
-    Altair objects (~100 cells) and their Vega-Lite spec was a seventh of this page's rerun."""
+    """The sliding-window drawing of `view`, made once per what it shows (tokens_cache.window_figure)."""
     vs = view.settings
+    figure = tokens_cache.window_figure(tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
+                                        vs.stride, max_tokens, lecture, view)
     show_figure(lambda: lesson_charts.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
-                ("window_chart", tuple(view.token_ids[:max_tokens + 1]), view.n_tokens, vs.max_length,
-                 vs.stride, max_tokens),
-                name="sliding windows", caption=caption)
+                (), figure=figure, name="sliding windows", caption=caption)
 
 
 st.title("Tokens & data loaders")

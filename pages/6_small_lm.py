@@ -21,8 +21,8 @@ from core.lessons import tokens_data
 from core.tokenizers import CharTokenizer
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
-from ui import state
-from ui.charts import show_figure
+from ui import small_lm_cache, state
+from ui.charts import show_chart, show_figure
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.live import leave_queue, live_fragment
@@ -117,23 +117,6 @@ if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) !
         race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
-def _untrained_sample(text: str, config: small_lm.RaceConfig, name: str, n_chars: int, prompt: str,
-                      temperature: float, _race: small_lm.SmallLMRace) -> str:
-    return _race.generate(name, n_chars, prompt, temperature, seed=config.seed)
-
-
-def sample_text(race_: small_lm.SmallLMRace, name: str, n_chars: int, prompt: str,
-                temperature: float) -> str:
-    """Model `name`'s sample. Before training the models are fixed by the corpus and the settings
-    alone (their seed, and the sampling seed), so the class shares one sample per setting instead
-    of every student's session drawing the same 3 x 160 characters again; the race keeps what it
-    was given, so its next reruns do not even look the text up."""
-    return race_.generate(name, n_chars, prompt, temperature, seed=race_.config.seed,
-                          untrained=lambda: _untrained_sample(race_.text, race_.config, name, n_chars,
-                                                              prompt, temperature, race_))
-
-
 def _start() -> None:
     ss[RUNNING_KEY] = True
 
@@ -155,6 +138,19 @@ def _finished(outcome) -> None:
     leave_queue()
 
 
+
+def show_model_chart(race_: small_lm.SmallLMRace, build, inputs: tuple, **kwargs) -> None:
+    """A chart of the models. Untrained, they are the same for every student with the same corpus
+    and settings, so the figure is kept for the class (ui.charts.show_figure: a moved slider or the
+    next student redraws it without building it; building and serialising this page's charts was
+    a third of its rerun). Trained, they differ from student to student: drawn as they are, since
+    in the class's shared store they would push out the figures everyone draws."""
+    if race_.step == 0:
+        show_figure(build, inputs, **kwargs)
+    else:
+        show_chart(build(), **kwargs)
+
+
 def draw_race(race_: small_lm.SmallLMRace) -> None:
     """The race as it stands: progress, the loss curves and each model's latest loss."""
     training = bool(ss.get(RUNNING_KEY))
@@ -163,10 +159,8 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
     if race_.error:
         st.error(f"Training stopped: {race_.error}", icon=":material/block:")
     latest, floor = race_.latest(), race_.bigram_floor()
-    # the figures of this page are kept per process by what they draw (ui.charts.show_figure): a
-    # paused race, a moved slider or a class at the same step redraws them without rebuilding
-    # (building and serialising these four charts was a third of this page's rerun)
-    show_figure(lambda: lesson_charts.race_loss_chart(race_.history_frame(), floor=floor, lecture=lecture),
+    show_model_chart(race_, lambda: lesson_charts.race_loss_chart(race_.history_frame(), floor=floor,
+                                                                  lecture=lecture),
                 ("race_loss", race_.history, floor),
                 name="bigram vs self-attention loss",
                 caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
@@ -266,7 +260,7 @@ else:
         for name, label in small_lm.MODEL_LABELS.items():
             if not running or name not in samples or samples[name][2] is not race:
                 # sampling 3 x 160 characters takes a moment: not on every update while training
-                text_out = sample_text(race, name, settings.sample_chars, prompt,
+                text_out = small_lm_cache.sample_text(race, name, settings.sample_chars, prompt,
                                        settings.temperature)
                 samples[name] = (race.step, text_out, race)
             step_at, sample, _ = samples[name]
@@ -282,7 +276,7 @@ else:
     with friendly_errors("the tables"):
         with left:
             probs = race.bigram_probabilities()  # (V, V)
-            show_figure(lambda: lesson_charts.compact_heatmap(
+            show_model_chart(race, lambda: lesson_charts.compact_heatmap(
                             probs, labels, labels, title=f"Bigram table {probs.shape}",
                             x_title="next character", y_title="current character", domain=(0.0, 1.0),
                             lecture=lecture),
@@ -295,7 +289,7 @@ else:
         with right:
             emb = race.embedding_table()  # (V, C)
             limit = float(abs(emb).max()) or 1.0
-            show_figure(lambda: lesson_charts.compact_heatmap(
+            show_model_chart(race, lambda: lesson_charts.compact_heatmap(
                             emb, labels, [f"d{j}" for j in range(emb.shape[1])],
                             title=f"Token embedding {emb.shape}", x_title="dimension", y_title="character",
                             diverging=True, scheme="redblue", domain=(-limit, limit), lecture=lecture),
@@ -355,15 +349,14 @@ with friendly_errors("the cross-entropy"):
             f"{ce.denominator:.6f} = **{ce.p_target:.6f}** · loss = −log {ce.p_target:.6f} = "
             f"**{ce.by_hand:.10f}**")
     with right:
-        show_figure(lambda: charts.bar_chart(ce.probs, [f"class {c}" for c in range(len(ce.probs))],
-                                             highlight=ce.target, y_title="softmax probability",
-                                             domain=(0.0, 1.0), lecture=lecture),
-                    ("softmax_bars", ce.probs, ce.target),
-                    name="softmax of the logits",
+        show_chart(charts.bar_chart(ce.probs, [f"class {c}" for c in range(len(ce.probs))],
+                                    highlight=ce.target, y_title="softmax probability",
+                                    domain=(0.0, 1.0), lecture=lecture),
+                   name="softmax of the logits",
                    caption=(f"Softmax of the logits {logits}; the target class {ce.target} "
                             f"(highlighted) gets p = {ce.p_target:.4f}, so the loss is "
-                             f"−log p = {ce.by_hand:.4f}."),
-                    key=f"{PREFIX}.ce")
+                            f"−log p = {ce.by_hand:.4f}."),
+                   key=f"{PREFIX}.ce")
     m1, m2, m3 = st.columns(3)
     m1.metric("By hand (float64)", f"{ce.by_hand:.10f}")
     m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")

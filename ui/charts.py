@@ -116,6 +116,13 @@ class _KeptFigures(_Kept):
         return self.lookup((inputs, lecture), lambda: _make_figure(lecture, build, inspect))
 
 
+def make_figure(build: Callable, lecture: bool) -> Figure:
+    """A Figure made now from `build()`, for a page that keeps it in a cache of its own (then drawn
+    with show_figure(..., figure=...)): figures that only some sessions draw stay out of the
+    class's shared store, where they would push out the figures everyone draws."""
+    return _make_figure(lecture, build, None)
+
+
 def _make_figure(lecture: bool, build: Callable, inspect: Callable | None) -> Figure:
     chart = build()
     spec = viz.vega_spec(chart, lecture)

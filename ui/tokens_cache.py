@@ -12,7 +12,9 @@ import streamlit as st
 
 from core.lessons import tokens_data
 from core.tokenizers import GPT2_N_VOCAB, CharTokenizer
+from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
+from ui.charts import Figure, make_figure
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def token_summary(text: str, allow_special: bool) -> tokens_data.TokenSummary:
@@ -75,3 +77,16 @@ def rows_for(view: tokens_data.LoaderView, x, output_dim: int, seed: int):
 @st.cache_resource(max_entries=4, show_spinner=False)
 def pos_table(output_dim: int, seed: int):
     return tokens_data.seeded_embedding(tokens_data.GPT2_CONTEXT, output_dim, seed + 1)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def window_figure(ids_shown: tuple[int, ...], n_tokens: int, max_length: int, stride: int,
+                  max_tokens: int, lecture: bool, _view: tokens_data.LoaderView) -> Figure:
+    # The sliding-window drawing, ready to draw (its Vega-Lite spec and Arrow bytes): it depends
+    # only on the first tokens, the text's length, max_length and stride (the key), so clicks on
+    # batches, seeds and embeddings, and every student reading the same text, reuse it. Building
+    # the Altair objects (~100 cells) and serialising them was a seventh of this page's rerun.
+    # A cache of its own: each stride a student tries is one more figure, which in the class's
+    # shared store (ui.charts.show_figure) would push out the walkthrough's figures.
+    return make_figure(lambda: lesson_charts.window_chart(_view, max_tokens=max_tokens, max_windows=6,
+                                                          lecture=lecture), lecture)
