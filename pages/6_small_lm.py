@@ -138,7 +138,6 @@ def _finished(outcome) -> None:
     leave_queue()
 
 
-
 def show_model_chart(race_: small_lm.SmallLMRace, build, inputs: tuple, **kwargs) -> None:
     """A chart of the models. Untrained, they are the same for every student with the same corpus
     and settings, so the figure is kept for the class (ui.charts.show_figure: a moved slider or the
