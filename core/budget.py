@@ -21,7 +21,7 @@ Settings (environment variables, read once at import):
                                   (default 0 = no limit; hosted 2; see PageRuns)
 
 Why a share: benchmarks/student_sim.py with the server on ONE core (Community Cloud's size) showed
-that K trainers keep the single slot busy back to back (each tick trains a 0.9 s slice), so every
+that K trainers keep the single slot busy back to back (each tick trained a 0.9 s slice), so every
 page rerun of the other students shared the core (and the GIL) with training all the time. After
 a slice of d seconds the slot stays closed for d * (1 / share - 1) seconds: with share 0.25,
 training takes at most 25% of the core and page reruns get the rest; the trainers still all
@@ -272,14 +272,15 @@ class TrainingSlots:
     with runs that have been training for minutes. Ties go to whoever trained longest ago.
 
     What a slice costs its owner is the CPU time of the thread that trained it (`work_clock`),
-    not its wall time. Every slice lasts the same 0.9 s, but on a busy server the page runs that
-    start during it take the core (and Python's lock) for part of it: measured in a burst of 60
+    not its wall time. Every slice lasted the same 0.9 s (now 0.45 s, ui.live.SLICE_S), but on a
+    busy server the page runs that start during it take the core (and Python's lock) for part of
+    it: measured in a burst of 60
     students, one slice had 0.9 s of CPU and trained 49 steps, another 0.25 s and 7 steps, at the
     same ~44 steps per CPU second. Charged by the wall clock, a run whose slices fell in busy
     moments trained a third of the steps of another in the same minutes (benchmarks/student_sim.py:
     slowest / fastest trainer 0.34-0.54). Charged by CPU time it is next in line sooner, and the
-    half-life is 30 s, longer than a round of six runs (6 slices and their rests, ~22 s), so a poor
-    slice is still remembered when the others' next turns come up.
+    half-life is 30 s, longer than a round of six runs (6 slices and their rests: ~22 s with 0.9 s
+    slices, ~11 s now), so a poor slice is still remembered when the others' next turns come up.
     """
 
     USAGE_HALF_LIFE_S = 30.0  # how fast past training time stops counting against an owner

@@ -50,7 +50,11 @@ from core import budget
 from core.live_training import LiveTraining, Outcome
 
 TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
-SLICE_S = 0.9 * TICK_S  # training seconds per tick; the rest of the tick redraws (the page stays usable)
+# Training seconds per tick; the rest of the tick redraws (the page stays usable). At most 0.45 s
+# also when hosted, where a tick is 1 s: with six runs taking turns (core.budget.TrainingSlots) each
+# got only 4-5 slices of 0.9 s in a minute and a half, so one slice more or less was a quarter of
+# its steps; halved, a turn is half as coarse, for the same share of the core.
+SLICE_S = min(0.9 * TICK_S, 0.45)
 # Training during a whole-page rerun (a click) is kept short. On a hosted server, where page runs
 # take turns (core.budget.PageRuns), there is none: a page run holding one of the few turns must not
 # wait for a training slot (up to half a second when the pages are busy) while others queue behind it;
