@@ -233,7 +233,7 @@ def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> Non
     """The Train page's live view: the progress line, the loss curve right under it (so both fit
     the first screen with the controls), then the metrics, the sampled names and the download."""
     run = book.current
-    frame = _loss_rows(runs.chart_runs(book, settings.overlay))
+    frame, arrow = _loss_rows(runs.chart_runs(book, settings.overlay))
     if run is None:
         st.info("No run yet. Pick a preset (or open **All settings**), then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
@@ -241,7 +241,7 @@ def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> Non
     else:
         _progress(run)
     if len(frame):
-        _loss_chart(frame, run.tokenizer.vocab_size if run is not None else 27,
+        _loss_chart(frame, arrow, run.tokenizer.vocab_size if run is not None else 27,
                     _chart_caption(book, settings))
     if run is not None:
         _metrics(run)
@@ -253,29 +253,23 @@ LOSS_ROWS_KEY = "train.loss_rows"  # session state: the chart's last rows, their
 
 
 def _loss_rows(shown: list[runs.Run]):
-    """The chart's rows for the runs `shown`, the same DataFrame until one of them moves on.
+    """The chart's rows for the runs `shown` and their Arrow bytes, the same until one run moves on.
 
     A trainer's page ticks every second, but with other runs sharing the server it trains a slice
-    only every 20 s or so; the ticks between redraw the same rows, so the rows and their Arrow
+    only every 10 s or so; the ticks between redraw the same rows, so the rows and their Arrow
     bytes are made once per change, not once per tick. The runs' own tables (runs.run_frame, a new
     DataFrame whenever a run moves on) are held here, so their ids name them exactly."""
     parts = [runs.run_frame(r) for r in shown]
     made_from = tuple((r.run_id, r.label, id(part)) for r, part in zip(shown, parts))
     kept = st.session_state.get(LOSS_ROWS_KEY)
-    if kept is not None and kept[0] == made_from:
-        return kept[2]
-    frame = runs.loss_frame(shown)
-    st.session_state[LOSS_ROWS_KEY] = (made_from, parts, frame, dataframe_util.convert_anything_to_arrow_bytes(frame))
-    return frame
+    if kept is None or kept[0] != made_from:
+        frame = runs.loss_frame(shown)
+        kept = st.session_state[LOSS_ROWS_KEY] = (made_from, parts, frame,
+                                                  dataframe_util.convert_anything_to_arrow_bytes(frame))
+    return kept[2], kept[3]
 
 
-def _loss_arrow(frame) -> bytes | object:
-    """The Arrow bytes of `frame` when it is the kept one (see _loss_rows), else the frame itself."""
-    kept = st.session_state.get(LOSS_ROWS_KEY)
-    return kept[3] if kept is not None and kept[2] is frame else frame
-
-
-def _loss_chart(frame, vocab_size: int, caption: str) -> None:
+def _loss_chart(frame, arrow: bytes, vocab_size: int, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
     lecture = state.lecture_mode()
@@ -283,7 +277,7 @@ def _loss_chart(frame, vocab_size: int, caption: str) -> None:
                                            lecture=lecture)
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
     spec = {**spec, "data": {"name": "loss_rows"},
-            "datasets": {**spec.get("datasets", {}), "loss_rows": _loss_arrow(frame)}}
+            "datasets": {**spec.get("datasets", {}), "loss_rows": arrow}}
     st.vega_lite_chart(spec={**spec, "description": viz.description("Names GPT: loss", caption)},
                        width="content")
     st.caption(caption)
