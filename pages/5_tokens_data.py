@@ -131,7 +131,8 @@ with c3:
                        help="Windows per batch (the lesson uses 8); at most the number of windows.")
 with c4:
     state.number_field(settings, "seed", prefix=PREFIX, label="Shuffle seed",
-                       help="Seeds the shuffle (a private torch.Generator) and the embedding tables.")
+                       help="Seeds the shuffle (a private torch.Generator). The embedding tables below keep "
+                            f"the book's seed, {tokens_data.EMBEDDING_SEED}: a new shuffle, the same vectors.")
 with c5:
     st.write("")
     state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
@@ -234,8 +235,9 @@ if view is not None:
         right.dataframe(y.numpy(), width="stretch")
 
         output_dim = settings.output_dim
-        token_rows = tokens_cache.rows_for(view, x, output_dim, vs.seed)
-        steps = tokens_data.embed_batch(x, token_rows, tokens_cache.pos_table(output_dim, vs.seed))
+        init_seed = tokens_data.EMBEDDING_SEED  # the layers' seed, not the shuffle's
+        token_rows = tokens_cache.rows_for(view, x, output_dim, init_seed)
+        steps = tokens_data.embed_batch(x, token_rows, tokens_cache.pos_table(output_dim, init_seed))
         st.subheader("Shapes, step by step")
         st.table(steps.shape_rows().set_index("step"))
         st.markdown(
@@ -277,7 +279,7 @@ if view is not None:
                             ("tokens-heatmap", values, list(labels), list(dim_labels), cell, domain),
                             name=name,
                             caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
-                                     f"of {output_dim}; N(0, 1) init, seed {vs.seed}."),
+                                     f"of {output_dim}; N(0, 1) init, seed {init_seed}."),
                             key=f"{PREFIX}.{name}")
         with grid[3]:
             st.markdown(

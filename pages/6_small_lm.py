@@ -113,8 +113,11 @@ st.markdown(
 race: small_lm.SmallLMRace | None = ss.get(RACE_KEY)
 wanted = settings.race_config()
 if corpus_ok and (race is None or (race.step == 0 and (race.text, race.config) != (text, wanted))):
-    with friendly_errors("the models"):
-        race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
+    # a new batch size or learning rate is taken by the untrained race as it is (nothing built
+    # depends on them); anything else builds new models
+    if race is None or race.text != text or not race.adopt(wanted):
+        with friendly_errors("the models"):
+            race = ss[RACE_KEY] = small_lm.SmallLMRace(text, wanted)
 
 
 def _start() -> None:

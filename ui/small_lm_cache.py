@@ -13,9 +13,11 @@ from core.lessons import small_lm
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def _untrained_sample(text: str, config: small_lm.RaceConfig, name: str, n_chars: int, prompt: str,
+def _untrained_sample(text: str, untrained_key: tuple, name: str, n_chars: int, prompt: str,
                       temperature: float, _race: small_lm.SmallLMRace) -> str:
-    return _race.generate(name, n_chars, prompt, temperature, seed=config.seed)
+    # keyed by what fixes the untrained models (RaceConfig.untrained_key), not the whole config:
+    # a batch size or learning rate tried before Start draws the same text
+    return _race.generate(name, n_chars, prompt, temperature, seed=_race.config.seed)
 
 
 def sample_text(race_: small_lm.SmallLMRace, name: str, n_chars: int, prompt: str,
@@ -25,5 +27,5 @@ def sample_text(race_: small_lm.SmallLMRace, name: str, n_chars: int, prompt: st
     of every student's session drawing the same 3 x 160 characters again; the race keeps what it
     was given, so its next reruns do not even look the text up."""
     return race_.generate(name, n_chars, prompt, temperature, seed=race_.config.seed,
-                          untrained=lambda: _untrained_sample(race_.text, race_.config, name, n_chars,
+                          untrained=lambda: _untrained_sample(race_.text, race_.config.untrained_key(), name, n_chars,
                                                               prompt, temperature, race_))

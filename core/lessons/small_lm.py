@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable, ContextManager, Sequence
 
 import numpy as np
@@ -99,6 +99,13 @@ class RaceConfig:
     eval_batches: int = 4  # batches per split per evaluation
     eval_batch_size: int = 64  # blocks per evaluation batch
 
+    # read only once training starts: an untrained race is the same with any values of these
+    TRAINING_ONLY = ("batch_size", "lr", "eval_every")
+
+    def untrained_key(self) -> tuple:
+        """What fixes the untrained race (its models, evaluation batches and samples)."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name not in self.TRAINING_ONLY)
+
 
 class SmallLMRace(SteppedTraining):
     """Three models trained side by side on the same batches of one character corpus.
@@ -146,6 +153,17 @@ class SmallLMRace(SteppedTraining):
         self.lock = threading.Lock()  # held while a slice trains; ui.live holds it while drawing
         self._samples: dict[tuple, str] = {}
         self._record_eval()
+
+    def adopt(self, config: RaceConfig) -> bool:
+        """Take `config` in place of the race's own if that changes nothing built so far (an
+        untrained race, and only training settings differ); False when the race must be rebuilt.
+        Why: a student trying batch sizes and learning rates before pressing Start rebuilt the
+        three models and evaluated them again (16 batches) for each value."""
+        if self.step != 0 or self._optimizers is not None or \
+                config.untrained_key() != self.config.untrained_key():
+            return False
+        self.config = config
+        return True
 
     # ---------------------------------------------------------------- training
     @property

@@ -251,6 +251,21 @@ def test_own_corpus_stays_out_of_the_link():
     assert params == {"corpus": "own"}
 
 
+def test_batch_size_and_learning_rate_keep_the_untrained_models():
+    at = fresh()
+    race = at.session_state["small_lm.race"]
+    before = samples(at)
+    at.slider(key=key("batch_size")).set_value(16).run()
+    at.select_slider(key=key("lr")).set_value(0.003).run()
+    assert at.session_state["small_lm.race"] is race  # not rebuilt, not evaluated again
+    assert (race.config.batch_size, race.config.lr) == (16, 0.003)
+    assert samples(at) == before
+    assert "Adam lr 0.003" in " ".join(c.value for c in at.caption)
+    at.slider(key=key("head_size")).set_value(8).run()
+    assert at.session_state["small_lm.race"] is not race  # new models
+    assert_no_exception(at)
+
+
 def test_model_and_sampling_controls():
     at = fresh()
     at.slider(key=key("batch_size")).set_value(16).run()

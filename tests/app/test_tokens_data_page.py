@@ -73,6 +73,25 @@ def test_window_controls_change_counts():
     assert_no_exception(at)
 
 
+def test_the_shuffle_seed_leaves_the_embedding_tables_alone():
+    # the book builds its layers once (torch.manual_seed(123)); the loader's shuffle does not touch
+    # them, so a new shuffle seed shows the same vectors (and draws no new table)
+    at = fresh()
+    at.checkbox(key=key("shuffle")).uncheck().run()  # the same batch whatever the seed
+    heatmaps = [c.proto.spec for c in charts(at)[1:]]
+    at.text_input(key=key("seed")).input("7").run()
+    assert [c.proto.spec for c in charts(at)[1:]] == heatmaps
+    assert f"seed {tokens_data.EMBEDDING_SEED}." in " ".join(c.value for c in at.caption)
+    # and the numbers are the table the book's seed makes
+    rows = at.session_state["tokens.good_view"]
+    x, _ = rows.batch(0)
+    table = tokens_data.seeded_embedding(tokens_data.GPT2_N_VOCAB, 256, tokens_data.EMBEDDING_SEED)
+    first = tokens_data.embed_batch(x, table, tokens_data.seeded_embedding(1024, 256, tokens_data.EMBEDDING_SEED + 1))
+    shown = " ".join(m.value for m in at.markdown)
+    assert f"token {first.token_embeddings[0, 0, 0].item():+.2f} + position" in shown
+    assert_no_exception(at)
+
+
 def window_cells(at) -> pd.DataFrame:
     """The table behind the sliding-window drawing (the page's first chart)."""
     (ds,) = charts(at)[0].proto.datasets

@@ -359,6 +359,26 @@ def test_untrained_races_of_the_same_settings_sample_the_same_text(one_thread):
     assert first.generate("bigram", 20, untrained=lambda: "given") != "given"
 
 
+def test_an_untrained_race_adopts_new_training_settings_as_if_built_with_them(one_thread):
+    # the page keeps the untrained race when only the batch size or the learning rate moves
+    text = texts.builtin_text("pangram")
+    wanted = small_lm.RaceConfig(batch_size=16, lr=0.003, eval_every=5)
+    race = small_lm.SmallLMRace(text, small_lm.RaceConfig(eval_every=5))
+    first_sample = race.generate("attention", 40, "", 1.0, seed=race.config.seed)
+    assert race.adopt(wanted) and race.config == wanted
+    assert race.generate("attention", 40, "", 1.0, seed=race.config.seed) == first_sample
+    built = small_lm.SmallLMRace(text, wanted)
+    race.advance(None, n_steps=7)
+    built.advance(None, n_steps=7)
+    assert race.history == built.history  # the same batches of 16, the same Adam at 0.003
+    # once trained, or when the models themselves would differ, the race is rebuilt instead
+    assert not race.adopt(small_lm.RaceConfig(batch_size=8, eval_every=5))
+    fresh = small_lm.SmallLMRace(text, small_lm.RaceConfig())
+    for other in (small_lm.RaceConfig(seed=2), small_lm.RaceConfig(n_embd=24), small_lm.RaceConfig(block_size=4),
+                  small_lm.RaceConfig(head_size=8), small_lm.RaceConfig(eval_batches=2)):
+        assert not fresh.adopt(other) and fresh.config == small_lm.RaceConfig()
+
+
 def test_race_starts_near_uniform_and_time_budget_still_steps(one_thread):
     race = small_lm.SmallLMRace(texts.builtin_text("pangram"))
     v = race.tokenizer.vocab_size
