@@ -15,6 +15,12 @@ Settings (environment variables, read once at import):
 - ATTENTION_LAB_MAX_PARAMS        cap on model parameters (default 5_000_000, hosted 400_000)
 - ATTENTION_LAB_TRAIN_SHARE       most of the wall time training slices may take together, per slot
                                   (default 1.0 = no limit; hosted 0.25)
+- ATTENTION_LAB_CPU_CEILING       of one core, the most the server should use: while the rest of the
+                                  server (pages, sessions) uses more than the ceiling minus the
+                                  training share, training rests longer, down to ATTENTION_LAB_TRAIN_FLOOR
+                                  (default 1.0 = off; hosted 0.55; see ServerLoad)
+- ATTENTION_LAB_TRAIN_FLOOR       the least share training keeps however busy the pages are
+                                  (default and hosted 0.08)
 - ATTENTION_LAB_BUSY_PAGE_RUNS    training slices wait while this many page runs are in progress
                                   (default 0 = never; hosted 3)
 - ATTENTION_LAB_PAGE_RUNS_AT_ONCE whole-page runs at the same moment, the rest wait their turn
@@ -75,6 +81,8 @@ class Limits:
     max_params: int       # largest model, in parameters
     tick_s: float = 0.5   # the Train page redraws (and trains a slice) this often while a run trains
     train_share: float = 1.0  # most of the wall time training may take per slot (1.0 = no limit)
+    cpu_ceiling: float = 1.0  # the server's most CPU (of one core) before training gives way (1.0 = off)
+    train_floor: float = 0.08  # the least share training keeps when it gives way
     busy_page_runs: int = 0  # training waits while this many page runs are in progress (0 = never)
     page_runs_at_once: int = 0  # whole-page runs that may run at the same moment (0 = no limit)
 
@@ -107,6 +115,10 @@ def load_limits() -> Limits:
         # hosted: a redraw a second, not two: each redraw costs the student's browser a chart render
         tick_s=1.0 if hosted else 0.5,
         train_share=_env_share("ATTENTION_LAB_TRAIN_SHARE", HOSTED_TRAIN_SHARE if hosted else 1.0),
+        # hosted: headroom. The pages' clicks cannot wait; training can. When the rest of the
+        # server uses more than the ceiling minus training's share, training rests longer.
+        cpu_ceiling=_env_share("ATTENTION_LAB_CPU_CEILING", HOSTED_CPU_CEILING if hosted else 1.0),
+        train_floor=_env_share("ATTENTION_LAB_TRAIN_FLOOR", TRAIN_FLOOR),
         # hosted: pages first. When a class moves at once (the lecturer's next step, a reveal),
         # 60 page runs queue on the core; a training slice then waits until they are through.
         busy_page_runs=_env_int("ATTENTION_LAB_BUSY_PAGE_RUNS", HOSTED_BUSY_PAGE_RUNS if hosted else 0, least=0),
@@ -117,6 +129,8 @@ def load_limits() -> Limits:
 
 
 HOSTED_TRAIN_SHARE = 0.25  # training's most share of the server's time when hosted (see the docstring)
+HOSTED_CPU_CEILING = 0.55  # hosted: the server's CPU (of one core) above which training gives way
+TRAIN_FLOOR = 0.08  # the least share training keeps when it gives way (every run still advances)
 HOSTED_BUSY_PAGE_RUNS = 3  # hosted: page runs in progress at which training slices wait
 HOSTED_PAGE_RUNS_AT_ONCE = 2  # hosted: page runs at the same moment (2: one may wait on the database)
 
@@ -250,6 +264,53 @@ def check_run_size(n_params: int, max_steps: int, limits: Limits = LIMITS) -> li
     return problems
 
 
+class ServerLoad:
+    """How much of one core this process used lately, training excluded (the pages, the sessions,
+    the websocket): the load training must leave room for.
+
+    Why: a share caps training, but the pages' load is what varies. A 10-minute class of 60 on one
+    core (benchmarks/student_sim.py) used 0.66-0.69 of the core with a 25% training share; the
+    pages alone were ~0.55. On a slower core the same clicks cost more, and the headroom that keeps
+    answers within a second is what goes. Training is the one part of the load that can wait, so
+    it takes what the pages leave under a ceiling: `allowed(share)` is the training share to use
+    now, between `floor` and `share`.
+
+    Read from `time.process_time()` (all threads of the process) at the end of each slice, against
+    the training seconds noted so far, over the last `window_s` seconds.
+    """
+
+    def __init__(self, ceiling: float = 1.0, floor: float = TRAIN_FLOOR, window_s: float = 20.0,
+                 clock: Callable[[], float] = time.monotonic,
+                 process_clock: Callable[[], float] = time.process_time) -> None:
+        self.ceiling, self.floor, self.window_s = ceiling, floor, window_s
+        self.clock, self.process_clock = clock, process_clock
+        self._training_s = 0.0  # training CPU seconds noted so far
+        self._samples: collections.deque[tuple[float, float, float]] = collections.deque()
+        self._samples.append((clock(), process_clock(), 0.0))  # (wall, process CPU, training CPU)
+
+    def note_training(self, cpu_s: float) -> None:
+        """A slice ended, having used `cpu_s` seconds of CPU (callers hold their own lock)."""
+        self._training_s += cpu_s
+        now = self.clock()
+        self._samples.append((now, self.process_clock(), self._training_s))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= self.window_s:
+            self._samples.popleft()  # keep one sample at least window_s old as the base
+
+    def others(self) -> float:
+        """The share of one core the rest of the process used since the window's first sample."""
+        t0, cpu0, train0 = self._samples[0]
+        t1, cpu1, train1 = self._samples[-1]
+        if t1 - t0 < 1.0:
+            return 0.0  # too short to tell
+        return max(0.0, (cpu1 - cpu0) - (train1 - train0)) / (t1 - t0)
+
+    def allowed(self, share: float) -> float:
+        """The training share to use now: `share`, less what the others use above the ceiling."""
+        if self.ceiling >= 1.0:
+            return share
+        return min(share, max(self.floor, self.ceiling - self.others()))
+
+
 class TrainingSlots:
     """A fair, bounded set of training slots with a visible queue.
 
@@ -293,10 +354,13 @@ class TrainingSlots:
 
     def __init__(self, capacity: int, share: float = 1.0, busy_page_runs: int = 0,
                  page_runs: Callable[[], int] = lambda: PAGE_RUNS.now,
-                 work_clock: Callable[[], float] = time.thread_time) -> None:
+                 work_clock: Callable[[], float] = time.thread_time,
+                 load: ServerLoad | None = None) -> None:
         self.capacity = capacity
+        self.load = load or ServerLoad()  # the rest of the server's CPU: training gives way above a ceiling
         self.work_clock = work_clock  # what a slice costs its owner: this thread's CPU seconds
         self.share = share  # most of the wall time slices may take, per slot
+        self.last_share = share  # the share the last slice's rest used (lowered while pages are busy)
         self.busy_page_runs = busy_page_runs  # 0: training never waits for the pages
         self.page_runs = page_runs
         self._next_free = 0.0  # monotonic time before which no new slice starts (the share's rest)
@@ -351,6 +415,13 @@ class TrainingSlots:
         """How many other runs asked for a slot in the last SHARING_S seconds (train beside this one)."""
         with self._lock:
             return len([o for o in self._recent(time.monotonic(), self.SHARING_S) if o != owner])
+
+    def giving_way(self) -> float | None:
+        """The share training has now if it is below its usual one (the class's pages come
+        first, ServerLoad); None when it has its usual share."""
+        with self._lock:
+            share = self.load.allowed(self.share)
+        return share if share < self.share else None
 
     def _grace_ends(self) -> float:
         return max(self._free_since, self._next_free) + self.GRACE_S
@@ -411,14 +482,18 @@ class TrainingSlots:
                     self._usage[owner] = (self._usage_at(owner, now) + work, now)
                     self._last_seen[owner] = now
                     self._free_since = self._last_slice[owner] = now
+                    self.load.note_training(work)
                     self._rest_after(now - started)
                     self._lock.notify_all()
 
     def _rest_after(self, busy_s: float) -> None:
-        """Keep training within its share: a slice of busy_s seconds is followed by a rest."""
-        if self.share >= 1.0:
+        """Keep training within its share: a slice of busy_s seconds is followed by a rest. The
+        share is lowered while the rest of the server is busy (ServerLoad)."""
+        share = self.load.allowed(self.share)
+        self.last_share = share
+        if share >= 1.0:
             return
-        rest = busy_s * (1.0 / self.share - 1.0) / self.capacity
+        rest = busy_s * (1.0 / share - 1.0) / self.capacity
         self._next_free = max(self._next_free, time.monotonic() + rest)
 
     def leave(self, owner: str) -> None:
@@ -434,4 +509,5 @@ class TrainingSlots:
             return len(self._running)
 
 
-SLOTS = TrainingSlots(LIMITS.max_concurrent, LIMITS.train_share, LIMITS.busy_page_runs)
+SLOTS = TrainingSlots(LIMITS.max_concurrent, LIMITS.train_share, LIMITS.busy_page_runs,
+                      load=ServerLoad(LIMITS.cpu_ceiling, LIMITS.train_floor))

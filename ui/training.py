@@ -323,9 +323,16 @@ def _fmt_seconds(seconds: float | None) -> str:
 
 def _sharing_words(run: runs.Run) -> str:
     """' · sharing the server with N other runs' while other sessions train too (each gets a fair
-    turn, core.budget.TrainingSlots), so a slower steps/s is explained where it is shown."""
-    others = budget.SLOTS.sharing(session_owner()) if run.active else 0
-    return f" · sharing the server with {others} other run{'s' if others > 1 else ''}" if others else ""
+    turn, core.budget.TrainingSlots), and ' · the class's pages come first' while training gives way
+    to a busy server (core.budget.ServerLoad): a slower steps/s is explained where it is shown."""
+    if not run.active:
+        return ""
+    others = budget.SLOTS.sharing(session_owner())
+    words = f" · sharing the server with {others} other run{'s' if others > 1 else ''}" if others else ""
+    slowed = budget.SLOTS.giving_way()
+    if slowed is not None:  # the class's clicks come first (core.budget.ServerLoad)
+        words += f" · the class's pages come first: training has {slowed:.0%} of the server"
+    return words
 
 
 def _progress(run: runs.Run) -> None:

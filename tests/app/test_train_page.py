@@ -327,6 +327,20 @@ def test_the_status_line_says_when_other_runs_share_the_server(monkeypatch):
     assert sharing() == 1
 
 
+def test_the_status_line_says_when_training_gives_way_to_a_busy_class(monkeypatch):
+    clocks = {"wall": 0.0, "cpu": 0.0}
+    load = budget.ServerLoad(ceiling=0.55, clock=lambda: clocks["wall"], process_clock=lambda: clocks["cpu"])
+    monkeypatch.setattr(budget, "SLOTS", budget.TrainingSlots(budget.SLOTS.capacity, 0.25, load=load))
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    assert "pages come first" not in at.get("progress")[0].proto.text
+    clocks["wall"], clocks["cpu"] = 30.0, 15.0  # the rest of the server used half the core
+    load.note_training(0.0)
+    at.run()
+    assert_no_exception(at)
+    assert "the class's pages come first: training has 8% of the server" in at.get("progress")[0].proto.text
+
+
 # ------------------------------------------------------------------------------ one source of settings
 
 

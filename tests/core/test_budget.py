@@ -158,6 +158,76 @@ def test_runs_whose_slices_get_less_of_the_core_get_more_slices():
     assert done["third"] >= 0.7 * done["full"], done
 
 
+class _Clocks:
+    """A wall clock and a process CPU clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = 0.0, 0.0
+
+    def run(self, wall_s: float, cpu_s: float) -> None:
+        self.wall += wall_s
+        self.cpu += cpu_s
+
+
+def test_training_gives_way_to_a_busy_server_down_to_its_floor():
+    clocks = _Clocks()
+    load = budget.ServerLoad(ceiling=0.55, floor=0.08, window_s=20.0,
+                             clock=lambda: clocks.wall, process_clock=lambda: clocks.cpu)
+    assert load.allowed(0.25) == 0.25  # nothing measured yet
+    # a quiet class: the pages use 0.2 of the core, training 0.25 of it (0.45 in all)
+    for _ in range(10):
+        clocks.run(2.0, 2.0 * 0.45)
+        load.note_training(2.0 * 0.25)
+    assert load.others() == pytest.approx(0.2)
+    assert load.allowed(0.25) == 0.25  # 0.2 + 0.25 is under the ceiling
+    # the class gets busy: the pages alone use 0.4, so training may have 0.15
+    for _ in range(10):
+        clocks.run(2.0, 2.0 * 0.6)
+        load.note_training(2.0 * 0.2)
+    assert load.others() == pytest.approx(0.4)  # the last 20 s only; training's own CPU left out
+    assert load.allowed(0.25) == pytest.approx(0.15)
+    # the pages alone are over the ceiling: training keeps its floor, every run still advances
+    for _ in range(10):
+        clocks.run(2.0, 2.0 * 0.7)
+        load.note_training(2.0 * 0.05)
+    assert load.allowed(0.25) == pytest.approx(0.08)
+    assert budget.ServerLoad(ceiling=1.0).allowed(0.25) == 0.25  # off
+
+
+def test_a_busy_server_rests_the_slot_longer():
+    clocks = _Clocks()
+    load = budget.ServerLoad(ceiling=0.55, window_s=20.0, clock=lambda: clocks.wall,
+                             process_clock=lambda: clocks.cpu)
+    slots = budget.TrainingSlots(1, share=0.25, load=load, work_clock=lambda: 0.0)
+
+    def rest_after_a_slice(slice_s: float) -> float:
+        slots._next_free = 0.0
+        with slots._lock:
+            slots._rest_after(slice_s)
+        return slots._next_free - time.monotonic()
+
+    assert rest_after_a_slice(0.4) == pytest.approx(0.4 * 3, abs=0.05)  # 25%: rest 3x the slice
+    assert slots.last_share == 0.25 and slots.giving_way() is None
+    clocks.run(10.0, 10.0 * 0.5)  # the pages use half the core: training may have 0.05 -> floor
+    slots._next_free = 0.0
+    with slots.slot("a") as got:  # the slice's end notes its training time and reads the load
+        assert got
+    assert load.others() == pytest.approx(0.5)
+    assert rest_after_a_slice(0.4) == pytest.approx(0.4 * (1 / budget.TRAIN_FLOOR - 1), abs=0.05)
+    assert slots.last_share == budget.TRAIN_FLOOR == slots.giving_way()
+
+
+def test_the_cpu_ceiling_is_on_when_hosted(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    monkeypatch.delenv("ATTENTION_LAB_CPU_CEILING", raising=False)
+    assert budget.load_limits().cpu_ceiling == budget.HOSTED_CPU_CEILING
+    monkeypatch.setenv("ATTENTION_LAB_CPU_CEILING", "0.7")
+    assert budget.load_limits().cpu_ceiling == 0.7
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "0")
+    monkeypatch.delenv("ATTENTION_LAB_CPU_CEILING")
+    assert budget.load_limits().cpu_ceiling == 1.0
+
+
 def test_sharing_counts_the_other_runs_that_asked_lately():
     slots = budget.TrainingSlots(1)
     for owner in ("a", "b", "c"):
