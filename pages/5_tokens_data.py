@@ -64,7 +64,7 @@ state.bound(st.toggle, f"Read {END_OF_TEXT} as one special token", settings, "al
             "(allowed_special={'<|endoftext|>'}). Off: it is split like ordinary text.")
 with friendly_errors("the tokens"):
     summary = tokens_cache.token_summary(text, settings.allow_special)
-    bpe_html, chars_html, char_vocab = tokens_cache.chips_panels(text, settings.allow_special, lecture)
+    char_vocab = tokens_cache.chips_panels(text, settings.allow_special, lecture)[2]
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters", f"{summary.n_chars:,}")
     m2.metric("Character vocabulary |V|", f"{char_vocab:,}")
@@ -74,12 +74,12 @@ with friendly_errors("the tokens"):
     left, right = st.columns(2)
     with left:
         st.subheader(f"GPT-2 BPE · {summary.n_bpe:,} tokens")
-        st.html(bpe_html)
+        tokens_cache.chips_element(text, settings.allow_special, lecture, "bpe")
         st.caption(f"Vocabulary of {GPT2_N_VOCAB:,} ids; ␣ marks a space that belongs to the token. "
                    f"Encoding loaded offline from the {gpt2_source().split(' (')[0]}.")
     with right:
         st.subheader(f"Characters · {summary.n_chars:,} tokens")
-        st.html(chars_html)
+        tokens_cache.chips_element(text, settings.allow_special, lecture, "chars")
         st.caption(f"One id per character, vocabulary of {char_vocab} (sorted; “.” is always id 0 "
                    "in this project's tokenizer, because the names GPT uses it as start/end).")
 

@@ -37,6 +37,15 @@ def chips_panels(text: str, allow_special: bool, lecture: bool) -> tuple[str, st
     return bpe_html, char_html, char_tokenizer.vocab_size
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def chips_element(text: str, allow_special: bool, lecture: bool, which: str) -> None:
+    # st.html cleans its body on every call (textwrap.dedent over the ~250 chips' HTML, and a scan
+    # for style tags): py-spy put that at a twentieth of this page's time in a 10-minute class.
+    # Drawn inside a cached function, the finished element is replayed (as windows_table).
+    bpe_html, char_html, _ = chips_panels(text, allow_special, lecture)
+    st.html(bpe_html if which == "bpe" else char_html)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def loader_view(text: str, settings: tokens_data.TokensDataSettings) -> tokens_data.LoaderView:
     # The whole text is tokenized and windowed here: once per text and settings, not per click.

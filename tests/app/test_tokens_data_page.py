@@ -92,6 +92,32 @@ def test_the_shuffle_seed_leaves_the_embedding_tables_alone():
     assert_no_exception(at)
 
 
+def test_the_chips_are_drawn_once_and_replayed(monkeypatch):
+    # st.html cleans its ~250 chips' HTML on every call: the page draws them in a cached function
+    # (ui.tokens_cache.chips_element), whose element Streamlit replays on the next runs
+    import streamlit as st
+
+    from ui import tokens_cache
+
+    calls = []
+    real = st.html
+    def counting(body, **kw):
+        if "<style>" not in body[:20]:  # the app's style block is drawn by st.html too
+            calls.append(body)
+        return real(body, **kw)
+
+    monkeypatch.setattr(st, "html", counting)
+    tokens_cache.chips_element.clear()
+    at = fresh()
+    first = html(at)
+    at.run()
+    assert len(calls) == 2  # the BPE panel and the character panel, once each
+    assert html(at) == first and "_language" in first.replace("␣", "_")
+    at.toggle(key=key("allow_special")).set_value(False).run()  # other tokens: drawn anew
+    assert len(calls) == 4 and html(at) != first
+    assert_no_exception(at)
+
+
 def window_cells(at) -> pd.DataFrame:
     """The table behind the sliding-window drawing (the page's first chart)."""
     (ds,) = charts(at)[0].proto.datasets
