@@ -360,7 +360,6 @@ class TrainingSlots:
         self.load = load or ServerLoad()  # the rest of the server's CPU: training gives way above a ceiling
         self.work_clock = work_clock  # what a slice costs its owner: this thread's CPU seconds
         self.share = share  # most of the wall time slices may take, per slot
-        self.last_share = share  # the share the last slice's rest used (lowered while pages are busy)
         self.busy_page_runs = busy_page_runs  # 0: training never waits for the pages
         self.page_runs = page_runs
         self._next_free = 0.0  # monotonic time before which no new slice starts (the share's rest)
@@ -490,7 +489,6 @@ class TrainingSlots:
         """Keep training within its share: a slice of busy_s seconds is followed by a rest. The
         share is lowered while the rest of the server is busy (ServerLoad)."""
         share = self.load.allowed(self.share)
-        self.last_share = share
         if share >= 1.0:
             return
         rest = busy_s * (1.0 / share - 1.0) / self.capacity

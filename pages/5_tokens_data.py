@@ -64,7 +64,7 @@ state.bound(st.toggle, f"Read {END_OF_TEXT} as one special token", settings, "al
             "(allowed_special={'<|endoftext|>'}). Off: it is split like ordinary text.")
 with friendly_errors("the tokens"):
     summary = tokens_cache.token_summary(text, settings.allow_special)
-    char_vocab = tokens_cache.chips_panels(text, settings.allow_special, lecture)[2]
+    char_vocab = summary.char_vocab_size
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters", f"{summary.n_chars:,}")
     m2.metric("Character vocabulary |V|", f"{char_vocab:,}")
