@@ -161,9 +161,10 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
     if race_.error:
         st.error(f"Training stopped: {race_.error}", icon=":material/block:")
     latest, floor = race_.latest(), race_.bigram_floor()
-    show_model_chart(race_, lambda: lesson_charts.race_loss_chart(race_.history_frame(), floor=floor,
-                                                                  lecture=lecture),
-                ("race_loss", race_.history, floor),
+    show_model_chart(race_, lambda: lesson_charts.race_loss_chart(
+                         race_.history_frame(), floor=floor, lecture=lecture,
+                         min_steps=race_.config.eval_every),
+                ("race_loss", race_.history, floor, race_.config.eval_every),
                 name="bigram vs self-attention loss",
                 caption=(f"Mean cross-entropy on {race_.config.eval_batches}×"
                          f"{race_.config.eval_batch_size} fixed blocks of each split, every "

@@ -87,15 +87,25 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
 
 @fast_build
 def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lecture: bool = False,
-                    width: int = 640, height: int = 340) -> alt.TopLevelMixin:
+                    width: int = 640, height: int = 340, min_steps: int = 1) -> alt.TopLevelMixin:
     """Train (dashed) and val (solid) loss of every model against the step; the bigram floor dotted
-    (`core.lessons.small_lm.SmallLMRace.history_frame` and `bigram_floor`)."""
+    (`core.lessons.small_lm.SmallLMRace.history_frame` and `bigram_floor`).
+
+    Before the second evaluation each line is one point, which a line mark does not draw: the
+    evaluations are then drawn as points, and the step axis spans at least `min_steps` (e.g. the
+    evaluation interval) so that it reads 0 … min_steps instead of one tick at 0.000000."""
     rule = None
     if floor is not None and math.isfinite(floor):
         rule = (floor, f"best possible bigram (train): {floor:.3f}")
+    steps = history["step"] if "step" in history else pd.Series(dtype=float)
+    few_points = steps.nunique() < 2
     chart = viz.line_chart(history, x="step", y="loss", series="model", dash="split",
                            x_title="training step", y_title="loss (nats / character)",
-                           lecture=lecture, width=width, height=height, rule=rule)
+                           lecture=lecture, width=width, height=height, rule=rule,
+                           points=few_points)
+    last_step = float(steps.max()) if len(steps) else 0.0
+    x_scale = (alt.Scale(domain=[0, max(min_steps, 1)]) if last_step < min_steps
+               else alt.Scale(domainMin=0))
     # the models in the lesson's order, and validation solid (the number that matters), train dashed
     lines = (chart.layer[0] if rule else chart).encode(
         color=alt.Color("model:N", scale=alt.Scale(domain=list(MODEL_LABELS.values()),
@@ -104,7 +114,9 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
         strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=["val", "train"],
                                                              range=[[1, 0], [6, 4]]),
                                   title=None, legend=alt.Legend(orient="top")),
-        y=alt.Y("loss:Q", title="loss (nats / character)", scale=alt.Scale(zero=True)))
+        y=alt.Y("loss:Q", title="loss (nats / character)", scale=alt.Scale(zero=True)),
+        x=alt.X("step:Q", title="training step", scale=x_scale,
+                axis=alt.Axis(format=",d", tickMinStep=1)))
     if not rule:
         return lines
     chart.layer[0] = lines

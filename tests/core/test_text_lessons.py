@@ -441,6 +441,23 @@ def test_race_loss_chart_has_every_series(one_thread):
     assert {v["split"] for v in values} == {"train", "val"}
 
 
+def test_race_loss_chart_before_training_draws_points_on_a_readable_axis(one_thread):
+    # one evaluation per line: a line mark draws nothing, and a step axis from 0 to 0 read 0.000000
+    race = small_lm.SmallLMRace(texts.builtin_text("essay"), small_lm.RaceConfig(eval_every=50))
+    chart = lesson_charts.race_loss_chart(race.history_frame(), floor=race.bigram_floor(),
+                                          min_steps=50).to_dict()
+    lines = chart["layer"][0]
+    assert lines["mark"]["point"] is True
+    x = lines["encoding"]["x"]
+    assert x["scale"]["domain"] == [0, 50] and x["axis"]["format"] == ",d"
+    race.advance(None, n_steps=100)  # evaluated at 0, 50, 100: lines, and the axis follows them
+    chart = lesson_charts.race_loss_chart(race.history_frame(), floor=race.bigram_floor(),
+                                          min_steps=50).to_dict()
+    lines = chart["layer"][0]
+    assert lines["mark"].get("point") in (None, False)
+    assert "domain" not in lines["encoding"]["x"]["scale"]
+
+
 # ---------------------------------------------------------------- cross-entropy by hand
 def test_cross_entropy_by_hand_matches_the_slide():
     steps = small_lm.cross_entropy_by_hand([0.1, 0.5, 0.2, 0.1], 1)
