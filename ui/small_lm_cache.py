@@ -25,7 +25,8 @@ def sample_text(race_: small_lm.SmallLMRace, name: str, n_chars: int, prompt: st
     """Model `name`'s sample. Before training the models are fixed by the corpus and the settings
     alone (their seed, and the sampling seed), so the class shares one sample per setting instead
     of every student's session drawing the same 3 x 160 characters again; the race keeps what it
-    was given, so its next reruns do not even look the text up."""
+    was given, so its next reruns do not even look the text up. The race asks for whole chunks
+    (small_lm.SAMPLE_CHUNK), so a class nudging the length slider shares a few texts."""
     return race_.generate(name, n_chars, prompt, temperature, seed=race_.config.seed,
-                          untrained=lambda: _untrained_sample(race_.text, race_.config.untrained_key(), name, n_chars,
-                                                              prompt, temperature, race_))
+                          untrained=lambda drawn: _untrained_sample(race_.text, race_.config.untrained_key(),
+                                                                    name, drawn, prompt, temperature, race_))

@@ -71,6 +71,7 @@ MODEL_LABELS = {
 
 
 VAL_FRAC = 0.1  # the slides' 90/10 split by position
+SAMPLE_CHUNK = 100  # characters: samples are drawn in whole chunks and cut (SmallLMRace.generate)
 
 
 def check_corpus(text: str, block_size: int) -> None:
@@ -151,7 +152,7 @@ class SmallLMRace(SteppedTraining):
         self.steps_per_advance = steps_per_advance  # at most this many steps per advance (None: no cap)
         self.history: list[dict] = []  # {"step", "model", "split", "loss"}
         self.lock = threading.Lock()  # held while a slice trains; ui.live holds it while drawing
-        self._samples: dict[tuple, str] = {}
+        self._samples: dict[tuple, tuple[int, str]] = {}  # -> (characters drawn, text)
         self._record_eval()
 
     def adopt(self, config: RaceConfig) -> bool:
@@ -267,23 +268,30 @@ class SmallLMRace(SteppedTraining):
         return {name: model.num_params() for name, model in self.models.items()}
 
     def generate(self, name: str, n_chars: int, prompt: str = "", temperature: float = 1.0,
-                 seed: int = 0, *, untrained: Callable[[], str] | None = None) -> str:
+                 seed: int = 0, *, untrained: Callable[[int], str] | None = None) -> str:
         """`prompt` plus `n_chars` characters sampled from model `name` (memoised per step).
 
-        `untrained`, if given, is asked for the text instead while the race has not trained:
-        untrained models depend only on the corpus and the config, so a caller may keep one text
-        per setting for everybody (the page shares them between sessions)."""
-        key = (name, n_chars, prompt, temperature, seed, self.step)
-        if key not in self._samples and untrained is not None and self.step == 0:
-            self._samples[key] = untrained()
-        if key not in self._samples:
-            start = prompt or self.text[0]
-            idx = self.tokenizer.encode_tensor(start)[None, :]  # (1, len(start))
-            generator = torch.Generator().manual_seed(seed)
-            out = generate(self.models[name], idx, n_chars, temperature=temperature,
-                           generator=generator, block_size=self.config.block_size)  # (1, len + n)
-            self._samples[key] = self.tokenizer.decode(out[0])
-        return self._samples[key]
+        Sampling draws one id per character from a generator seeded with `seed`, so a shorter
+        sample is the start of a longer one: the race draws whole chunks of SAMPLE_CHUNK characters
+        and cuts, and the "Characters to generate" slider moved by ten reads what was drawn.
+        `untrained(n)`, if given, is asked for the text of n characters instead while the race
+        has not trained: untrained models depend only on the corpus and the config, so a caller
+        may keep one text per setting for everybody (the page shares them between sessions)."""
+        start = prompt or self.text[0]
+        key = (name, prompt, temperature, seed, self.step)
+        drawn, text = self._samples.get(key, (0, ""))
+        if drawn < n_chars:
+            drawn = -(-n_chars // SAMPLE_CHUNK) * SAMPLE_CHUNK  # n_chars rounded up to whole chunks
+            if untrained is not None and self.step == 0:
+                text = untrained(drawn)
+            else:
+                idx = self.tokenizer.encode_tensor(start)[None, :]  # (1, len(start))
+                generator = torch.Generator().manual_seed(seed)
+                out = generate(self.models[name], idx, drawn, temperature=temperature,
+                               generator=generator, block_size=self.config.block_size)  # (1, len + drawn)
+                text = self.tokenizer.decode(out[0])
+            self._samples[key] = (drawn, text)
+        return text[:len(start) + n_chars]  # one character per id
 
 
 def check_prompt(prompt: str, tokenizer: CharTokenizer) -> str:

@@ -62,7 +62,7 @@ from core.viz.heatmap import heatmap, matrix_frame
 from core.viz.lines import line_chart
 from core.viz.theme import (DEFAULT_PALETTE, HIGHLIGHT, LECTURE_MIN_AXIS_PX, LECTURE_MIN_VALUE_PX,
                             MASKED_GREY, NEG_INF_LABEL, OKABE_ITO, PAD, _fmt, _font_sizes,
-                            diverging_scheme, fast_build, font_sizes, format_value, padded, palette,
+                            diverging_scheme, fast_build, font_sizes, format_value, layered, padded, palette,
                             sequential_scheme, theme_config, themed, unique_labels, vega_spec)
 
 __all__ = [

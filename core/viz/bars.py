@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.viz.theme import fast_build, font_sizes, format_value, palette, unique_labels
+from core.viz.theme import fast_build, font_sizes, format_value, layered, palette, unique_labels
 
 
 @fast_build
@@ -61,7 +61,7 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
         layers.append(base.mark_text(dy=-8, fontSize=max(font, 14) if lecture else font)
                       .encode(text=alt.Text(field="text", type="nominal")))
     width = width or max(240, min(56 * len(names) * (len(series) if grouped else 1), 700))
-    return alt.LayerChart(data=df, layer=layers, title=title, width=width, height=height)
+    return layered(layers, data=df, title=title, width=width, height=height)
 
 
 @fast_build
@@ -87,7 +87,7 @@ def hbar_chart(values, labels: Sequence[str], *, texts: Sequence[str] | None = N
     text = base.mark_text(align="left", dx=4, fontSize=16 if lecture else 12).encode(
         text=alt.Text(field="text", type="nominal"))
     row_px = row_px or (42 if lecture else 32)
-    return alt.LayerChart(data=df, layer=[bars, text], title=title, width=width,
+    return layered([bars, text], data=df, title=title, width=width,
                           height=row_px * len(names))
 
 
@@ -104,4 +104,4 @@ def scatter(df: pd.DataFrame, *, x: str, y: str, label: str, group: str | None =
         color=color, tooltip=[alt.Tooltip(field=label, type="nominal")])
     text = base.mark_text(dx=10, align="left", fontSize=font_sizes(lecture)["text"]).encode(
         text=alt.Text(field=label, type="nominal"))
-    return alt.LayerChart(data=df, layer=[points, text], title=title, width=width, height=height)
+    return layered([points, text], data=df, title=title, width=width, height=height)

@@ -7,7 +7,7 @@ from typing import Sequence
 import altair as alt
 import pandas as pd
 
-from core.viz.theme import fast_build, font_sizes, palette, unique_labels
+from core.viz.theme import fast_build, font_sizes, layered, palette, unique_labels
 
 
 @fast_build
@@ -39,5 +39,5 @@ def poll_chart(labels: Sequence[str], counts: Sequence[int], *, right: Sequence[
     text = base.mark_text(align="left", dx=4, fontSize=font_sizes(lecture)["text"]).encode(
         text=alt.Text(field="text", type="nominal"))
     row_px = 44 if lecture else 30
-    return alt.LayerChart(data=df, layer=[bars, text], title=title, width=width,
+    return layered([bars, text], data=df, title=title, width=width,
                           height=max(row_px * len(names), 60))

@@ -15,7 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.viz.theme import (HIGHLIGHT, LECTURE_MIN_VALUE_PX, MASKED_GREY, diverging_scheme,
+from core.viz.theme import (HIGHLIGHT, LECTURE_MIN_VALUE_PX, MASKED_GREY, diverging_scheme, layered,
                             fast_build, font_sizes, format_value, sequential_scheme, unique_labels)
 
 MAX_CELL = 110  # px: the largest cell `fill_width` makes (a 2x2 matrix should not fill a wall)
@@ -202,9 +202,9 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     # the data sits on the layer chart, not on each layer: Altair would otherwise hash every
     # layer's DataFrame to merge them, the slowest part of building a chart
     if values.ndim == 2:  # everything in the constructor: each later copy deep-copies the layers
-        return alt.LayerChart(data=df, layer=layers, title=title, width=width * n_cols,
+        return layered(layers, data=df, title=title, width=width * n_cols,
                               height=height * n_rows)
-    chart = alt.LayerChart(data=df, layer=layers, width=width * n_cols, height=height * n_rows)
+    chart = layered(layers, data=df, width=width * n_cols, height=height * n_rows)
     return _faceted(chart, df, values.ndim, facet_columns, lecture, title)
 
 

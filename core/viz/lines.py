@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.viz.theme import fast_build, font_sizes, palette
+from core.viz.theme import fast_build, font_sizes, layered, palette
 
 
 @fast_build
@@ -42,5 +42,5 @@ def line_chart(df: pd.DataFrame, *, x: str, y: str, series: str, title: str = ""
                                            fontSize=font_sizes(lecture)["text"] - 1).encode(
         y=alt.Y(field="y", type="quantitative"), x=alt.XValue(4),
         text=alt.Text(field="text", type="nominal"))
-    return alt.LayerChart(data=df, layer=[lines, line, label], title=title, width=width,
+    return layered([lines, line, label], data=df, title=title, width=width,
                           height=height)

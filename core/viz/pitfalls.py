@@ -14,7 +14,7 @@ import pandas as pd
 
 from core import viz
 from core.pitfalls.no_scaling import SCALING_DKS
-from core.viz.theme import fast_build
+from core.viz.theme import fast_build, layered
 from core.viz.training import loss_chart
 
 SCALING_METRICS = ("max weight", "entropy (nats)", "softmax gradient")  # the columns scaling_figure plots
@@ -46,7 +46,7 @@ def row_sums_chart(sums: pd.DataFrame, *, lecture: bool = False, title: str = "R
                             y_title="sum of the row's weights", fmt=".2f", lecture=lecture,
                             width=max(360, 90 * len(queries)), height=260)
     one = alt.Chart(alt.InlineData(values=[{"y": 1.0}])).mark_rule(strokeDash=[6, 4], color="black").encode(y="y:Q")
-    return alt.LayerChart(data=bars.data, layer=[*bars.layer, one], title=title, width=bars.width,
+    return layered([*bars.layer, one], data=bars.data, title=title, width=bars.width,
                           height=bars.height)
 
 

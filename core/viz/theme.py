@@ -177,6 +177,28 @@ def _drop_default_theme(spec: dict) -> None:
         del spec["config"]
 
 
+def layered(layers: Sequence[alt.Chart], **top: Any) -> alt.LayerChart:
+    """`alt.LayerChart(layer=layers, **top)`, the same spec, without Altair's defensive copies.
+
+    LayerChart's constructor deep-copies every layer twice, to lift selection parameters that
+    two layers share up to the top level (Vega-Lite allows a parameter once). py-spy put those
+    copies at half of building a heatmap while a class used the Tokens page. These builders'
+    layers carry no parameters, no data of their own unless it differs (a rule's one row) and no
+    size (`top` holds width and height), so there is nothing to lift and the layers are set as
+    they are. A layer with parameters or a size goes through Altair's constructor."""
+    layers = list(layers)
+    if any(not _undefined(getattr(layer, prop, alt.Undefined))
+           for layer in layers for prop in ("params", "width", "height", "view")):
+        return alt.LayerChart(layer=layers, **top)
+    chart = alt.LayerChart(**top)
+    chart.layer = layers
+    return chart
+
+
+def _undefined(value: Any) -> bool:
+    return value is alt.Undefined
+
+
 def fast_build(builder: Callable) -> Callable:
     """Build a chart without Altair validating every channel object as it is created.
 

@@ -16,7 +16,7 @@ import altair as alt
 import pandas as pd
 
 from core.runs import KIND_VAL, KINDS
-from core.viz.theme import fast_build, font_sizes, palette, themed
+from core.viz.theme import fast_build, font_sizes, layered, palette, themed
 
 TITLE = "Loss (nats per character)"
 
@@ -56,7 +56,7 @@ def loss_layers(runs: tuple[str, ...], vocab_size: int, lecture: bool, title: st
     rule_text = alt.Chart(rule_data).mark_text(align="left", dx=4, dy=-7, color="#555",
                                                fontSize=font_sizes(lecture)["text"] - 1).encode(
         y="uniform:Q", x=alt.value(4), text="text:N")
-    return alt.layer(lines, points, rule, rule_text).properties(title=title, width=width, height=height)
+    return layered([lines, points, rule, rule_text], title=title, width=width, height=height)
 
 
 @fast_build

@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from core import models
 from core import settings as core_settings
 from core.data import IGNORE_INDEX, create_dataloader_v1
 from core.lessons import small_lm
@@ -353,10 +354,33 @@ def test_untrained_races_of_the_same_settings_sample_the_same_text(one_thread):
     assert first.generate("attention", 60, "", 0.8, seed=8) != first.generate("attention", 60, "", 0.8,
                                                                                seed=7)
     # a text given for the untrained race is kept; once trained, the race samples itself again
-    assert first.generate("bigram", 20, untrained=lambda: "given") == "given"
-    assert first.generate("bigram", 20, untrained=lambda: "other") == "given"
+    asked = []
+
+    def given(n: int) -> str:
+        asked.append(n)
+        return "given" + "x" * (n - 4)
+
+    assert first.generate("bigram", 20, untrained=given) == "given" + "x" * 16
+    assert first.generate("bigram", 30, untrained=lambda n: "other") == "given" + "x" * 26
+    assert asked == [small_lm.SAMPLE_CHUNK]  # whole chunks asked for, then cut
     first.advance(None, n_steps=1)
-    assert first.generate("bigram", 20, untrained=lambda: "given") != "given"
+    assert not first.generate("bigram", 20, untrained=given).startswith("given")
+
+
+def test_a_shorter_sample_is_the_start_of_a_longer_one(one_thread):
+    # what lets the race draw whole chunks and cut: one id per character from the seeded generator
+    race = small_lm.SmallLMRace(texts.builtin_text("essay"), small_lm.RaceConfig(seed=3))
+    race.advance(None, n_steps=20)
+    long = race.generate("attention", 250, "th", 0.9, seed=5)
+    assert len(long) == 252
+    for n in (10, 100, 170):
+        fresh = small_lm.SmallLMRace(texts.builtin_text("essay"), small_lm.RaceConfig(seed=3))
+        fresh.advance(None, n_steps=20)
+        idx = fresh.tokenizer.encode_tensor("th")[None, :]
+        by_hand = fresh.tokenizer.decode(models.generate(
+            fresh.models["attention"], idx, n, temperature=0.9, generator=torch.Generator().manual_seed(5),
+            block_size=fresh.config.block_size)[0])
+        assert race.generate("attention", n, "th", 0.9, seed=5) == by_hand == long[:2 + n]
 
 
 def test_an_untrained_race_adopts_new_training_settings_as_if_built_with_them(one_thread):

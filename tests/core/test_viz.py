@@ -418,3 +418,54 @@ def imports_module(path: Path, name: str) -> bool:
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "core").rglob("*.py")))
 def test_core_never_imports_streamlit(path):
     assert not imports_module(ROOT / path, "streamlit"), f"{path} imports streamlit: core must stay UI-free"
+
+
+# ------------------------------------------------------------------------------ layered
+def _altair_layer(layers, **top):
+    return alt.LayerChart(layer=list(layers), **top)
+
+
+def _builders():
+    import torch
+
+    import importlib
+
+    from core.viz import bars, classroom, lines, pitfalls, training
+    heatmap = importlib.import_module("core.viz.heatmap")  # `core.viz.heatmap` is also the function
+    frame = pd.DataFrame({"step": [0, 10, 20] * 2, "loss": [3.0, 2.5, 2.2, 3.1, 2.7, 2.4],
+                          "model": ["a"] * 3 + ["b"] * 3})
+    sums = pd.DataFrame({"query": ["x", "y"] * 2, "row_sum": [1.0, 1.0, 0.5, 1.5],
+                         "version": ["right"] * 2 + ["buggy"] * 2})
+    weights = torch.softmax(torch.randn(3, 3, generator=torch.Generator().manual_seed(0)), -1)
+    return {
+        "heatmap": (heatmap, lambda: viz.heatmap(np.arange(6.0).reshape(2, 3), ["a", "b"], ["x", "y", "z"],
+                                                 title="t", highlight_cells=[(0, 1)])),
+        "heatmap facets": (heatmap, lambda: viz.heatmap(np.arange(12.0).reshape(2, 2, 3), ["a", "b"],
+                                                        ["x", "y", "z"], facets=["h0", "h1"])),
+        "bars": (bars, lambda: viz.bar_chart([0.2, 0.8], ["p", "q"], title="t")),
+        "grouped bars": (bars, lambda: viz.grouped_bars({"s": [1, 2], "t": [3, 4]}, ["p", "q"])),
+        "hbars": (bars, lambda: viz.hbar_chart([0.2, 0.8], ["p", "q"])),
+        "scatter": (bars, lambda: viz.scatter(pd.DataFrame({"x": [0.0, 1.0], "y": [1.0, 0.0],
+                                                            "w": ["a", "b"]}), x="x", y="y", label="w")),
+        "lines with a rule": (lines, lambda: viz.line_chart(frame, x="step", y="loss", series="model",
+                                                            rule=(1.0, "floor"))),
+        "poll": (classroom, lambda: classroom.poll_chart(["yes", "no"], [3, 1], right=[True, False])),
+        "row sums": (pitfalls, lambda: pitfalls.row_sums_chart(sums)),
+        "pitfalls heatmaps": (heatmap, lambda: pitfalls.heatmap_row([(weights, "w")], ["a", "b", "c"])),
+        "training loss": (training, lambda: training.loss_layers(("run 1",), 27, False)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_builders()))
+def test_layered_charts_are_the_specs_altair_s_constructor_makes(name, monkeypatch):
+    # viz.layered skips LayerChart's copies; what reaches the browser must not change
+    module, build = _builders()[name]
+    fast = build().to_dict()
+    monkeypatch.setattr(module, "layered", _altair_layer)
+    assert fast == build().to_dict()
+
+
+def test_layered_hands_layers_with_params_to_altair():
+    points = alt.Chart().mark_point().add_params(alt.selection_point(name="pick")).encode(x="x:Q")
+    chart = viz.layered([points, alt.Chart().mark_rule().encode(y="y:Q")], width=100, height=80)
+    assert chart.to_dict()["params"][0]["name"] == "pick"  # lifted to the top, as Altair does
