@@ -4,6 +4,7 @@ resumes and stops, the chart's data, sampled names, break it, devices, checkpoin
 from __future__ import annotations
 
 import io
+import math
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from core.device import resolve_device
 from tests.app.conftest import ROOT, assert_no_exception, open_page
 from tests.app.gpt_helpers import (
     book_of, current, loss_rows, start_and_finish, texts, tiny_page, tiny_trained_book)
+from tests.helpers import chart_rows
 
 PAGE = "pages/7_train_gpt.py"
 
@@ -162,6 +164,23 @@ def test_ticks_that_train_nothing_redraw_the_same_rows_without_rebuilding_them()
     at.run()
     assert at.session_state[LOSS_ROWS_KEY][2] is not kept[2]  # the run moved on: new rows
     assert len(loss_rows(at)) > len(rows)
+    assert_no_exception(at)
+
+
+def test_the_uniform_guess_rule_is_sent_as_arrow_made_once():
+    # the rule's one row: converted once per content, not by Streamlit on every tick
+    from ui.training import _inline_arrow
+
+    _inline_arrow.cache_clear()
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    at.run()
+    at.run()
+    rows = chart_rows(at)
+    uniform = rows["uniform"].dropna()
+    assert len(uniform) >= 1 and uniform.iloc[0] == pytest.approx(math.log(current(at).tokenizer.vocab_size))
+    info = _inline_arrow.cache_info()
+    assert info.misses == 1 and info.hits >= 1  # drawn again from the same bytes
     assert_no_exception(at)
 
 
