@@ -275,11 +275,13 @@ if view is not None:
                 # costliest part of a rerun in a class (py-spy, docs/HOSTING.md)
                 show_figure(lambda values=values, labels=labels: charts.heatmap(
                                 values, list(labels), list(dim_labels), fmt=".2f", lecture=lecture, cell=cell,
-                                domain=domain, x_title="embedding dimension"),
+                                domain=domain, diverging=True, x_title="embedding dimension"),
                             ("tokens-heatmap", values, list(labels), list(dim_labels), cell, domain),
                             name=name,
                             caption=(f"{name.capitalize()} `{code}`: rows 0–{rows - 1}, dims 0–{dims - 1} "
-                                     f"of {output_dim}; N(0, 1) init, seed {init_seed}."),
+                                     f"of {output_dim}; N(0, 1) init, seed {init_seed}; "
+                                     + ("orange positive, blue negative." if lecture else
+                                        "blue positive, red negative.")),
                             key=f"{PREFIX}.{name}")
         with grid[3]:
             st.markdown(

@@ -81,7 +81,7 @@ def test_the_shuffle_seed_leaves_the_embedding_tables_alone():
     heatmaps = [c.proto.spec for c in charts(at)[1:]]
     at.text_input(key=key("seed")).input("7").run()
     assert [c.proto.spec for c in charts(at)[1:]] == heatmaps
-    assert f"seed {tokens_data.EMBEDDING_SEED}." in " ".join(c.value for c in at.caption)
+    assert f"seed {tokens_data.EMBEDDING_SEED};" in " ".join(c.value for c in at.caption)
     # and the numbers are the table the book's seed makes
     rows = at.session_state["tokens.good_view"]
     x, _ = rows.batch(0)
@@ -89,6 +89,15 @@ def test_the_shuffle_seed_leaves_the_embedding_tables_alone():
     first = tokens_data.embed_batch(x, table, tokens_data.seeded_embedding(1024, 256, tokens_data.EMBEDDING_SEED + 1))
     shown = " ".join(m.value for m in at.markdown)
     assert f"token {first.token_embeddings[0, 0, 0].item():+.2f} + position" in shown
+    assert_no_exception(at)
+
+
+def test_signed_embeddings_are_drawn_on_a_diverging_scale():
+    # N(0, 1) numbers: red below 0, blue above, white at 0 (a one-colour scale read -2.8 as "small")
+    at = fresh()
+    heatmaps = charts(at)[1:]
+    assert len(heatmaps) == 3 and all('"redblue"' in c.proto.spec for c in heatmaps)
+    assert "blue positive, red negative." in " ".join(c.value for c in at.caption)
     assert_no_exception(at)
 
 
@@ -315,4 +324,6 @@ def test_lecture_mode_shows_every_heatmap():
     at = open_page(PAGE, query={"lecture": "1"})
     assert_no_exception(at)
     assert len(charts(at)) == 4
+    # signed numbers on a scale with two ends (the projector's colour-blind-safe one)
+    assert all('"blueorange"' in c.proto.spec for c in charts(at)[1:])
     assert 'font-size:1.15rem' in html(at)  # bigger chips on the projector
