@@ -41,8 +41,12 @@ h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 /* the page's rem padding grows with the 20 px font: give that width back to the figures */
 [data-testid="stMainBlockContainer"], .block-container { padding-left: 2rem !important;
   padding-right: 2rem !important; max-width: none !important; }
-/* tables are drawn on a canvas that ignores font-size: scale the whole grid instead */
-[data-testid="stDataFrame"] { zoom: 1.3; }
+/* tables are drawn on a canvas that ignores font-size: scale the whole grid instead. The zoom is
+   on the table's element box, narrowed by as much: the grid sizes its canvas in px from the box it
+   sits in, so a table zoomed itself was 1.3x its column (the Tokens page's windows ran past the
+   page's edge, and x under y) */
+[data-testid="stElementContainer"]:has(> [data-testid="stDataFrame"]) { zoom: 1.3;
+  width: calc(100% / 1.3) !important; }
 /* inline code (a caption naming the function shown) and the text typed in boxes: 16 px at least */
 [data-testid="stMain"] code { font-size: 0.9em !important; }
 [data-testid="stMain"] [data-testid="stCode"] code, [data-testid="stMain"] [data-testid="stCode"] span {

@@ -72,3 +72,23 @@ def test_lecture_text_is_readable_and_sidebar_names_whole(lecture_page, server_u
     if url in ("", "causal_attention"):
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"lecture_{url or 'home'}_1280.png"))
+
+
+# tables whose drawn grid runs past the column they sit in
+WIDE_TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame']")].flatMap((table) => {
+  const column = table.closest("[data-testid='stElementContainer']").parentElement.getBoundingClientRect();
+  const grid = (table.querySelector("canvas") || table).getBoundingClientRect();
+  return grid.right > column.right + 1 ? [`${Math.round(grid.right)} > ${Math.round(column.right)}`] : [];
+})"""
+
+
+def test_lecture_tables_stay_inside_their_columns(lecture_page, server_url):
+    # lecture mode zooms tables 1.3x; stretched to a column they ran 30% past it
+    page = lecture_page
+    page.goto(f"{server_url}/tokens_data?lecture=1", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    page.locator("[data-testid='stDataFrame']").nth(2).wait_for(timeout=60_000)  # windows, x and y
+    assert page.locator("[data-testid='stDataFrame'] canvas").count() >= 3
+    page.wait_for_timeout(800)  # the grid sizes its canvas after the first paint
+    assert page.evaluate(WIDE_TABLES) == []
