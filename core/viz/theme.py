@@ -187,16 +187,12 @@ def layered(layers: Sequence[alt.Chart], **top: Any) -> alt.LayerChart:
     size (`top` holds width and height), so there is nothing to lift and the layers are set as
     they are. A layer with parameters or a size goes through Altair's constructor."""
     layers = list(layers)
-    if any(not _undefined(getattr(layer, prop, alt.Undefined))
+    if any(getattr(layer, prop, alt.Undefined) is not alt.Undefined
            for layer in layers for prop in ("params", "width", "height", "view")):
         return alt.LayerChart(layer=layers, **top)
     chart = alt.LayerChart(**top)
     chart.layer = layers
     return chart
-
-
-def _undefined(value: Any) -> bool:
-    return value is alt.Undefined
 
 
 def fast_build(builder: Callable) -> Callable:
