@@ -26,7 +26,7 @@ st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
 from server import config_cache, housekeeping, rerun_race, stale_ticks  # noqa: E402
-from ui import class_follow, nav  # noqa: E402
+from ui import class_follow, live, nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import ENTRY_FLAG
 
@@ -36,6 +36,9 @@ housekeeping.start()  # once per process: free the memory of sessions that have 
 rerun_race.install()  # once per process: a tick arriving as a page run ends no longer loses its end
 config_cache.install()  # once per process: the theme is read once, not on every page run
 stale_ticks.install()  # once per process: an old page's tick after a page switch no longer blanks the new page
+# A run training in a worker thread (a GPU run, ui.live) pauses for every whole-page run: the page
+# about to run may read its model; the Train page's own fragment lets it go on at its next tick.
+live.stop_workers()
 
 home = st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True)
 sections: dict[str, list] = {"Start": [home]}

@@ -152,8 +152,10 @@ def main() -> None:
     if not args.skip_cpu_run:
         runs["best_cpu"] = time_to_targets(replace(best_config(), device="cpu"), data, args.cpu_cap)
     for name, run in runs.items():
-        print(f"{name} on {run['device']}: seconds to <= {run['seconds_to']}; final {run['final_val_loss']} "
-              f"after {run['steps']}/{run['max_steps']} steps, {run['wall_s']} s wall ({run['train_s']} s training)",
+        # what the run ends with (restore_best: its best point's weights) beside its last validation
+        print(f"{name} on {run['device']}: seconds to <= {run['seconds_to']}; ends with {run['weights_val_loss']} "
+              f"(the weights of step {run['weights_step']}; last validation {run['final_val_loss']}) after "
+              f"{run['steps']}/{run['max_steps']} steps, {run['wall_s']} s wall ({run['train_s']} s training)",
               flush=True)
 
     best_s = first_time(runs["best_gpu"], GOAL_BEST[0])

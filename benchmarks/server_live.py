@@ -1,24 +1,27 @@
 """The Train page on a real server against the headless engine: steps/s and redraws per second.
 
-    python benchmarks/server_live.py [--preset gpu] [--steps 6000] [--repeats 2] [--device cuda]
+    python benchmarks/server_live.py [--preset gpu] [--steps 6000] [--repeats 2] [--device cuda] [--browser]
 
 Starts `streamlit run streamlit_app.py` on loopback (benchmarks.harness.StreamlitServer) and opens
-the Train page as a browser tab does: `benchmarks.classroom_sim.client` speaks Streamlit's
+the Train page in one of two clients. By default `benchmarks.classroom_sim.client` speaks Streamlit's
 websocket protocol and keeps the `run_every` fragment timers as the frontend does, so the server
 does exactly the work it does for a browser; only the drawing on the student's own machine is
-missing. The preset's settings travel in the page's link (`max_steps` raised with --steps so the
-run lasts long enough to measure a rate); the tab presses Start and watches the live fragment
-until the progress line says the last step is done.
+missing. With --browser the page is opened by headless Chromium driven by Playwright (the
+binary and flags of benchmarks.harness; ATTENTION_LAB_CHROMIUM names another binary, e.g. one
+unpacked under /tmp on the GPU machine), at 1280x900, so the frontend really draws every tick. The
+preset's settings travel in the page's link (`max_steps` raised with --steps so the run lasts long
+enough to measure a rate); the tab presses Start and watches the live fragment until the progress
+line says the last step is done.
 
 Measured for each run: seconds from the Start click to the last step on screen, steps/s over
-that time, redraws per second that showed a new step, and the median fragment tick (sent to finished).
-The same settings headless (`Trainer` in this process, on the same device): seconds and steps/s
-from construction to the last step, validation passes included in both. One warm-up of each
-(CUDA start, kernels, graph capture), then live and headless alternated `--repeats` times.
-Target: live steps/s >= 0.9 x headless steps/s.
+that time, redraws per second that showed a new step, and (websocket only) the median fragment
+tick (sent to finished). The same settings headless (`Trainer` in this process, on the same
+device): seconds and steps/s from construction to the last step, validation passes included in
+both. One warm-up of each (CUDA start, kernels, graph capture), then live and headless alternated
+`--repeats` times. Target: live steps/s >= 0.9 x headless steps/s.
 
 Without CUDA, `--device cpu --preset quick_demo --steps 300` checks the machinery. The last line
-printed is one JSON object.
+printed is one JSON object; its "client" says which client watched ("chromium" or "websocket").
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import statistics
 import sys
 import time
 import urllib.parse
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,14 +48,58 @@ import torch  # noqa: E402
 from benchmarks.classroom_sim.client import Client  # noqa: E402
 from benchmarks.classroom_sim.stats import Stats  # noqa: E402
 from benchmarks.classroom_sim.trainers import train_progress  # noqa: E402
-from benchmarks.harness import StreamlitServer, load_average  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    IDLE,
+    StreamlitServer,
+    load_average,
+    open_page_url,
+)
 from core import budget, runs, train_settings  # noqa: E402
 from core import settings as core_settings  # noqa: E402
 from core.training import Trainer  # noqa: E402
 
 TRAIN_URL = "train_gpt"
+TRAIN_HEADING = "Train the names GPT"
 GOAL_RATIO = 0.9
 RUN_TIMEOUT_S = 240.0
+
+
+# Installed in the Chromium tab before Start: a MutationObserver notes (performance.now(), step,
+# total) each time the DOM changes and the progress line shows a step other than the last noted,
+# from the Start click on (a capturing click listener takes its time). The page's own clock, no
+# polling in between: every redraw that showed a new step is counted, however short.
+WATCH_PROGRESS_JS = r"""() => {
+  const re = /step ([\d,]+) of ([\d,]+)/;
+  const watch = window.__labWatch = {t0: null, shown: []};
+  const read = () => {
+    for (const bar of document.querySelectorAll("[data-testid='stProgress']")) {
+      const m = re.exec(bar.textContent);
+      if (m) return [parseInt(m[1].replace(/,/g, "")), parseInt(m[2].replace(/,/g, ""))];
+    }
+    return null;
+  };
+  window.addEventListener("click", () => { watch.t0 = performance.now(); }, {capture: true, once: true});
+  new MutationObserver(() => {
+    const p = watch.t0 === null ? null : read();
+    const last = watch.shown[watch.shown.length - 1];
+    if (p && (!last || last[1] !== p[0])) watch.shown.push([performance.now() - watch.t0, p[0], p[1]]);
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+# What the Python side polls: how many new steps were shown, the last one, the alert boxes' texts
+# and the exception boxes' (what the websocket client counts as errors).
+READ_PROGRESS_JS = """() => {
+  const shown = window.__labWatch.shown;
+  const texts = (id) => [...document.querySelectorAll(`[data-testid='${id}']`)].map((e) => e.textContent);
+  return {count: shown.length, last: shown[shown.length - 1] || null,
+          alerts: texts("stAlertContainer"), exceptions: texts("stException")};
+}"""
+
+
+def stop_messages(alerts: list[str]) -> list[str]:
+    """The alert boxes that mean the run will not reach its last step (both clients watch for them)."""
+    return [t for t in alerts if "error" in t.lower() or "stopped" in t.lower()]
 
 
 def settings_for(preset: str, device: str, steps: int | None) -> train_settings.TrainSettings:
@@ -98,7 +146,7 @@ async def live(base: str, settings: train_settings.TrainSettings) -> dict:
                     shown.append((time.monotonic() - t0, step))
                 if step >= total:
                     break
-            errors = [t for t in client.texts("alert") if "error" in t.lower() or "stopped" in t.lower()]
+            errors = stop_messages(client.texts("alert"))
             if errors:
                 raise RuntimeError(f"the run stopped: {errors[0][:300]}")
             await client.pause(0.02)
@@ -114,38 +162,106 @@ async def live(base: str, settings: train_settings.TrainSettings) -> dict:
         await client.close()
 
 
+def live_browser(chromium, base: str, settings: train_settings.TrainSettings) -> dict:
+    """One Chromium tab: the Train page from the same link as `live`, Start, watched to the end.
+
+    Redraws are counted by WATCH_PROGRESS_JS's MutationObserver in the page (its clock, from the
+    click); Python only polls its notes every 20 ms to see the end or an error, so the polling
+    neither adds redraws nor delays the frontend. No fragment tick times here: tick_p50_s is None."""
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.set_default_timeout(60_000)
+        query = urllib.parse.urlencode(core_settings.to_params(settings))
+        open_page_url(page, base, f"{TRAIN_URL}?{query}", TRAIN_HEADING)
+        # on a busy machine the idle check can pass before the script has drawn past the heading
+        start = page.get_by_role("button", name="Start", exact=True)
+        start.wait_for()
+        page.wait_for_selector(IDLE)
+        page.evaluate(WATCH_PROGRESS_JS)
+        t0 = time.monotonic()
+        start.click()
+        seen = watch_to_last_step(page, t0)
+        seconds, steps = seen["last"][0] / 1000, seen["last"][2]
+        return {"seconds": round(seconds, 2), "steps": steps, "steps_per_s": round(steps / seconds, 1),
+                "redraws_per_s": round(seen["count"] / seconds, 2), "steps_shown": seen["count"],
+                "tick_p50_s": None, "errors": [f"exception: {t[:200]}" for t in seen["exceptions"]][:5]}
+    finally:
+        page.close()
+
+
+def watch_to_last_step(page, t0: float) -> dict:
+    """Poll the tab's notes until the last step is shown; raise on a stop message or the timeout."""
+    while True:
+        seen = page.evaluate(READ_PROGRESS_JS)
+        if seen["last"] and seen["last"][1] >= seen["last"][2]:
+            return seen
+        errors = stop_messages(seen["alerts"])
+        if errors:
+            raise RuntimeError(f"the run stopped: {errors[0][:300]}")
+        if time.monotonic() - t0 > RUN_TIMEOUT_S:
+            raise RuntimeError(f"no last step within {RUN_TIMEOUT_S:.0f} s (last seen {seen['last']})")
+        page.wait_for_timeout(20)
+
+
+@contextmanager
+def live_runner(browser: bool):
+    """`run(base, settings) -> dict` for the chosen client. One Chromium serves all the runs (a
+    fresh tab, so a fresh session, each): its start-up stays out of the pairs."""
+    if not browser:
+        yield lambda base, settings: asyncio.run(live(base, settings))
+        return
+    from playwright.sync_api import sync_playwright  # only --browser needs Playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield lambda base, settings: live_browser(chromium, base, settings)
+        finally:
+            chromium.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="gpu")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=6000, help="max_steps of the run (0: the preset's)")
     parser.add_argument("--repeats", type=int, default=2, help="live/headless pairs after the warm-up")
+    parser.add_argument("--browser", action="store_true",
+                        help="watch in headless Chromium (Playwright) instead of the websocket client")
+    parser.add_argument("--background", choices=("auto", "on", "off"), default="auto",
+                        help="the server's ATTENTION_LAB_BACKGROUND_TRAINING: auto trains a CUDA run in a "
+                             "worker thread between the page's draws, off in the page's ticks (ui.live)")
     args = parser.parse_args()
 
     budget.configure_torch_threads()  # the headless runs use the app's torch threads, as the server does
     settings = settings_for(args.preset, args.device, args.steps)
+    client = "chromium" if args.browser else "websocket"
     print(f"load before: {load_average()}; torch {torch.__version__}; device {args.device}; "
-          f"preset {args.preset}, {settings.max_steps} steps", flush=True)
-    server = StreamlitServer(options={"global.developmentMode": "false"})  # Streamlit outside site-packages (the GPU machine's carried wheels) would think it is in development
+          f"preset {args.preset}, {settings.max_steps} steps; client {client}; background {args.background}",
+          flush=True)
+    server = StreamlitServer(env={"ATTENTION_LAB_BACKGROUND_TRAINING": args.background},
+                             options={"global.developmentMode": "false"})  # Streamlit outside site-packages (the GPU machine's carried wheels) would think it is in development
     print(f"server answered after {server.start(timeout=120):.1f} s", flush=True)
     pairs = []
     try:
-        warm = replace(settings, max_steps=min(settings.max_steps, 300))
-        print("warm-up live:", asyncio.run(live(server.url, warm)), flush=True)
-        print("warm-up headless:", headless(warm), flush=True)
-        for i in range(args.repeats):
-            lv = asyncio.run(live(server.url, settings))
-            hl = headless(settings)
-            pairs.append((lv, hl))
-            print(f"pair {i + 1}: live {lv}\n        headless {hl}\n        ratio "
-                  f"{lv['steps_per_s'] / hl['steps_per_s']:.3f}", flush=True)
+        with live_runner(args.browser) as run_live:
+            warm = replace(settings, max_steps=min(settings.max_steps, 300))
+            print("warm-up live:", run_live(server.url, warm), flush=True)
+            print("warm-up headless:", headless(warm), flush=True)
+            for i in range(args.repeats):
+                lv = run_live(server.url, settings)
+                hl = headless(settings)
+                pairs.append((lv, hl))
+                print(f"pair {i + 1}: live {lv}\n        headless {hl}\n        ratio "
+                      f"{lv['steps_per_s'] / hl['steps_per_s']:.3f}", flush=True)
     except Exception as exc:  # noqa: BLE001
         print(f"FAILED: {type(exc).__name__}: {exc}\n--- server log ---\n{server.log_tail(3000)}", flush=True)
     finally:
         server.stop()
     ratios = [lv["steps_per_s"] / hl["steps_per_s"] for lv, hl in pairs]
     result = {
-        "preset": args.preset, "device": args.device, "steps": settings.max_steps,
+        "preset": args.preset, "device": args.device, "steps": settings.max_steps, "client": client,
+        "background": args.background,
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "pairs": [{"live": lv, "headless": hl} for lv, hl in pairs],
         "ratio_median": round(statistics.median(ratios), 3) if ratios else None,

@@ -25,6 +25,9 @@ Settings (environment variables, read once at import):
                                   (default 0 = never; hosted 3)
 - ATTENTION_LAB_PAGE_RUNS_AT_ONCE whole-page runs at the same moment, the rest wait their turn
                                   (default 0 = no limit; hosted 2; see PageRuns)
+- ATTENTION_LAB_BACKGROUND_TRAINING "auto" (default): a run on a CUDA GPU trains in a worker thread
+                                  while its page draws (core.live_training.BackgroundTraining);
+                                  "1": every device; "0": never. Never when hosted.
 
 Why a share: benchmarks/student_sim.py with the server on ONE core (Community Cloud's size) showed
 that K trainers keep the single slot busy back to back (each tick trained a 0.9 s slice), so every
@@ -243,6 +246,22 @@ def _env_share(name: str, default: float) -> float:
 
 LIMITS = load_limits()
 PAGE_RUNS = PageRuns(LIMITS.page_runs_at_once)
+
+
+def background_training(device_type: str, limits: Limits = LIMITS,
+                        setting: str | None = None) -> bool:
+    """Whether a live run on `device_type` ("cpu", "cuda", "mps") trains in a worker thread
+    (ATTENTION_LAB_BACKGROUND_TRAINING, above). Only on a GPU by default: there the training thread
+    mostly waits for the device, while on the CPU a worker would take the cores the page draws with."""
+    if limits.hosted:
+        return False  # a class: the page's ticks and the shared slots pace every session
+    setting = os.environ.get("ATTENTION_LAB_BACKGROUND_TRAINING", "auto") if setting is None else setting
+    setting = setting.strip().lower()
+    if setting in ("1", "on", "true"):
+        return True
+    if setting in ("0", "off", "false"):
+        return False
+    return device_type == "cuda"
 
 
 def configure_torch_threads(limits: Limits = LIMITS) -> None:

@@ -300,15 +300,16 @@ def extend(run: Run, extra_steps: int, lr: float | None = None) -> None:
     problems = budget.check_run_size(run.n_params, new_total)
     if problems:
         raise ValueError("Cannot train that long on this server: " + " ".join(problems))
-    if lr is not None:
-        run.trainer.set_lr(lr)  # ValueError (readable) when out of range
-        run.settings.lr = run.trainer.config.lr
-    run.trainer.set_max_steps(new_total)
-    run.settings.max_steps = new_total
-    run.trainer.clear_error()
-    if run.status in ("done", "error"):
-        run.status = "paused"
-    run.message = ""
+    with run.lock:  # never while a slice trains (a GPU run may train in a worker thread: ui.live)
+        if lr is not None:
+            run.trainer.set_lr(lr)  # ValueError (readable) when out of range
+            run.settings.lr = run.trainer.config.lr
+        run.trainer.set_max_steps(new_total)
+        run.settings.max_steps = new_total
+        run.trainer.clear_error()
+        if run.status in ("done", "error"):
+            run.status = "paused"
+        run.message = ""
 
 
 # -- the session's runs ----------------------------------------------------------------------------

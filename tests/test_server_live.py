@@ -1,6 +1,7 @@
 """benchmarks/server_live.py, the GPU check of the Train page through a real server, run end to end on
-the CPU with a short run: the link carries the settings, Start trains exactly that run, and the result
-line holds both sides' rates (a GPU session depends on this script working the first time)."""
+the CPU with a short run, with each of its clients (the websocket one and headless Chromium): the link
+carries the settings, Start trains exactly that run, and the result line holds both sides' rates (a
+GPU session depends on this script working the first time)."""
 
 import json
 import subprocess
@@ -10,17 +11,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_server_live_trains_the_linked_settings_live_and_headless():
+def run_server_live(*extra: str) -> dict:
+    """The script on the CPU, quick_demo at 60 steps, one pair; its last line, checked and parsed."""
     done = subprocess.run(
         [sys.executable, "benchmarks/server_live.py", "--device", "cpu", "--preset", "quick_demo",
-         "--steps", "60", "--repeats", "1"],
+         "--steps", "60", "--repeats", "1", *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "FAILED" not in done.stdout, done.stdout[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    printed = done.stdout[-3000:]  # what a failure shows: the script's own account of the run
     (pair,) = result["pairs"]
-    assert pair["live"]["steps"] == pair["headless"]["steps"] == 60  # the link's max_steps reached the page
-    assert pair["live"]["errors"] == [] and pair["live"]["steps_shown"] >= 1
-    assert pair["live"]["steps_per_s"] > 0 and pair["headless"]["steps_per_s"] > 0
-    assert result["ratio_median"] is not None and result["device"] == "cpu"
+    assert pair["live"]["steps"] == pair["headless"]["steps"] == 60, printed  # the link's max_steps reached the page
+    assert pair["live"]["errors"] == [] and pair["live"]["steps_shown"] >= 1, printed
+    assert pair["live"]["steps_per_s"] > 0 and pair["headless"]["steps_per_s"] > 0, printed
+    assert result["ratio_median"] is not None and result["device"] == "cpu", printed
+    return result
+
+
+def test_server_live_trains_the_linked_settings_live_and_headless():
+    assert run_server_live()["client"] == "websocket"
+
+
+def test_server_live_in_chromium_trains_the_linked_settings():
+    """--browser: the same run watched by headless Chromium through Playwright, as the issue asks."""
+    result = run_server_live("--browser")
+    assert result["client"] == "chromium"
+    assert result["pairs"][0]["live"]["redraws_per_s"] > 0

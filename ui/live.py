@@ -36,18 +36,28 @@ Example (a race of two trainers):
 
 Paused or stopped runs should not hold a place in the queue: call `leave_queue()` then.
 `tick(run, draw, budget_s, running)` is one tick without the fragment (benchmarks call it).
+
+`background=True` (the Train page, for a run on a CUDA GPU when not hosted:
+`core.budget.background_training`): a worker thread trains the run between the ticks
+(`core.live_training.BackgroundTraining`) and each tick only draws and keeps the worker alive. Then
+`running` is read from the worker thread, so it must not touch Streamlit (`lambda: run.active` is
+fine, `st.session_state` is not), and `draw` runs while the worker trains: it takes the run's lock
+only around reads of the history that must agree with each other (`with history_lock():`). Every whole-page run of any page stops the session's workers
+first (`stop_workers()`, from streamlit_app.py): another page never reads a model a worker is
+updating, and the Train page's fragment starts its worker again on its next tick.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
-from typing import Callable
+from typing import Callable, ContextManager
 
 import streamlit as st
 
 from core import budget
-from core.live_training import LiveTraining, Outcome
+from core.live_training import BackgroundTraining, LiveTraining, Outcome
 
 TICK_S = budget.LIMITS.tick_s  # the fragment reruns this often while a run trains (0.5 s; hosted 1 s)
 # Training seconds per tick; the rest of the tick redraws (the page stays usable). At most 0.45 s
@@ -61,6 +71,7 @@ SLICE_S = min(0.9 * TICK_S, 0.45)
 # the fragment's next tick trains instead.
 FULL_RUN_SLICE_S = 0.0 if budget.LIMITS.page_runs_at_once else 0.15
 OWNER_KEY = "live.owner"
+WORKERS_KEY = "live.workers"  # fragment key -> its BackgroundTraining
 
 
 def session_owner() -> str:
@@ -114,15 +125,73 @@ def tick(run: LiveTraining | None, draw: Callable[[], None], budget_s: float,
     return outcome
 
 
+def stop_workers(state=None) -> None:
+    """Stop this session's background training workers (each after its current chunk); `state`:
+    the session's state (default st.session_state)."""
+    state = st.session_state if state is None else state
+    for worker in (state[WORKERS_KEY] if WORKERS_KEY in state else {}).values():
+        worker.stop()
+
+
+def _worker(key: str, run: LiveTraining, running: bool | Callable[[], bool] | None) -> BackgroundTraining:
+    """This fragment's worker for `run` (a new run replaces the old run's worker)."""
+    workers = st.session_state.setdefault(WORKERS_KEY, {})
+    worker = workers.get(key)
+    if worker is None or worker.run is not run:
+        if worker is not None:
+            worker.stop()
+        owner = session_owner()
+        worker = BackgroundTraining(run, lambda: _is_running(run, running),
+                                    lambda: budget.SLOTS.slot(owner))
+        workers[key] = worker
+    return worker
+
+
+_DRAWING = threading.local()  # .worker: the worker whose run this thread's background tick is drawing
+
+
+def history_lock() -> ContextManager:
+    """Hold it around reads of a live run's history that must agree with each other (lists that
+    grow together). In a background tick: the run's lock, ahead of the worker's next chunk
+    (BackgroundTraining.drawing); the rest of the drawing goes on while the worker trains. In a
+    page tick the run's lock is already held for the whole draw: nothing to do."""
+    worker = getattr(_DRAWING, "worker", None)
+    return worker.drawing() if worker is not None else contextlib.nullcontext()
+
+
+def background_tick(worker: BackgroundTraining, draw: Callable[[], None],
+                    running: bool | Callable[[], bool] | None) -> Outcome | None:
+    """One tick of a run trained by a worker: draw (taking the run's lock only where `draw` asks
+    with history_lock()), keep the worker going (or stop it when the run is paused), and return the
+    outcome that finished the run, if it has finished since."""
+    run = worker.run
+    _DRAWING.worker = worker
+    try:
+        draw()
+    finally:
+        _DRAWING.worker = None
+    if _is_running(run, running):
+        worker.beat()
+    else:
+        worker.stop()
+    if worker.error is not None:
+        st.error(worker.error, icon=":material/block:")
+    return worker.take_finished()
+
+
 def live_fragment(key: str, run: LiveTraining | None, draw: Callable[[], None], *,
                   running: bool | Callable[[], bool] | None = None,
-                  on_finish: Callable[[Outcome], None] | None = None) -> None:
-    """Draw `run` and, while it is running, train it a slice per tick; see the module docstring.
-    `key` names the fragment (unique among the fragments of a page)."""
+                  on_finish: Callable[[Outcome], None] | None = None, background: bool = False) -> None:
+    """Draw `run` and, while it is running, train it a slice per tick (or, with `background`, in a
+    worker between the ticks); see the module docstring. `key` names the fragment (unique among the
+    fragments of a page)."""
 
     def body() -> None:
-        budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
-        outcome = tick(run, draw, budget_s, running)
+        if background and run is not None:
+            outcome = background_tick(_worker(key, run, running), draw, running)
+        else:
+            budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
+            outcome = tick(run, draw, budget_s, running)
         if outcome is not None and outcome.finished:
             if on_finish is not None:
                 on_finish(outcome)

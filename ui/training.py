@@ -23,7 +23,7 @@ from core import budget, runs, train_settings, viz
 from core.viz import training as training_charts
 from ui import state
 from ui.charts import download_buttons, draw_chart
-from ui.live import leave_queue, live_fragment, session_owner
+from ui.live import history_lock, leave_queue, live_fragment, session_owner
 
 RUNBOOK_KEY = "gpt.runbook"
 TRAIN_PAGE = "pages/7_train_gpt.py"
@@ -227,15 +227,17 @@ def _more_steps(run: runs.Run) -> None:
 def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
     """The live fragment over the current run: ticks while it trains, else draws once."""
     run = book.current
+    background = run is not None and budget.background_training(run.trainer.device.type)
     live_fragment("train.live", run, lambda: draw_live(book, settings),
-                  running=(lambda: run.active) if run is not None else False)
+                  running=(lambda: run.active) if run is not None else False, background=background)
 
 
 def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
     """The Train page's live view: the progress line, the loss curve right under it (so both fit
     the first screen with the controls), then the metrics, the sampled names and the download."""
     run = book.current
-    frame, arrow = _loss_rows(runs.chart_runs(book, settings.overlay))
+    with history_lock():  # a GPU run trains in a worker meanwhile (ui.live): its lists must agree
+        frame, arrow = _loss_rows(runs.chart_runs(book, settings.overlay))
     if run is None:
         st.info("No run yet. Pick a preset (or open **All settings**), then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",

@@ -4,6 +4,7 @@
     trainer.py   Trainer: trains in resumable slices, evaluates, keeps the history; TrainingError
     packing.py   PackedRows: whole names packed into rows, no compute spent on padding
     snapshot.py  StateSnapshot: copies of weights and optimizer state, put back in place
+    average.py   WeightAverage: the running average of the weights (TrainConfig.ema_decay)
     presets.py   PRESETS, GPU_PRESETS, preset_config(name, device) (measurements: docs/PRESETS.md)
     gpu.py       CUDA only: training steps replayed from a CUDA graph, bfloat16 autocast
 

@@ -103,6 +103,17 @@ class TrainConfig:
                                    "so far; at the last step the model gets that copy back (the curve "
                                    "still shows the whole run). Early stopping without cutting the run short.",
                               short={True: "best weights kept", False: "last weights"})
+    # an exponential moving average of the weights (core/training/average.py); None = off. Validation,
+    # sampling and saved models use the average; training steps go on from the trained weights
+    ema_decay: float | None = spec(None, min=0.0, max=0.9999, step=0.001, format="%g", none_is=0.0, group="more",
+                                   label="Average of the weights (EMA decay, 0 = off)",
+                                   help="Validation, sampling and the saved model use a running average of "
+                                        "the weights instead of the last step's weights: smoother, and "
+                                        "usually a lower validation loss once the model starts to over-fit. "
+                                        "After each step: average = decay × average + (1 − decay) × weights, "
+                                        "so 0.99 averages over about the last 100 steps, 0.999 over about "
+                                        "1,000. Training itself goes on from the last weights.",
+                                   short="EMA {:g}", short_off="no EMA")
 
     def __post_init__(self) -> None:
         self.validate()

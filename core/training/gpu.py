@@ -16,6 +16,7 @@ from typing import ContextManager
 import torch
 
 from core.data import IGNORE_INDEX
+from core.training.average import WeightAverage
 from core.training.config import TrainConfig
 
 GRAPH_WARMUP_STEPS = 3  # ordinary steps before a training step is recorded as a CUDA graph
@@ -35,16 +36,19 @@ def autocast_dtype(mode: str, device: torch.device, graphed: bool = True) -> tor
 
 
 class CudaGraphStep:
-    """One packed training step (forward, backward, clipping, optimizer update) recorded as a CUDA graph.
+    """One packed training step (forward, backward, clipping, optimizer update, and with ema_decay the
+    update of the weights' average) recorded as a CUDA graph.
 
-    The batch is copied into fixed input tensors first and the learning rate into a tensor the optimizer
-    reads, because a replay re-runs the recorded kernels on the same memory. The loss of each replay is
-    copied out, so the trainer can read losses back later as in an eager step. Dropout masks come from
-    the trainer's own generator, registered with the graph so that every replay draws new ones.
+    The batch is copied into fixed input tensors first, the learning rate into a tensor the optimizer
+    reads and the average's coefficient into its own (`WeightAverage.take`), because a replay re-runs
+    the recorded kernels on the same memory. The loss of each replay is copied out, so the trainer can
+    read losses back later as in an eager step. Dropout masks come from the trainer's own generator,
+    registered with the graph so that every replay draws new ones.
     """
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, config: TrainConfig,
-                 dropout_generator: torch.Generator, autocast: ContextManager):
+                 dropout_generator: torch.Generator, autocast: ContextManager,
+                 average: WeightAverage | None = None):
         device = next(model.parameters()).device
         rows, length = config.batch_size, config.pack_length
         self.inputs = torch.zeros(rows, length, dtype=torch.long, device=device)  # (B, P)
@@ -66,16 +70,22 @@ class CudaGraphStep:
             if config.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
+            if average is not None:  # after the update, as in an eager step; reads its coefficient on the GPU
+                average.apply()
         self.loss = loss.detach()  # () float32, rewritten by every replay
+        self.average = average
 
-    def run(self, inputs, targets, positions, attn_mask, lr: float, optimizer) -> torch.Tensor:
-        """One training step on this batch at this learning rate; returns its loss (a 0-d device tensor)."""
+    def run(self, inputs, targets, positions, attn_mask, lr: float, optimizer, update: int) -> torch.Tensor:
+        """One training step on this batch at this learning rate; returns its loss (a 0-d device tensor).
+        `update`: the number of this step's update of the weights' average (its bias correction)."""
         self.inputs.copy_(inputs)
         self.targets.copy_(targets)
         self.positions.copy_(positions)
         self.attn_mask.copy_(attn_mask)
         for group in optimizer.param_groups:
             group["lr"].fill_(lr)
+        if self.average is not None:
+            self.average.set_update(update)
         self.graph.replay()
         return self.loss.clone()
 
@@ -86,8 +96,9 @@ class CudaSteps:
     optimizer's tensors were replaced (a loaded state, a return to a restore point)."""
 
     def __init__(self, config: TrainConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 dropout_generator: torch.Generator, packed: bool):
+                 dropout_generator: torch.Generator, packed: bool, average: WeightAverage | None = None):
         self.config, self.model, self.optimizer, self.dropout_generator = config, model, optimizer, dropout_generator
+        self.average = average  # the weights' running average (ema_decay), updated inside the graph too
         self.device = next(model.parameters()).device
         # replay needs fixed shapes: packed rows only
         self.use_graph = config.cuda_graph and packed
@@ -113,7 +124,7 @@ class CudaSteps:
         try:
             torch.cuda.synchronize(self.device)
             self.graph = CudaGraphStep(self.model, self.optimizer, self.config, self.dropout_generator,
-                                       self.autocast())
+                                       self.autocast(), self.average)
         except Exception as exc:  # an op that cannot be recorded: train on without the graph
             self._give_up(f"{type(exc).__name__}: {exc}")
             return False
@@ -127,9 +138,10 @@ class CudaSteps:
             if isinstance(group["lr"], torch.Tensor):
                 group["lr"] = float(group["lr"])
 
-    def replay(self, inputs, targets, positions, attn_mask, lr: float) -> torch.Tensor:
-        """One training step replayed from the graph; its loss (a 0-d device tensor, not read back)."""
-        return self.graph.run(inputs, targets, positions, attn_mask, lr, self.optimizer)
+    def replay(self, inputs, targets, positions, attn_mask, lr: float, update: int) -> torch.Tensor:
+        """One training step replayed from the graph (`update`: its number for the weights' average);
+        its loss (a 0-d device tensor, not read back)."""
+        return self.graph.run(inputs, targets, positions, attn_mask, lr, self.optimizer, update)
 
     def count_eager_step(self) -> None:
         self.eager_steps += 1

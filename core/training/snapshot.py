@@ -1,13 +1,15 @@
 """Copies of a run's training state: `StateSnapshot` (device-side copies of the weights and optimizer
 state, put back in place) and `optimizer_snapshot` (the optimizer's state for a saved run).
 
-The trainer keeps a `StateSnapshot` as its restore point after a non-finite loss, and another for the
-weights of the best validation point (`restore_best`).
+The trainer keeps a `StateSnapshot` as its restore point after a non-finite loss (with the running
+average of the weights, when the run keeps one), and another for the weights of the best validation
+point (`restore_best`).
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Sequence
 
 import torch
 
@@ -25,7 +27,7 @@ def optimizer_snapshot(optimizer: torch.optim.Optimizer) -> dict:
 
 class StateSnapshot:
     """A copy, on the model's device, of a model's parameters and buffers and (optionally) its
-    optimizer's state, to put back later.
+    optimizer's state and `extra` tensors of the run (the average of the weights), to put back later.
 
     `take()` copies the live tensors with `copy_()` into tensors allocated once (again only when the
     set of live tensors changed, e.g. when the optimizer created its state at the first step), and
@@ -35,8 +37,9 @@ class StateSnapshot:
     moments and a zero step count are exactly a fresh AdamW state.
     """
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None):
-        self.model, self.optimizer = model, optimizer
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 extra: Sequence[torch.Tensor] = ()):
+        self.model, self.optimizer, self.extra = model, optimizer, list(extra)
         self._pairs: list[tuple[torch.Tensor, torch.Tensor]] = []  # (live tensor, its copy)
 
     def _model_tensors(self) -> dict[str, torch.Tensor]:
@@ -47,7 +50,7 @@ class StateSnapshot:
         if self.optimizer is not None:
             tensors += [t for state in self.optimizer.state.values() for t in state.values()
                         if isinstance(t, torch.Tensor)]
-        return tensors
+        return tensors + self.extra
 
     @torch.no_grad()
     def take(self) -> None:

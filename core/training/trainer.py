@@ -26,6 +26,13 @@ goes back to it when a read finds a NaN: step, weights, optimizer state, schedul
 are then exactly those of a run stopped at that step. With `restore_best` another snapshot keeps the weights
 of the lowest validation loss, and the model gets them back at max_steps (`weights_step` says from where).
 
+With `ema_decay` the trainer keeps a running average of the weights (`WeightAverage`, core/training/
+average.py), updated after every step (inside the CUDA graph on that path). The model shows the average
+whenever it is not taking training steps: validation measures it, restore_best copies it, and between
+slices and at the end sampling, checkpoints and `state_dict()["model"]` get it; the first training step
+of a slice puts the trained weights back. The restore point holds the average too, so going back after a
+NaN restores it, and a saved run keeps the average and the trained weights (`state_dict()["ema"]`).
+
 Losses are mean cross-entropy per non-padding target character, in nats (ln 27 = 3.30 is a uniform guess).
 """
 
@@ -46,6 +53,7 @@ from core.device import resolve_device
 from core.models import GPT
 from core.settings import check_value
 from core.training import gpu
+from core.training.average import WeightAverage
 from core.training.config import TrainConfig, check_setting, learning_rate
 from core.training.packing import PackedRows
 from core.training.snapshot import StateSnapshot, optimizer_snapshot
@@ -162,10 +170,13 @@ class Trainer:
         self._dropout_generator = _make_generator(self.device, config.seed + 1)
         self.model.set_dropout_generator(self._dropout_generator)
         self.optimizer = make_optimizer(self.model, self.config)
+        # ema_decay: the running average of the weights that validation and sampling use (average.py)
+        self._average = None if self.config.ema_decay is None else WeightAverage(self.model, self.config.ema_decay)
         self.read_every = steps_between_loss_reads(self.config, self.device)  # steps between host syncs
         # CUDA only: graph replay of packed steps and bfloat16 autocast (core/training/gpu.py)
         self.cuda = gpu.CudaSteps(self.config, self.model, self.optimizer, self._dropout_generator,
-                                  packed=self._packed is not None) if self.device.type == "cuda" else None
+                                  packed=self._packed is not None,
+                                  average=self._average) if self.device.type == "cuda" else None
 
         self.step = 0  # optimisation steps done so far
         self.history = _new_history()
@@ -179,8 +190,10 @@ class Trainer:
         # Losses read back every few steps: updates run ahead of the check, so a NaN found at a read has
         # already reached the weights. The restore point (weights, optimizer state, batch order) is taken
         # at each read that found only finite losses, and put back when a read finds a NaN. Not needed
-        # when every loss is read before its own update (the CPU's default).
-        self._restore_point = StateSnapshot(self.model, self.optimizer) if self.read_every > 1 else None
+        # when every loss is read before its own update (the CPU's default). With ema_decay it also holds
+        # the average; it is always taken while the model holds the trained weights.
+        averaged = [] if self._average is None else self._average.average
+        self._restore_point = StateSnapshot(self.model, self.optimizer, averaged) if self.read_every > 1 else None
         self._restore_step = 0  # the step the restore point holds
         self._restore_host: dict = {}  # where the batches and dropout masks stood at that step
         if self._restore_point is not None:
@@ -270,6 +283,8 @@ class Trainer:
         if self.config.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         self.optimizer.step()
+        if self._average is not None:
+            self._average.update(self.step)
         if self.cuda is not None:
             self.cuda.count_eager_step()
         if values is not None:
@@ -280,7 +295,7 @@ class Trainer:
         update: a NaN then stops training one update later than in an eager step."""
         lr = learning_rate(self.config, self.step)
         inputs, targets, positions, attn_mask, n_tokens = self._packed.sample_counted(self.config.batch_size, self.device)
-        loss = self.cuda.replay(inputs, targets, positions, attn_mask, lr)  # ()
+        loss = self.cuda.replay(inputs, targets, positions, attn_mask, lr, self.step + 1)  # ()
         self.step += 1
         self._pending.append((self.step, loss, n_tokens, lr))
         if len(self._pending) >= self.read_every:
@@ -417,9 +432,11 @@ class Trainer:
                     if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
                         break
                     self.weights_step = None  # training again: the weights are those of the current step
+                    self._trained_weights_in()
                     self._train_step()
                     if self.step % self.config.val_interval == 0 or self.step == self.config.max_steps:
                         self._flush()
+                        self._average_in()  # validation measures the average (ema_decay)
                         val_loss = self.evaluate("val", self.config.val_batches)
                         self.model.train()
                         val_points.append((self.step, val_loss))
@@ -430,6 +447,7 @@ class Trainer:
                 self._flush()
             finally:
                 self._pending = []  # after an error: nothing half-read is left for the next slice
+                self._average_in()  # between slices the model shows the average (ema_decay)
             elapsed = time.perf_counter() - start
 
         losses = self.history["train_loss"][n_before:]
@@ -443,6 +461,16 @@ class Trainer:
             tokens_per_s=tokens / train_time if train_time > 0 else 0.0,
             elapsed_s=elapsed,
         )
+
+    def _average_in(self) -> None:
+        """ema_decay: show the average in the model, unless it already shows it (or restore_best's copy)."""
+        if self._average is not None and not self._average.shown:
+            self._average.show()
+
+    def _trained_weights_in(self) -> None:
+        """ema_decay: the trained weights back in the model before a training step."""
+        if self._average is not None and self._average.shown:
+            self._average.hide()
 
     def _keep_best(self, val_loss: float) -> None:
         """restore_best: copy the weights at a new lowest validation loss; at max_steps, put the best back."""
@@ -523,6 +551,10 @@ class Trainer:
             "best": None if self.best_step is None else {
                 "step": self.best_step, "val_loss": self.best_val_loss, "weights": self._best.model_copies()},
             "weights_step": self.weights_step,
+            # ema_decay: the average and the trained weights ("model" holds what the model shows). None at
+            # step 0, where both are the model's weights, as for a state whose "model" was replaced by a
+            # model file's weights (core.runs.run_from_checkpoint): the average then starts from those.
+            "ema": None if self._average is None or self.step == 0 else self._average.state(),
         }
 
     def _host_state(self) -> dict:
@@ -570,8 +602,15 @@ class Trainer:
         if best is not None and self._best is not None:
             self._best.load_model_copies(best["weights"])
         self.weights_step = state.get("weights_step")
+        if self._average is not None:
+            self._average.load(state.get("ema"))
         if self._restore_point is not None:
-            self._save_restore_point(self.step, self._host_state())
+            with self._trained_weights_held():  # the restore point holds the trained weights
+                self._save_restore_point(self.step, self._host_state())
+
+    def _trained_weights_held(self) -> ContextManager:
+        """The trained weights in the model for a moment, when it shows the average (ema_decay)."""
+        return contextlib.nullcontext() if self._average is None else self._average.trained_weights_in_model()
 
     @classmethod
     def from_state_dict(cls, state: dict, data: NamesData) -> "Trainer":

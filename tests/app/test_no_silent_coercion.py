@@ -135,6 +135,8 @@ BOXES = EDITOR + [
       for field in ("context_size", "n_layer", "n_head", "d_embed", "d_ff", "lr", "weight_decay",
                     "batch_size", "max_steps", "val_interval", "val_batches", "eval_batch_size", "seed",
                     "pack_length", "grad_clip", "warmup_steps", "min_lr_ratio")],
+    # opened with the average on: from its default 0 (off) no value nearby fits its bounds (0 to 0.9999)
+    Box(TRAIN, "ema_decay", "train", query=tuple({**TINY, "ema_decay": "0.25"}.items())),
     Box(TRAIN, "train.extra", query=tuple(TINY.items()), setup="model", bounds=(1, budget.LIMITS.max_steps)),
     *[Box("pages/8_sample_names.py", field, "sample", setup="model") for field in ("n", "seed")],
     Box(PITFALLS, "seed", "pitfalls", query=(("pitfall", "softmax_dim"),)),

@@ -435,3 +435,109 @@ def test_restore_best_on_a_graphed_run_puts_the_best_weights_back_in_place_after
     assert trainer.cuda.graph is not None and trainer.history["steps"][-1] == 70
     assert (trainer.best_step, trainer.weights_step) == (70, None)  # the best is the last point: nothing to restore
     assert all(math.isfinite(v) for v in trainer.history["train_loss"])
+
+
+# ema_decay on a GPU: the average's update is recorded in the CUDA graph with the step (core/training/average.py)
+
+
+def hand_average_check(decay: float):
+    """A checker fed the trained weights after each step, in order: it computes the bias-corrected EMA by its
+    definition in float64 (m_t = decay * m_(t-1) + (1 - decay) * w_t from 0, divided by 1 - decay ** t)
+    and returns it for comparison."""
+    moments: list[torch.Tensor] = []
+
+    def after_step(t: int, trained: list[torch.Tensor]) -> list[torch.Tensor]:
+        weights = [w.detach().double() for w in trained]
+        if not moments:
+            moments.extend(torch.zeros_like(w) for w in weights)
+        for m, w in zip(moments, weights):
+            m.mul_(decay).add_((1 - decay) * w)
+        return [m / (1 - decay ** t) for m in moments]
+
+    return after_step
+
+
+@needs_cuda
+@pytest.mark.parametrize("cuda_graph, autocast, dropout",
+                         [(True, "auto", 0.1), (True, "off", 0.0), (False, "auto", 0.1)])
+def test_every_step_updates_the_weights_average_on_a_gpu(small_data, cuda_graph, autocast, dropout):
+    """After every step (graph replays included) the average the model shows equals the EMA of the trained
+    weights recorded after each step: a replay that skipped or repeated the update, or read a stale
+    coefficient, fails. The trained weights are what they are (bfloat16 forward or not): the average of
+    them is exact up to float32 rounding."""
+    decay = 0.9
+    trainer = Trainer(cuda_config(model=replace(TINY, dropout=dropout), ema_decay=decay, autocast=autocast,
+                                  cuda_graph=cuda_graph, max_steps=40, val_interval=15), small_data)
+    check = hand_average_check(decay)
+    for t in range(1, 41):
+        trainer.train(n_steps=1)  # each slice ends with a read and shows the average
+        assert trainer._average.shown and trainer.step == t
+        expected = check(t, trainer._average.trained)
+        for name, p, e in zip(trainer._average.names, trainer.model.parameters(), expected):
+            torch.testing.assert_close(p.detach().double(), e, rtol=0, atol=2e-5, msg=f"step {t}: {name}")
+    distance = max(float((p.detach() - w).abs().max()) for p, w in zip(trainer.model.parameters(),
+                                                                         trainer._average.trained))
+    assert distance > 1e-3  # the average is not the last weights: the comparison above can fail
+    if cuda_graph:  # steps 4-40 were replays of the recorded graph, none eager
+        assert trainer.cuda.graph is not None, trainer.cuda.graph_error
+        assert trainer.cuda.eager_steps == gpu.GRAPH_WARMUP_STEPS
+        assert trainer.autocast_dtype == (torch.bfloat16 if autocast == "auto" and torch.cuda.is_bf16_supported()
+                                          else None)
+    assert trainer.history["val_steps"] == [15, 30, 40]
+
+
+@needs_cuda
+def test_a_graphed_run_averages_like_eager_steps(small_data):
+    eager = Trainer(cuda_config(cuda_graph=False, ema_decay=0.95), small_data)
+    graphed = Trainer(cuda_config(autocast="off", ema_decay=0.95), small_data)  # float32 both, to compare
+    eager.train()
+    graphed.train()
+    assert graphed.cuda.graph is not None, graphed.cuda.graph_error
+    for a, b in zip(graphed._average.average, eager._average.average):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    assert graphed.history["val_loss"] == pytest.approx(eager.history["val_loss"], abs=1e-4)
+
+
+@needs_cuda
+def test_a_nan_on_a_graphed_run_with_an_average_goes_back_to_its_average(small_data):
+    """The restore point holds the average: after a NaN the run shows the very average of its restore
+    point (the graph's updates after it undone), trains on with the graph recorded again, and stays finite."""
+    trainer = Trainer(cuda_config(model=replace(TINY, dropout=0.1), max_steps=200, val_interval=1000,
+                                  loss_read_every=8, ema_decay=0.95), small_data)
+    trainer.train(n_steps=10)  # the slice ends with a read: step 10 is the restore point
+    assert trainer.cuda.graph is not None, trainer.cuda.graph_error
+    with torch.no_grad():
+        kept = {name: t.clone() for name, t in training_tensors(trainer).items()}
+        kept_average = [t.clone() for t in trainer._average.average]
+        kept_trained = [t.clone() for t in trainer._average.trained]
+        # the model shows the average; the next step puts the trained weights back: poison those, in place
+        head = next(i for i, p in enumerate(trainer._average.params) if p is trainer.model.lm_head.weight)
+        trainer._average.trained[head].fill_(float("nan"))
+    with pytest.raises(TrainingError, match="went back to step 10 .*smaller learning rate"):
+        trainer.train()
+    assert trainer.step == 10 and trainer._average.shown
+    for name, tensor in training_tensors(trainer).items():
+        assert torch.equal(tensor, kept[name]), name
+    assert all(torch.equal(a, b) for a, b in zip(trainer._average.average, kept_average))
+    assert all(torch.equal(a, b) for a, b in zip(trainer._average.trained, kept_trained))
+    trainer.clear_error()
+    trainer.set_lr(trainer.config.lr / 2)
+    trainer.train(n_steps=40)
+    assert trainer.step == 50 and trainer.cuda.graph is not None, trainer.cuda.graph_error
+    assert all(math.isfinite(v) for v in trainer.history["train_loss"])
+    assert all(bool(torch.isfinite(t).all()) for t in trainer._average.average + trainer._average.trained)
+
+
+@needs_cuda
+def test_a_graphed_run_with_an_average_resumes_from_its_state_dict(small_data):
+    trainer = Trainer(cuda_config(ema_decay=0.95, restore_best=True), small_data)
+    trainer.train(n_steps=25)
+    resumed = Trainer.from_state_dict(trainer.state_dict(), small_data)
+    trainer.train(n_steps=20)
+    resumed.train(n_steps=20)
+    assert resumed.cuda.graph is not None, resumed.cuda.graph_error
+    torch.testing.assert_close(
+        torch.tensor(resumed.history["train_loss"]), torch.tensor(trainer.history["train_loss"]), rtol=1e-4, atol=1e-4
+    )
+    for a, b in zip(resumed._average.average, trainer._average.average):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)

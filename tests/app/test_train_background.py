@@ -1,0 +1,94 @@
+"""AppTest of the Train page when a worker thread trains the run between the page's draws (what a
+CUDA run does when not hosted; ATTENTION_LAB_BACKGROUND_TRAINING=1 makes a CPU run do it here):
+the run advances between page runs, pauses, resumes, finishes, and stops for another page."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.app.conftest import ROOT, assert_no_exception
+from tests.app.gpt_helpers import current, loss_rows, tiny_page
+from ui.live import WORKERS_KEY
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(autouse=True)
+def in_background(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_BACKGROUND_TRAINING", "1")
+
+
+def worker_of(at):
+    return at.session_state[WORKERS_KEY]["train.live"]
+
+
+def wait_for(condition, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not condition():
+        time.sleep(0.02)
+    return condition()
+
+
+def test_the_worker_trains_between_page_runs_pauses_and_resumes():
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    assert_no_exception(at)
+    run, worker = current(at), worker_of(at)
+    assert run.status == "running" and worker.run is run
+    at_draw = run.step
+    assert wait_for(lambda: run.step > at_draw + 5)  # no page run in between: the worker trained
+    at.run()
+    assert len(loss_rows(at)) > 0 and "step" in at.get("progress")[0].proto.text
+    at.button(key="train.pause").click().run()
+    assert run.status == "paused" and wait_for(lambda: not worker.alive, timeout=5)
+    paused_at = run.step
+    time.sleep(0.2)
+    at.run()
+    assert run.step == paused_at  # paused: nothing trains, in the worker or in the page
+    at.button(key="train.resume").click().run()
+    assert wait_for(lambda: run.step > paused_at)
+    at.button(key="train.stop").click().run()
+    assert wait_for(lambda: not worker.alive, timeout=5)
+    assert run.status == "stopped" and worker.error is None
+    assert_no_exception(at)
+
+
+def test_a_run_finished_by_the_worker_ends_like_one_finished_in_ticks():
+    at = tiny_page(max_steps="40")
+    at.button(key="train.start").click().run()
+    run = current(at)
+    assert wait_for(lambda: run.done, timeout=60)
+    at.run()  # the tick that finds the run finished reruns the page: the controls follow
+    assert_no_exception(at)
+    assert run.status == "done" and run.step == 40
+    keys = {b.key for b in at.button}
+    assert "train.pause" not in keys and "train.extend" in keys
+    assert not worker_of(at).alive
+
+
+def test_a_whole_page_run_stops_the_worker_and_the_train_page_lets_it_go_on():
+    """streamlit_app.py calls stop_workers() at the start of every whole-page run, before the page
+    runs (AppTest runs the entry point only on its first run, so the call is made here as the
+    entry point makes it; the browser test runs it for real)."""
+    from ui.live import stop_workers
+
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    run, worker = current(at), worker_of(at)
+    assert wait_for(lambda: run.step > 3)
+    stop_workers(at.session_state)
+    assert not worker.alive and not run.lock.locked()  # stopped between two chunks
+    left_at = run.step
+    time.sleep(0.2)
+    assert run.step == left_at and run.status == "running"
+    at.run()  # the Train page's next tick
+    assert wait_for(lambda: run.step > left_at)  # it trains on
+    at.button(key="train.stop").click().run()
+    assert_no_exception(at)
+
+
+def test_the_entry_point_stops_the_workers_before_the_page_runs():
+    source = (ROOT / "streamlit_app.py").read_text()
+    assert source.index("live.stop_workers()") < source.index("page.run()")
