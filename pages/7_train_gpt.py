@@ -88,7 +88,7 @@ with st.expander("All settings: model, training, device", icon=":material/tune:"
             st.caption("Packing needs the causal mask (names in a row must not see each other), so "
                        "this mask-off run trains one window per row.")
     with more_tab:
-        st.caption("Evaluation, speed, biases, and which weights the run ends with.")
+        st.caption("Evaluation, speed, biases, which weights the run ends with, and their running average.")
         cols = st.columns(2)
         for i, name in enumerate(train_settings.fields_in("more")):
             with cols[i % 2]:
