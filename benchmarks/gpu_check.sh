@@ -7,7 +7,7 @@
 #
 # The GPU machine has torch but not Streamlit: carry the app's other wheels in .whl (Python 3.12,
 # manylinux x86_64; see /work/.library/device/README.md) and they are installed to /tmp/site first.
-# Chromium and Playwright (~145 MB packed, more than one call may carry) travel in parts: earlier
+# Chromium and Playwright (~145 MB packed by benchmarks/pack_for_gpu.sh, more than one call may carry) travel in parts: earlier
 # calls copy .crN/part* into $CHROMIUM_PARTS (default /tmp/parts); when all three are there they are
 # unpacked to /tmp/cr (Chromium, the libraries it links, DejaVu fonts, the playwright package), and
 # the live runs use the browser; otherwise they use the websocket client (the same server work).
