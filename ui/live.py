@@ -129,7 +129,7 @@ def stop_workers(state=None) -> None:
     """Stop this session's background training workers (each after its current chunk); `state`:
     the session's state (default st.session_state)."""
     state = st.session_state if state is None else state
-    for worker in (state[WORKERS_KEY] if WORKERS_KEY in state else {}).values():
+    for worker in state.get(WORKERS_KEY, {}).values():
         worker.stop()
 
 

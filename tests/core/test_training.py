@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import io
 import math
 import time
 from dataclasses import replace
@@ -293,30 +294,39 @@ def test_same_seed_same_losses_with_schedule_and_clipping(small_data):
     assert runs[0] == runs[1]
 
 
-@pytest.mark.parametrize("pack_length, restore_best", [(None, False), (24, False), (24, True)])
-def test_resume_from_state_dict_continues_identically(small_data, pack_length, restore_best):
-    config = tiny_config(max_steps=20, optimizer="adamw", schedule="cosine", warmup_steps=3, pack_length=pack_length,
-                         restore_best=restore_best)
-    straight = Trainer(config, small_data)
+def resumed_and_straight(config: TrainConfig, data, *, through_file: bool = False) -> tuple[Trainer, Trainer]:
+    """A run saved at step 9 and resumed to the end, beside the same run trained straight through;
+    asserts they agree step for step (losses, validation, best and weights' step). `through_file`:
+    the saved state goes through torch.save / torch.load(weights_only=True), as a downloaded run does."""
+    straight = Trainer(config, data)
     straight.train()
-
-    first = Trainer(config, small_data)
+    first = Trainer(config, data)
     first.train(n_steps=9)
     state = first.state_dict()
+    if through_file:
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        state = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)
     first.train(n_steps=2)  # must not affect the saved state
-    resumed = Trainer.from_state_dict(state, small_data)
+    resumed = Trainer.from_state_dict(state, data)
     assert resumed.step == 9
     resumed.train()
     assert resumed.history["train_loss"] == straight.history["train_loss"]
     assert resumed.history["val_loss"] == straight.history["val_loss"]
     assert (resumed.best_step, resumed.weights_step) == (straight.best_step, straight.weights_step)
+    return resumed, straight
+
+
+@pytest.mark.parametrize("pack_length, restore_best", [(None, False), (24, False), (24, True)])
+def test_resume_from_state_dict_continues_identically(small_data, pack_length, restore_best):
+    config = tiny_config(max_steps=20, optimizer="adamw", schedule="cosine", warmup_steps=3, pack_length=pack_length,
+                         restore_best=restore_best)
+    resumed, straight = resumed_and_straight(config, small_data)
     for mine, theirs in zip(resumed.model.parameters(), straight.model.parameters()):
         assert torch.equal(mine, theirs)
 
 
 def test_state_dict_survives_torch_save_with_weights_only(small_data):
-    import io
-
     trainer = Trainer(tiny_config(pack_length=24), small_data)
     trainer.train(n_steps=3)
     buffer = io.BytesIO()
@@ -372,8 +382,6 @@ def test_restore_best_ends_with_the_weights_of_the_best_validation_point(small_d
 
 
 def test_restore_best_survives_save_and_resume(small_data):
-    import io
-
     config = tiny_config(max_steps=60, val_interval=10, restore_best=True, pack_length=24)
     straight = scripted_validation(Trainer(config, small_data))
     straight.train()

@@ -5,7 +5,6 @@ run without it (the average never changes training, so both runs train alike). T
 tested in tests/core/test_training_gpu.py.
 """
 
-import io
 from dataclasses import replace
 
 import pytest
@@ -16,7 +15,7 @@ from core.data import build_names_data, load_names
 from core.models import GPTConfig
 from core.training import PRESETS, Trainer, TrainConfig, TrainingError
 from core.training.average import WeightAverage, average_weight
-from tests.core.test_training import SCRIPTED_VAL, scripted_validation
+from tests.core.test_training import SCRIPTED_VAL, resumed_and_straight, scripted_validation
 from tests.core.test_training_gpu import assert_same_training_state, forward_with_nan_loss_at, training_tensors
 
 TINY = GPTConfig(context_size=12, n_layer=1, n_head=2, d_embed=16, d_ff=32, dropout=0.1)
@@ -242,20 +241,7 @@ def test_after_a_nan_the_average_is_that_of_the_restore_point(small_data, pack_l
 def test_a_saved_run_resumes_with_its_average(small_data, restore_best, loss_read_every):
     config = tiny_config(max_steps=20, schedule="cosine", warmup_steps=3, pack_length=24, restore_best=restore_best,
                          loss_read_every=loss_read_every)
-    straight = Trainer(config, small_data)
-    straight.train()
-    first = Trainer(config, small_data)
-    first.train(n_steps=9)
-    buffer = io.BytesIO()
-    torch.save(first.state_dict(), buffer)
-    first.train(n_steps=2)  # must not affect the saved state
-    state = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)
-    resumed = Trainer.from_state_dict(state, small_data)
-    assert resumed.step == 9
-    resumed.train()
-    assert resumed.history["train_loss"] == straight.history["train_loss"]
-    assert resumed.history["val_loss"] == straight.history["val_loss"]
-    assert (resumed.best_step, resumed.weights_step) == (straight.best_step, straight.weights_step)
+    resumed, straight = resumed_and_straight(config, small_data, through_file=True)
     assert_same_average(resumed, straight)
 
 
