@@ -20,7 +20,7 @@ export PYTHONUNBUFFERED=1 STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 fi
-[ -d /tmp/site ] && export PYTHONPATH=/tmp/site
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH  # bin: py-spy's binary
 
 BROWSER=""
 if [ -f "$PARTS/part1" ] && [ -f "$PARTS/part2" ] && [ -f "$PARTS/part3" ]; then
@@ -57,7 +57,12 @@ step() {  # step NAME SECONDS COMMAND...: run when SECONDS are left in the budge
   timeout "$need" "$@" 2>&1 | tee "$OUT/$name.txt" | grep -v '^{' | tail -${TAIL:-25}
 }
 
-step live_gpu 120 python3 benchmarks/server_live.py $BROWSER --preset gpu --steps ${LIVE_STEPS:-2000} --repeats ${REPEATS:-2}
+GIL=""
+command -v py-spy >/dev/null && GIL="--gil-profile 8"  # which threads hold the GIL during the first live run
+step live_gpu 120 python3 benchmarks/server_live.py $BROWSER --preset gpu --steps ${LIVE_STEPS:-2000} --repeats ${REPEATS:-2} $GIL
+# the same with Python's own 5 ms GIL hand-over while the worker trains (core.live_training.WORKER_SWITCH)
+step live_gpu_switch_off 120 env ATTENTION_LAB_WORKER_SWITCH_MS=off python3 benchmarks/server_live.py $BROWSER --preset gpu --steps ${LIVE_STEPS:-2000} --repeats ${REPEATS:-2} $GIL
+step gil_handover 20 python3 benchmarks/gil_handover.py
 step gpu_train 110 python3 benchmarks/gpu_train.py --skip-cpu-run
 step live_gpu_ticks 75 python3 benchmarks/server_live.py $BROWSER --preset gpu --steps ${LIVE_STEPS:-2000} --repeats 1 --background off
 step live_best 75 python3 benchmarks/server_live.py $BROWSER --preset best --steps 3000 --repeats 2

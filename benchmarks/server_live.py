@@ -15,7 +15,8 @@ line says the last step is done.
 
 Measured for each run: seconds from the Start click to the last step on screen, steps/s over
 that time, redraws per second that showed a new step, and (websocket only) the median fragment
-tick (sent to finished). The same settings headless (`Trainer` in this process, on the same
+tick (sent to finished). For diagnosis (not the target): seconds from the click to the first step on
+screen, and steps/s between the first and the last redraw that showed a step (`between_redraws`). The same settings headless (`Trainer` in this process, on the same
 device): seconds and steps/s from construction to the last step, validation passes included in
 both. One warm-up of each (CUDA start, kernels, graph capture), then live and headless alternated
 `--repeats` times. Target: live steps/s >= 0.9 x headless steps/s.
@@ -31,8 +32,13 @@ import asyncio
 import json
 import os
 import random
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.parse
 from contextlib import contextmanager
@@ -92,7 +98,7 @@ WATCH_PROGRESS_JS = r"""() => {
 READ_PROGRESS_JS = """() => {
   const shown = window.__labWatch.shown;
   const texts = (id) => [...document.querySelectorAll(`[data-testid='${id}']`)].map((e) => e.textContent);
-  return {count: shown.length, last: shown[shown.length - 1] || null,
+  return {count: shown.length, last: shown[shown.length - 1] || null, first: shown.find((s) => s[1] > 0) || null,
           alerts: texts("stAlertContainer"), exceptions: texts("stException")};
 }"""
 
@@ -108,6 +114,18 @@ def settings_for(preset: str, device: str, steps: int | None) -> train_settings.
     if steps:
         settings.max_steps = steps
     return settings
+
+
+def between_redraws(first: tuple[float, int] | None, last: tuple[float, int]) -> dict:
+    """Where the live side's time went, from the first and last redraws that showed a step (seconds
+    from the Start click, step): the click to the first step on screen (the click's page run, the
+    run's construction, the first tick), and the steps/s between the two redraws (training as the
+    page shows it, without those fixed costs; the gap after the last step's redraw is not in it
+    either). Diagnostic only: the target compares the whole Start-to-last-step rate."""
+    if first is None or last[0] <= first[0]:
+        return {"first_step_s": None, "between_redraws_steps_per_s": None}
+    return {"first_step_s": round(first[0], 2),
+            "between_redraws_steps_per_s": round((last[1] - first[1]) / (last[0] - first[0]), 1)}
 
 
 def headless(settings: train_settings.TrainSettings) -> dict:
@@ -154,8 +172,10 @@ async def live(base: str, settings: train_settings.TrainSettings) -> dict:
         if not shown or shown[-1][1] < total:
             raise RuntimeError(f"no last step within {RUN_TIMEOUT_S:.0f} s (last seen {shown[-1:]})")
         # a redraw that shows a new step: what the student sees move (each tick of a training run does)
+        first = next((entry for entry in shown if entry[1] > 0), None)
         return {"seconds": round(seconds, 2), "steps": total, "steps_per_s": round(total / seconds, 1),
                 "redraws_per_s": round(len(shown) / seconds, 2), "steps_shown": len(shown),
+                **between_redraws(first, shown[-1]),
                 "tick_p50_s": round(statistics.median(stats.ticks), 3) if stats.ticks else None,
                 "errors": stats.errors[:5]}
     finally:
@@ -184,9 +204,15 @@ def live_browser(chromium, base: str, settings: train_settings.TrainSettings) ->
         seconds, steps = seen["last"][0] / 1000, seen["last"][2]
         return {"seconds": round(seconds, 2), "steps": steps, "steps_per_s": round(steps / seconds, 1),
                 "redraws_per_s": round(seen["count"] / seconds, 2), "steps_shown": seen["count"],
+                **between_redraws(_seconds_step(seen["first"]), _seconds_step(seen["last"])),
                 "tick_p50_s": None, "errors": [f"exception: {t[:200]}" for t in seen["exceptions"]][:5]}
     finally:
         page.close()
+
+
+def _seconds_step(note: list | None) -> tuple[float, int] | None:
+    """A WATCH_PROGRESS_JS note [ms from the click, step, total] as (seconds, step)."""
+    return None if note is None else (note[0] / 1000, note[1])
 
 
 def watch_to_last_step(page, t0: float) -> dict:
@@ -201,6 +227,45 @@ def watch_to_last_step(page, t0: float) -> dict:
         if time.monotonic() - t0 > RUN_TIMEOUT_S:
             raise RuntimeError(f"no last step within {RUN_TIMEOUT_S:.0f} s (last seen {seen['last']})")
         page.wait_for_timeout(20)
+
+
+GIL_RATE_HZ = 200  # py-spy samples per second
+
+
+@contextmanager
+def gil_profile(pid: int, seconds: float, delay_s: float = 3.0):
+    """While the block runs, py-spy samples process `pid` every 1/GIL_RATE_HZ s for `seconds` (from
+    `delay_s` after the start), keeping only samples where a thread holds the GIL; yields a dict
+    filled after the block: thread name -> share of the recorded wall time it held the GIL. The
+    thread that trains (live-training) against everything else the server runs in Python (the
+    script threads drawing, the event loop): what a worker on a GPU waits for. Empty when off."""
+    shares: dict[str, float] = {}
+    if seconds <= 0:
+        yield shares
+        return
+    raw = Path(tempfile.mkdtemp()) / "gil.txt"
+    command = ["py-spy", "record", "--gil", "--threads", "--nonblocking", "-p", str(pid), "-r", str(GIL_RATE_HZ),
+               "-d", str(int(round(seconds))), "-f", "raw", "-o", str(raw)]
+    recorder = threading.Timer(delay_s, lambda: subprocess.run(command, capture_output=True, timeout=seconds + 60))
+    recorder.start()
+    try:
+        yield shares
+    finally:
+        recorder.join()
+        if raw.exists():
+            shares.update(gil_shares(raw.read_text(), GIL_RATE_HZ * round(seconds)))
+
+
+def gil_shares(raw: str, samples_taken: int) -> dict[str, float]:
+    """py-spy's raw (collapsed) stacks -> thread name (ids dropped) -> its samples / samples_taken."""
+    counts: dict[str, int] = {}
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        thread = re.sub(r"\s*\(\d+\)", "", stack.split(";")[0]).removeprefix("thread").strip(" :")
+        counts[thread] = counts.get(thread, 0) + int(count)
+    return {name: round(n / samples_taken, 4) for name, n in sorted(counts.items(), key=lambda kv: -kv[1])}
 
 
 @contextmanager
@@ -231,7 +296,15 @@ def main() -> None:
     parser.add_argument("--background", choices=("auto", "on", "off"), default="auto",
                         help="the server's ATTENTION_LAB_BACKGROUND_TRAINING: auto trains a CUDA run in a "
                              "worker thread between the page's draws, off in the page's ticks (ui.live)")
+    parser.add_argument("--gil-profile", type=float, default=0.0, metavar="SECONDS",
+                        help="record which of the server's threads hold the GIL (py-spy --gil) for this "
+                             "many seconds of the first measured live run, from 3 s after it starts; "
+                             "0: off")
     args = parser.parse_args()
+    if not 0 <= args.gil_profile <= 120:
+        parser.error("--gil-profile must be from 0 to 120 seconds")
+    if args.gil_profile and not shutil.which("py-spy"):
+        parser.error("--gil-profile needs py-spy on the PATH (pip install py-spy)")
 
     budget.configure_torch_threads()  # the headless runs use the app's torch threads, as the server does
     settings = settings_for(args.preset, args.device, args.steps)
@@ -249,7 +322,11 @@ def main() -> None:
             print("warm-up live:", run_live(server.url, warm), flush=True)
             print("warm-up headless:", headless(warm), flush=True)
             for i in range(args.repeats):
-                lv = run_live(server.url, settings)
+                with gil_profile(server.pid, args.gil_profile if i == 0 else 0.0) as gil:
+                    lv = run_live(server.url, settings)
+                if gil:
+                    lv["gil_share"] = gil
+                    print(f"GIL held, share of wall time, by thread: {gil}", flush=True)
                 hl = headless(settings)
                 pairs.append((lv, hl))
                 print(f"pair {i + 1}: live {lv}\n        headless {hl}\n        ratio "

@@ -28,6 +28,8 @@ Settings (environment variables, read once at import):
 - ATTENTION_LAB_BACKGROUND_TRAINING "auto" (default): a run on a CUDA GPU trains in a worker thread
                                   while its page draws (core.live_training.BackgroundTraining);
                                   "1": every device; "0": never. Never when hosted.
+                                  (ATTENTION_LAB_WORKER_SWITCH_MS, the GIL hand-over while such a
+                                  worker trains, is read by core.live_training.)
 
 Why a share: benchmarks/student_sim.py with the server on ONE core (Community Cloud's size) showed
 that K trainers keep the single slot busy back to back (each tick trained a 0.9 s slice), so every

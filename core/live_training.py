@@ -31,6 +31,10 @@ tick, for one viewer's run on a GPU: the tick then only draws (see the class).
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
+import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -186,6 +190,70 @@ class TrainerGroup:
                        val_points=val_points)
 
 
+DEFAULT_SWITCH_MS = 0.2
+
+
+def _switch_interval_s() -> float | None:
+    """ATTENTION_LAB_WORKER_SWITCH_MS: how often, in milliseconds, the interpreter may hand the GIL to
+    another thread while a worker trains ("off" or 0: Python's own 5 ms); see WorkerSwitchInterval.
+    A value that is not a number of milliseconds from 0 to 100 is logged and the default is used,
+    as core.budget does with its settings: a typo must not keep the app from starting."""
+    value = os.environ.get("ATTENTION_LAB_WORKER_SWITCH_MS", str(DEFAULT_SWITCH_MS)).strip().lower()
+    if value in ("", "off", "0"):
+        return None
+    try:
+        milliseconds = float(value)
+    except ValueError:
+        milliseconds = math.nan
+    if not 0 < milliseconds <= 100:  # also refuses NaN
+        logging.getLogger(__name__).warning(
+            "ATTENTION_LAB_WORKER_SWITCH_MS must be a number of milliseconds from 0 to 100 or 'off', "
+            "got %r: using %g ms", value, DEFAULT_SWITCH_MS)
+        milliseconds = DEFAULT_SWITCH_MS
+    return milliseconds / 1000
+
+
+class WorkerSwitchInterval:
+    """A shorter `sys.setswitchinterval` while at least one worker trains; the old value after the last.
+
+    Why: every torch call lets go of the GIL and takes it back after the kernel is queued. When a
+    script thread runs Python meanwhile (the page drawing, the server's event loop), taking it back
+    waits until the interpreter makes that thread hand it over: 5 ms by default. A GPU step is a
+    dozen such calls, so during a draw the worker queued about one call per 5 ms and the GPU ran dry
+    (benchmarks/gil_handover.py measures it). With a 0.2 ms interval the worker keeps the GPU fed
+    while the page draws; the drawing thread pays a few more hand-overs (not measurable on the
+    development machine: benchmarks/gil_handover.py, docs/PRESETS.md)."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds  # None: leave Python's interval alone
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: float | None = None
+
+    @property
+    def in_use(self) -> bool:
+        """True while at least one worker trains (server.housekeeping waits with its full collection)."""
+        return self._users > 0
+
+    def __enter__(self) -> "WorkerSwitchInterval":
+        with self._lock:
+            if self._users == 0 and self.seconds is not None:
+                self._saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(self.seconds, self._saved))
+            self._users += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._saved is not None:
+                sys.setswitchinterval(self._saved)
+                self._saved = None
+
+
+WORKER_SWITCH = WorkerSwitchInterval(_switch_interval_s())  # shared by every worker of the process
+
+
 class BackgroundTraining:
     """Trains a live run in a worker thread while the page only draws it.
 
@@ -206,14 +274,18 @@ class BackgroundTraining:
     after chunk, and the page waits (on an H200 the page redrew 1.2 times a second instead of 2).
 
     The tick takes the outcome that finished the run with `take_finished()`; an exception the run
-    did not turn into an outcome (a bug, the GPU out of memory) stops the worker and is kept in
-    `error` (the worker is then not restarted: the page shows the message).
+    did not turn into an outcome (a bug, the GPU out of memory) stops the worker, is kept in
+    `error`, is passed to `on_error(message)` (from the worker thread: e.g. pause the run with the
+    message, so the page's controls offer Resume) and finishes the run's outcome for the tick (the
+    page reruns). This worker is then not restarted; a resumed run gets a new one (ui.live).
     """
 
     def __init__(self, run: LiveTraining, keep_going: Callable[[], bool],
                  slot: Callable[[], ContextManager | None] = lambda: None, *,
-                 chunk_s: float = 0.1, idle_stop_s: float = 3.0):
+                 chunk_s: float = 0.1, idle_stop_s: float = 3.0,
+                 on_error: Callable[[str], None] | None = None):
         self.run = run
+        self.on_error = on_error
         self.keep_going = keep_going
         self.slot = slot
         self.chunk_s = chunk_s  # training per advance: the longest a draw waits for the run's lock
@@ -270,6 +342,10 @@ class BackgroundTraining:
         return time.monotonic() - self._last_beat <= self.idle_stop_s
 
     def _work(self, stop: threading.Event) -> None:
+        with WORKER_SWITCH:
+            self._train_chunks(stop)
+
+    def _train_chunks(self, stop: threading.Event) -> None:
         try:
             while not stop.is_set() and self._watched() and self.keep_going() and not self.run.done:
                 while self._draw_waiting.is_set() and not stop.is_set():
@@ -282,4 +358,11 @@ class BackgroundTraining:
                 if outcome.steps == 0:  # a busy slot, or paused between two checks: do not spin
                     stop.wait(0.02)
         except Exception as exc:  # noqa: BLE001 - the page must hear of it; a thread's traceback goes nowhere
-            self.error = f"Training stopped: {type(exc).__name__}: {exc}"
+            message = f"Training stopped: {type(exc).__name__}: {exc}"
+            if self.on_error is not None:
+                try:
+                    self.on_error(message)
+                except Exception as hook_exc:  # noqa: BLE001
+                    message += f" (and then {type(hook_exc).__name__}: {hook_exc})"
+            self._finished = Outcome(finished=True, error=message)
+            self.error = message

@@ -274,7 +274,17 @@ def start(run: Run) -> None:
     if run.trainer.done:
         raise ValueError(f"This run already did its {run.max_steps:,} steps; add steps to continue.")
     if run.status in ("idle", "paused", "stopped", "done"):
+        if run.status == "paused":
+            run.message = ""  # a halt's message (halt): this is the try again
         run.status = "running"
+
+
+def halt(run: Run, message: str) -> None:
+    """Training broke on something the engine could not turn into a message of its own (the GPU out
+    of memory, a bug; core.live_training.BackgroundTraining's on_error): pause the run with the
+    message on the page. Its model is kept, and Resume tries again."""
+    run.message = message
+    pause(run)
 
 
 def pause(run: Run) -> None:
@@ -453,14 +463,21 @@ def smooth(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
     return pd.Series(values, dtype="float64").ewm(alpha=alpha, adjust=True).mean().to_numpy()
 
 
-def run_frame(run: Run, max_points: int = MAX_CHART_POINTS) -> pd.DataFrame:
-    """Long-form rows (step, loss, kind) of one run, cached until the run moves on."""
-    history = run.history
-    key = (run.step, len(history["val_loss"]), max_points)
-    if run._frame is not None and run._frame_key == key:
-        return run._frame
-    steps = np.asarray(history["steps"], dtype=np.int64)  # (n_steps,)
-    losses = np.asarray(history["train_loss"], dtype=np.float64)  # (n_steps,)
+def run_frame(run: Run, max_points: int = MAX_CHART_POINTS,
+              lock: ContextManager | None = None) -> pd.DataFrame:
+    """Long-form rows (step, loss, kind) of one run, cached until the run moves on.
+
+    `lock`: held only while the history's lists are copied (a few microseconds: list copies in C),
+    not while the rows are made from the copies. A run trained by a worker thread
+    (core.live_training.BackgroundTraining) waits for it, and its GPU with it."""
+    with contextlib.nullcontext() if lock is None else lock:
+        history = run.history
+        key = (run.step, len(history["val_loss"]), max_points)
+        if run._frame is not None and run._frame_key == key:
+            return run._frame
+        copied = {name: list(history[name]) for name in ("steps", "train_loss", "val_steps", "val_loss")}
+    steps = np.asarray(copied["steps"], dtype=np.int64)  # (n_steps,)
+    losses = np.asarray(copied["train_loss"], dtype=np.float64)  # (n_steps,)
     smoothed = smooth(losses)  # (n_steps,)
     stride = max(1, math.ceil(len(steps) / max_points))
     keep = np.arange(len(steps))[::stride]
@@ -469,8 +486,8 @@ def run_frame(run: Run, max_points: int = MAX_CHART_POINTS) -> pd.DataFrame:
     parts = [
         pd.DataFrame({"step": steps[keep], "loss": losses[keep], "kind": KIND_RAW}),
         pd.DataFrame({"step": steps[keep], "loss": smoothed[keep], "kind": KIND_SMOOTH}),
-        pd.DataFrame({"step": np.asarray(history["val_steps"], dtype=np.int64),
-                      "loss": np.asarray(history["val_loss"], dtype=np.float64), "kind": KIND_VAL}),
+        pd.DataFrame({"step": np.asarray(copied["val_steps"], dtype=np.int64),
+                      "loss": np.asarray(copied["val_loss"], dtype=np.float64), "kind": KIND_VAL}),
     ]
     frame = pd.concat([p for p in parts if len(p)], ignore_index=True) if len(steps) else \
         pd.DataFrame({"step": pd.Series(dtype="int64"), "loss": pd.Series(dtype="float64"),
@@ -479,17 +496,15 @@ def run_frame(run: Run, max_points: int = MAX_CHART_POINTS) -> pd.DataFrame:
     return frame
 
 
-def loss_frame(runs: list[Run], max_points: int = MAX_CHART_POINTS) -> pd.DataFrame:
-    """Rows (run, step, loss, kind) of several runs, for one overlaid chart."""
-    frames = []
-    for run in runs:
-        frame = run_frame(run, max_points)
-        if len(frame):
-            frames.append(frame.assign(run=run.label or f"#{run.run_id}"))
-    if not frames:
+def loss_frame(runs: list[Run], max_points: int = MAX_CHART_POINTS,
+               frames: list[pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Rows (run, step, loss, kind) of several runs, for one overlaid chart. `frames`: the runs'
+    own rows (run_frame) when the caller already has them: a run may move on in between."""
+    frames = [run_frame(run, max_points) for run in runs] if frames is None else frames
+    labelled = [frame.assign(run=run.label or f"#{run.run_id}") for run, frame in zip(runs, frames) if len(frame)]
+    if not labelled:
         return pd.DataFrame(columns=["step", "loss", "kind", "run"])
-    return pd.concat(frames, ignore_index=True)
-
+    return pd.concat(labelled, ignore_index=True)
 
 
 def chart_runs(book: RunBook, overlay: bool) -> list[Run]:

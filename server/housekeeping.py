@@ -232,6 +232,16 @@ def release_memory(libc: ctypes.CDLL | None, emptied: bool) -> bool:
     return froze
 
 
+def training_in_a_worker() -> bool:
+    """True while a live run trains in a worker thread (core.live_training.BackgroundTraining: one
+    viewer's GPU run). The start's freeze waits for it: its full collection holds the GIL for
+    ~0.3 s, and the worker can queue no GPU work meanwhile (measured with benchmarks/server_live.py
+    --gil-profile: 0.34 s of a 27 s live run, 2026-11-27)."""
+    from core.live_training import WORKER_SWITCH
+
+    return WORKER_SWITCH.in_use
+
+
 def freeze_at_start(tracker: SessionTracker) -> None:
     """The imports and shared data into the permanent generation (~0.2 s, once), noting the
     sessions already there (the lecturer's tab, the first students), which are frozen too."""
@@ -293,6 +303,8 @@ def _forget_gone(tracker: SessionTracker, ids: set[str] | None, class_left: bool
 def _loop(libc: ctypes.CDLL | None) -> None:
     was_empty, tracker = True, SessionTracker()  # nothing to empty before anyone came
     time.sleep(REAP_S)  # the first run (the one that started this thread) has finished by now
+    while training_in_a_worker():  # the freeze's full collection holds the GIL ~0.3 s: not mid-run
+        time.sleep(1.0)
     freeze_at_start(tracker)
     while True:
         try:

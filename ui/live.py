@@ -24,6 +24,10 @@ module owns everything else:
   (FULL_RUN_SLICE_S; none on a hosted server, where page runs take turns); the fragment's own
   ticks train SLICE_S.
 
+`on_error(message)` (with `background` only): called from the worker thread when training raised
+something the run did not turn into an outcome (the GPU out of memory, a bug); the page keeps the
+message (e.g. pauses the run with it). Without it the fragment shows the message itself.
+
 `running`: True/False, or a callable returning it, asked on every tick; default: `not run.done`.
 Pass it when the page can pause a run (e.g. `running=lambda: run.active`). If `run` has a `lock`
 attribute (a threading.Lock held while it trains), drawing holds it too, so a click that arrives
@@ -133,16 +137,21 @@ def stop_workers(state=None) -> None:
         worker.stop()
 
 
-def _worker(key: str, run: LiveTraining, running: bool | Callable[[], bool] | None) -> BackgroundTraining:
-    """This fragment's worker for `run` (a new run replaces the old run's worker)."""
+def _worker(key: str, run: LiveTraining, running: bool | Callable[[], bool] | None,
+            on_error: Callable[[str], None] | None = None) -> BackgroundTraining:
+    """This fragment's worker for `run` (a new run replaces the old run's worker, and a run running
+    again after its worker failed gets a new one: the student pressed Resume)."""
     workers = st.session_state.setdefault(WORKERS_KEY, {})
     worker = workers.get(key)
-    if worker is None or worker.run is not run:
+    # a failed worker's run was paused by on_error: running again means Resume (without on_error the
+    # run stays running and the failure would only repeat: that worker stays, showing its error)
+    failed = on_error is not None and worker is not None and worker.error is not None and not worker.alive
+    if worker is None or worker.run is not run or (failed and _is_running(run, running)):
         if worker is not None:
             worker.stop()
         owner = session_owner()
         worker = BackgroundTraining(run, lambda: _is_running(run, running),
-                                    lambda: budget.SLOTS.slot(owner))
+                                    lambda: budget.SLOTS.slot(owner), on_error=on_error)
         workers[key] = worker
     return worker
 
@@ -174,21 +183,22 @@ def background_tick(worker: BackgroundTraining, draw: Callable[[], None],
         worker.beat()
     else:
         worker.stop()
-    if worker.error is not None:
+    if worker.error is not None and worker.on_error is None:  # else the page shows it (on_error)
         st.error(worker.error, icon=":material/block:")
     return worker.take_finished()
 
 
 def live_fragment(key: str, run: LiveTraining | None, draw: Callable[[], None], *,
                   running: bool | Callable[[], bool] | None = None,
-                  on_finish: Callable[[Outcome], None] | None = None, background: bool = False) -> None:
+                  on_finish: Callable[[Outcome], None] | None = None, background: bool = False,
+                  on_error: Callable[[str], None] | None = None) -> None:
     """Draw `run` and, while it is running, train it a slice per tick (or, with `background`, in a
     worker between the ticks); see the module docstring. `key` names the fragment (unique among the
     fragments of a page)."""
 
     def body() -> None:
         if background and run is not None:
-            outcome = background_tick(_worker(key, run, running), draw, running)
+            outcome = background_tick(_worker(key, run, running, on_error), draw, running)
         else:
             budget_s = SLICE_S if _is_fragment_rerun() else FULL_RUN_SLICE_S
             outcome = tick(run, draw, budget_s, running)

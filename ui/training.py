@@ -229,15 +229,15 @@ def live_panel(book: runs.RunBook, settings: train_settings.TrainSettings) -> No
     run = book.current
     background = run is not None and budget.background_training(run.trainer.device.type)
     live_fragment("train.live", run, lambda: draw_live(book, settings),
-                  running=(lambda: run.active) if run is not None else False, background=background)
+                  running=(lambda: run.active) if run is not None else False, background=background,
+                  on_error=(lambda message: runs.halt(run, message)) if run is not None else None)
 
 
 def draw_live(book: runs.RunBook, settings: train_settings.TrainSettings) -> None:
     """The Train page's live view: the progress line, the loss curve right under it (so both fit
     the first screen with the controls), then the metrics, the sampled names and the download."""
     run = book.current
-    with history_lock():  # a GPU run trains in a worker meanwhile (ui.live): its lists must agree
-        frame, arrow = _loss_rows(runs.chart_runs(book, settings.overlay))
+    frame, arrow = _loss_rows(runs.chart_runs(book, settings.overlay))
     if run is None:
         st.info("No run yet. Pick a preset (or open **All settings**), then press **Start**. "
                 "The loss curve, progress and sampled names appear here while it trains.",
@@ -263,11 +263,12 @@ def _loss_rows(shown: list[runs.Run]):
     only every 10 s or so; the ticks between redraw the same rows, so the rows and their Arrow
     bytes are made once per change, not once per tick. The runs' own tables (runs.run_frame, a new
     DataFrame whenever a run moves on) are held here, so their ids name them exactly."""
-    parts = [runs.run_frame(r) for r in shown]
+    # a GPU run trains in a worker meanwhile (ui.live): its lists are copied under its lock
+    parts = [runs.run_frame(r, lock=history_lock()) for r in shown]
     made_from = tuple((r.run_id, r.label, id(part)) for r, part in zip(shown, parts))
     kept = st.session_state.get(LOSS_ROWS_KEY)
     if kept is None or kept[0] != made_from:
-        frame = runs.loss_frame(shown)
+        frame = runs.loss_frame(shown, frames=parts)
         kept = st.session_state[LOSS_ROWS_KEY] = (made_from, parts, frame,
                                                   dataframe_util.convert_anything_to_arrow_bytes(frame))
     return kept[2], kept[3]

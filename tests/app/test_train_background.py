@@ -89,6 +89,36 @@ def test_a_whole_page_run_stops_the_worker_and_the_train_page_lets_it_go_on():
     assert_no_exception(at)
 
 
+def test_a_worker_that_breaks_pauses_the_run_with_its_message_and_resume_tries_again():
+    """The GPU out of memory (or a bug) in the worker: the page says so, the run is paused with its
+    model, and Resume trains on in a new worker."""
+    at = tiny_page()
+    at.button(key="train.start").click().run()
+    run, worker = current(at), worker_of(at)
+    assert wait_for(lambda: run.step > 2)
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    run.trainer.train = out_of_memory  # the instance's attribute: the next chunk raises
+    assert wait_for(lambda: worker.error is not None)
+    broke_at = run.step
+    at.run()
+    assert_no_exception(at)
+    assert run.status == "paused"
+    assert any("out of memory" in e.value for e in at.error)
+    assert "train.resume" in {b.key for b in at.button}
+    del run.trainer.train  # the memory is free again
+    at.button(key="train.resume").click().run()
+    assert_no_exception(at)
+    assert run.status == "running" and run.message == ""
+    assert worker_of(at) is not worker  # a new worker
+    assert wait_for(lambda: run.step > broke_at)
+    at.run()
+    assert not any("out of memory" in e.value for e in at.error)
+    at.button(key="train.stop").click().run()
+
+
 def test_the_entry_point_stops_the_workers_before_the_page_runs():
     source = (ROOT / "streamlit_app.py").read_text()
     assert source.index("live.stop_workers()") < source.index("page.run()")

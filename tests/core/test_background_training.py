@@ -1,13 +1,15 @@
 """core.live_training.BackgroundTraining: a live run trained by a worker thread between the page's
 draws (a GPU run with one viewer), and core.budget.background_training, which decides when."""
 
+import sys
 import threading
 import time
 
 import pytest
 
 from core import budget, runs, train_settings
-from core.live_training import BackgroundTraining, Outcome, SteppedTraining
+from core.live_training import (BackgroundTraining, Outcome, SteppedTraining, WorkerSwitchInterval,
+                                 DEFAULT_SWITCH_MS, _switch_interval_s)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -113,8 +115,30 @@ def test_an_unexpected_error_is_kept_for_the_page_and_not_retried():
     assert wait_for(lambda: worker.error is not None)
     assert "RuntimeError" in worker.error and "out of memory" in worker.error
     assert wait_for(lambda: not worker.alive)
+    finished = worker.take_finished()
+    assert finished.finished and finished.error == worker.error  # the page's tick reruns the page
     worker.beat()
     assert not worker.alive  # a broken run is not started again and again
+
+
+def test_on_error_hears_of_the_error_from_the_worker_before_the_page_does():
+    heard = []
+    run = Countdown(10, fail=True)
+    worker = BackgroundTraining(run, lambda: True,
+                                on_error=lambda message: heard.append((message, threading.current_thread().name)))
+    worker.beat()
+    assert wait_for(lambda: worker.error is not None)
+    assert heard == [(worker.error, "live-training")] and "out of memory" in worker.error
+
+
+def test_a_failing_on_error_is_added_to_the_message_not_lost():
+    def broken_hook(message):
+        raise KeyError("run")
+
+    worker = BackgroundTraining(Countdown(10, fail=True), lambda: True, on_error=broken_hook)
+    worker.beat()
+    assert wait_for(lambda: worker.error is not None)
+    assert "out of memory" in worker.error and "KeyError" in worker.error
 
 
 def test_a_busy_slot_is_retried_without_spinning():
@@ -175,3 +199,74 @@ def test_the_page_gets_the_lock_between_two_chunks_however_busy_the_worker():
         time.sleep(0.02)
     worker.stop()
     assert max(waits) < 0.05 * 2 + 0.05, waits  # at most the chunk in progress (with slack for a busy machine)
+
+
+def test_a_worker_shortens_the_switch_interval_while_it_trains_and_puts_it_back():
+    """While a worker trains, a script thread's Python hands the GIL over sooner (WORKER_SWITCH)."""
+    from core.live_training import WORKER_SWITCH
+
+    before = sys.getswitchinterval()
+    seen = []
+    run = Countdown(30, step_s=0.002)
+    original = run.train_step
+
+    def noting_step():
+        seen.append(sys.getswitchinterval())
+        original()
+
+    run.train_step = noting_step
+    worker = BackgroundTraining(run, lambda: True)
+    worker.beat()
+    assert wait_for(lambda: run.done and not worker.alive)
+    assert seen and all(value == pytest.approx(min(WORKER_SWITCH.seconds, before)) for value in seen)
+    assert sys.getswitchinterval() == before
+
+
+def test_the_switch_interval_comes_back_only_when_the_last_of_two_workers_stops():
+    switch = WorkerSwitchInterval(0.0001)
+    before = sys.getswitchinterval()
+    with switch:
+        with switch:
+            assert sys.getswitchinterval() == pytest.approx(0.0001)
+        assert sys.getswitchinterval() == pytest.approx(0.0001)  # the other worker still trains
+    assert sys.getswitchinterval() == before
+    with WorkerSwitchInterval(None):  # "off": Python's own interval
+        assert sys.getswitchinterval() == before
+
+
+@pytest.mark.parametrize("value, expected", [("0.2", 0.0002), ("5", 0.005), ("off", None), ("0", None), ("", None)])
+def test_the_switch_interval_setting(monkeypatch, value, expected):
+    monkeypatch.setenv("ATTENTION_LAB_WORKER_SWITCH_MS", value)
+    assert _switch_interval_s() == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize("value", ["fast", "-1", "nan", "500"])
+def test_a_bad_switch_interval_setting_is_logged_and_the_default_used(monkeypatch, caplog, value):
+    monkeypatch.setenv("ATTENTION_LAB_WORKER_SWITCH_MS", value)
+    assert _switch_interval_s() == pytest.approx(DEFAULT_SWITCH_MS / 1000)
+    assert "ATTENTION_LAB_WORKER_SWITCH_MS" in caplog.text and repr(value) in caplog.text
+
+
+def test_the_chart_copies_the_history_under_the_lock_and_builds_its_rows_after():
+    """The worker (and its GPU) waits only for the list copies, not for pandas."""
+    run = runs.RunBook(owner="c").create(train_settings.TrainSettings(**TINY))
+    runs.start(run)
+    run.advance(None, n_steps=12)
+    held = []
+
+    class NotingLock:
+        def __enter__(self):
+            held.append("in")
+
+        def __exit__(self, *exc):
+            held.append("out")
+
+    original = runs.smooth
+    try:
+        runs.smooth = lambda values: (held.append("smooth"), original(values))[1]
+        frame = runs.run_frame(run, lock=NotingLock())
+    finally:
+        runs.smooth = original
+    assert held == ["in", "out", "smooth"]
+    assert frame[frame.kind == runs.KIND_RAW]["step"].iloc[-1] == 12
+    assert runs.run_frame(run, lock=NotingLock()) is frame and held[-2:] == ["in", "out"]  # cached

@@ -438,3 +438,27 @@ def test_a_figure_caption_names_each_runs_settings_in_the_labels_words():
     run = runs.RunBook(owner="t").create(tiny(optimizer="sgd", lr=0.01, causal=False))
     assert runs.run_summary(run) == ("1 layers, 2 heads, d_embed 16, d_ff 32, context 8, dropout 0, "
                                      "SGD, lr 0.01, batch 16, mask off, seed 101, step 0")
+
+
+def test_loss_frame_uses_the_rows_it_is_given():
+    """The Train page passes the rows it copied under the run's lock: the run may move on meanwhile."""
+    run = runs.RunBook(owner="test").create(tiny(max_steps=25))
+    runs.start(run)
+    run.advance(None, n_steps=20)
+    rows = runs.run_frame(run)
+    run.advance(None, n_steps=5)  # moved on after the copy
+    frame = runs.loss_frame([run], frames=[rows])
+    assert frame["step"].max() == 20 and set(frame["run"]) == {run.label or f"#{run.run_id}"}
+    assert runs.loss_frame([run])["step"].max() == 25
+
+
+def test_a_halted_run_is_paused_with_its_message_and_resuming_clears_it():
+    """What the Train page does when its worker's training broke (the GPU out of memory)."""
+    run = runs.RunBook(owner="test").create(tiny(max_steps=25))
+    runs.start(run)
+    run.advance(None, n_steps=5)
+    runs.halt(run, "Training stopped: RuntimeError: CUDA out of memory")
+    assert run.status == "paused" and "out of memory" in run.message and run.step == 5
+    runs.start(run)
+    assert run.status == "running" and run.message == ""
+    assert run.advance(None, n_steps=3).steps == 3

@@ -308,3 +308,30 @@ def test_nothing_is_frozen_or_noted_at_start_when_freezing_is_off(monkeypatch):
     tracker = housekeeping.SessionTracker()
     housekeeping.freeze_at_start(tracker)
     assert gc.get_freeze_count() == 0 and tracker.frozen == set()
+
+
+def test_the_start_freeze_waits_while_a_worker_trains(monkeypatch):
+    """The freeze's full collection holds the GIL ~0.3 s: a GPU run's worker would queue nothing."""
+    import threading
+    import time
+
+    from core.live_training import WORKER_SWITCH
+
+    froze = []
+    monkeypatch.setattr(housekeeping, "REAP_S", 0.01)
+    monkeypatch.setattr(housekeeping, "freeze_at_start", lambda tracker: froze.append(time.monotonic()))
+
+    def stop_the_loop(*args):
+        raise RuntimeError("end of the test")
+
+    monkeypatch.setattr(housekeeping, "tick", stop_the_loop)
+    with WORKER_SWITCH:
+        assert housekeeping.training_in_a_worker()
+        loop = threading.Thread(target=housekeeping._loop, args=(None,), daemon=True)
+        loop.start()
+        time.sleep(0.3)
+        assert froze == []  # still training: no freeze
+        released = time.monotonic()
+    assert not housekeeping.training_in_a_worker()
+    loop.join(5)
+    assert len(froze) == 1 and froze[0] >= released
