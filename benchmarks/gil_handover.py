@@ -65,14 +65,11 @@ class _Worker:
         self._stop.set()
         self._thread.join()
 
-    def rate_while(self, busy_main: bool, seconds: float) -> float:
-        """The worker's calls/s over `seconds`, with the main thread running Python or asleep."""
+    def rate_while(self, main_thread_work) -> tuple[float, object]:
+        """The worker's calls/s while the main thread does `main_thread_work()`, and what it returned."""
         before, start = self.calls, time.perf_counter()
-        if busy_main:
-            _python_work(seconds)
-        else:
-            time.sleep(seconds)
-        return (self.calls - before) / (time.perf_counter() - start)
+        result = main_thread_work()
+        return (self.calls - before) / (time.perf_counter() - start), result
 
 
 def measure(interval_s: float, seconds: float, repeats: int) -> dict:
@@ -84,10 +81,10 @@ def measure(interval_s: float, seconds: float, repeats: int) -> dict:
         python_alone = [_python_work(seconds) for _ in range(repeats)]
         with _Worker() as worker:
             for _ in range(repeats):
-                alone.append(worker.rate_while(False, seconds))
-                before, start = worker.calls, time.perf_counter()
-                python_beside.append(_python_work(seconds))
-                contended.append((worker.calls - before) / (time.perf_counter() - start))
+                alone.append(worker.rate_while(lambda: time.sleep(seconds))[0])
+                calls_per_s, python_per_s = worker.rate_while(lambda: _python_work(seconds))
+                contended.append(calls_per_s)
+                python_beside.append(python_per_s)
     finally:
         sys.setswitchinterval(saved)
     return {

@@ -199,12 +199,12 @@ def _switch_interval_s() -> float | None:
     A value that is not a number of milliseconds from 0 to 100 is logged and the default is used,
     as core.budget does with its settings: a typo must not keep the app from starting."""
     value = os.environ.get("ATTENTION_LAB_WORKER_SWITCH_MS", str(DEFAULT_SWITCH_MS)).strip().lower()
-    if value in ("", "off", "0"):
-        return None
     try:
-        milliseconds = float(value)
+        milliseconds = 0.0 if value in ("", "off") else float(value)
     except ValueError:
         milliseconds = math.nan
+    if milliseconds == 0:
+        return None
     if not 0 < milliseconds <= 100:  # also refuses NaN
         logging.getLogger(__name__).warning(
             "ATTENTION_LAB_WORKER_SWITCH_MS must be a number of milliseconds from 0 to 100 or 'off', "

@@ -1,9 +1,11 @@
 """Readers of what an AppTest run shows, shared by every page test: texts of elements, metrics,
-errors and warnings, code blocks, and the rows and titles behind the page's charts."""
+errors and warnings, code blocks, and the rows and titles behind the page's charts; and `wait_for`, which
+polls a condition (a worker thread's progress) until it holds."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pandas as pd
 import pyarrow as pa
@@ -70,3 +72,12 @@ def chart_titles(at) -> list[str]:
     for el in _chart_elements(at):
         walk(json.loads(el.proto.spec))
     return found
+
+
+def wait_for(condition, timeout: float = 30.0) -> bool:
+    """Poll `condition()` until it holds or `timeout` seconds pass (a worker thread's progress);
+    returns its last value, so `assert wait_for(...)` fails with the condition unmet."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not condition():
+        time.sleep(0.01)
+    return condition()

@@ -10,6 +10,7 @@ import pytest
 
 from tests.app.conftest import ROOT, assert_no_exception
 from tests.app.gpt_helpers import current, loss_rows, tiny_page
+from tests.helpers import wait_for
 from ui.live import WORKERS_KEY
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -22,13 +23,6 @@ def in_background(monkeypatch):
 
 def worker_of(at):
     return at.session_state[WORKERS_KEY]["train.live"]
-
-
-def wait_for(condition, timeout: float = 30.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and not condition():
-        time.sleep(0.02)
-    return condition()
 
 
 def test_the_worker_trains_between_page_runs_pauses_and_resumes():

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from core import budget, runs, train_settings
+from tests.helpers import wait_for
 from core.live_training import (BackgroundTraining, Outcome, SteppedTraining, WorkerSwitchInterval,
                                  DEFAULT_SWITCH_MS, _switch_interval_s)
 
@@ -45,15 +46,6 @@ class Countdown(SteppedTraining):
             time.sleep(self.step_s)
         self.left -= 1
         self.history.append(self.left)
-
-
-def wait_for(condition, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 def test_the_worker_trains_the_run_to_its_end_off_the_calling_thread():
@@ -234,7 +226,7 @@ def test_the_switch_interval_comes_back_only_when_the_last_of_two_workers_stops(
         assert sys.getswitchinterval() == before
 
 
-@pytest.mark.parametrize("value, expected", [("0.2", 0.0002), ("5", 0.005), ("off", None), ("0", None), ("", None)])
+@pytest.mark.parametrize("value, expected", [("0.2", 0.0002), ("5", 0.005), ("off", None), ("0", None), ("0.0", None), ("", None)])
 def test_the_switch_interval_setting(monkeypatch, value, expected):
     monkeypatch.setenv("ATTENTION_LAB_WORKER_SWITCH_MS", value)
     assert _switch_interval_s() == (pytest.approx(expected) if expected is not None else None)
