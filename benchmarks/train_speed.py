@@ -1,6 +1,7 @@
 """Loss against wall-clock time on 2 CPU threads: the project's presets vs a lecture-style loop.
 
     python benchmarks/train_speed.py [--long | --horizon S] [--recipes quick_demo,better,best] [--threads 2] [--slice 3]
+                                     [--cpu-share 0.8]
 
 (a) the project's recipes: the CPU presets of the Train page (`core.training.PRESETS`), each run with
     `core.training.Trainer` exactly as the preset defines it (its own steps and schedule), until it
@@ -16,6 +17,12 @@ its own training time from its first step; at each checkpoint of the curve (10 s
 (mean loss per non-padding character), not counted in the time. A run that has ended keeps its last
 loss at later checkpoints. Targets (issue 26): some recipe at <= 1.96 nats/char at 30 s, <= 1.93 at
 90 s, <= 1.90 at 300 s (--long). Last line: one JSON object.
+
+Headroom: --cpu-share S runs the whole benchmark as on a machine S times as fast as this one
+(benchmarks.harness.CpuShare stops and continues the process, all its threads together, so it
+keeps only S of the wall time). The presets' steps are fixed, so on a slower machine a preset is
+further from its end at each checkpoint; the lowest share at which a target still passes is its
+headroom.
 
 OpenMP waiting is set before torch is imported, as the app sets it: OMP_WAIT_POLICY=PASSIVE with
 GOMP_SPINCOUNT=30000. With two threads on a 2-core machine that other processes also use, threads
@@ -46,7 +53,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from benchmarks.harness import load_average  # noqa: E402
+from benchmarks.harness import CpuShare, check_share, load_average  # noqa: E402
 from core.data import IGNORE_INDEX, NamesData, build_names_data  # noqa: E402
 from core.training import PRESETS, Trainer  # noqa: E402
 
@@ -382,7 +389,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     parser.add_argument("--slice", type=float, default=3.0, help="seconds per alternating slice")
     parser.add_argument("--no-lecture", action="store_true", help="leave out the lecture-style loop")
+    parser.add_argument("--cpu-share", type=float, default=1.0,
+                        help="run as on a machine this fraction as fast (0.05-1.0; default 1.0: this machine)")
     args = parser.parse_args()
+    try:
+        check_share(args.cpu_share)
+    except ValueError as err:
+        parser.error(str(err))
     names = [n.strip() for n in args.recipes.split(",") if n.strip()]
     unknown = [n for n in names if n not in PRESETS]
     if unknown or not names:
@@ -397,7 +410,8 @@ def main() -> None:
     recipes: list[CurveRun] = [PresetRun(data, name, horizon) for name in names]
     runs = recipes + ([] if args.no_lecture else [LectureRun(data, horizon)])
     started = time.perf_counter()
-    run_alternating(runs, args.slice)
+    with CpuShare(os.getpid(), args.cpu_share):
+        run_alternating(runs, args.slice)
     load_after = load_average()
 
     checkpoints = runs[0].checkpoints
@@ -406,11 +420,12 @@ def main() -> None:
     for seconds, t in targets.items():
         verdict = "PASS" if t["pass"] else "FAIL"
         print(f"target <= {t['limit']} at {seconds} s: {verdict} ({t['best_recipe']} {t['val_loss']:.4f})")
-    print(f"torch threads: {args.threads}; load average before {load_before}, after {load_after}; "
+    print(f"torch threads: {args.threads}; CPU share {args.cpu_share:g}; load average before {load_before}, after {load_after}; "
           f"{time.perf_counter() - started:.0f} s in all")
     result = {
         "horizon_s": horizon,
         "threads": args.threads,
+        "cpu_share": args.cpu_share,
         "runs": {r.name: run_figures(r) for r in runs},
         "targets": targets,
         "load_average_before": load_before,

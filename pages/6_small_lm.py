@@ -322,7 +322,7 @@ locked = state.locked_fields(PREFIX)
 ce_key = state.widget_key(PREFIX, "ce_logits")
 if ce_key not in ss:
     ss[ce_key] = ", ".join(f"{z:g}" for z in settings.ce_logits)
-c1, c2, c3 = st.columns([3, 1, 1])
+c1, c2, c3 = st.columns([5, 2, 3])  # the button's column holds "Slide's example" in lecture mode too
 with c1:
     raw = st.text_input("Logits (one per class)", key=ce_key, disabled="ce_logits" in locked,
                         help="Numbers separated by commas, between −50 and 50.")

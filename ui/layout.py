@@ -55,6 +55,19 @@ h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 [data-testid="stSidebar"] input { font-size: 18px !important; }
 [data-testid="stMetricValue"] { font-size: 2.6rem !important; }
 [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 2.6rem !important; }
+/* a metric in a row of columns: a value of a dozen digits (the float32 against float64 lesson) must
+   fit a third of the page at 1280 px, where at 2.6rem it was cut to "1.1254029..." */
+[data-testid="stColumn"] [data-testid="stMetricValue"],
+[data-testid="stColumn"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p {
+  font-size: 2rem !important; }
+/* labels (toggles, metrics, boxes) are one line cut with "..." when they do not fit, and a projector
+   has no hover for the tooltip: with the bigger text they wrap instead. Not buttons: a button's one
+   word would break inside itself ("Op|en"); their columns are made wide enough */
+[data-testid="stMain"] [data-testid="stWidgetLabel"] .stMarkdownEllipsis,
+[data-testid="stMain"] [data-testid="stWidgetLabel"] .stMarkdownEllipsis p,
+[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis,
+[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 </style>
 """
 

@@ -173,10 +173,11 @@ def overview(settings: pf.PitfallsSettings) -> None:
         with row[(i - 1) % 2].container(border=True, height="stretch"):
             st.markdown(f"**{i} · {pitfall.title}**  \n:gray[{pitfall.where}]")
             st.markdown(pitfall.effect)
-            text, button = st.columns([4, 1], vertical_alignment="center")
-            text.markdown(f":material/science: **Here:** {headlines.get(pitfall.key, '')}")
-            button.button("Open", key=f"pitfalls.open.{pitfall.key}", on_click=_open,
-                          args=(pitfall.key,), width="stretch")
+            st.markdown(f":material/science: **Here:** {headlines.get(pitfall.key, '')}")
+            # below the headline, not in a fifth of the card: in lecture mode that fifth was too
+            # narrow for the word and the button showed "O…"
+            st.button("Open", key=f"pitfalls.open.{pitfall.key}", on_click=_open, args=(pitfall.key,),
+                      icon=":material/arrow_forward:")
 
 
 # ---------------------------------------------------------------------------------------------

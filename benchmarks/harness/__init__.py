@@ -16,6 +16,7 @@ from benchmarks.harness.browser import (
     open_page_url,
     wait_idle,
 )
+from benchmarks.harness.cpu_share import CpuShare, check_share
 from benchmarks.harness.measure import (
     RssWatch,
     cpu_seconds,
@@ -28,7 +29,7 @@ from benchmarks.harness.measure import (
 from benchmarks.harness.server import ROOT, StreamlitServer, free_port, wait_healthy
 
 __all__ = [
-    "CHROMIUM", "CHROMIUM_ARGS", "IDLE", "ROOT", "RssWatch", "StreamlitServer", "cpu_seconds",
+    "CHROMIUM", "CHROMIUM_ARGS", "CpuShare", "IDLE", "ROOT", "RssWatch", "StreamlitServer", "check_share", "cpu_seconds",
     "descendants", "free_port", "load_average", "open_app", "open_app_test", "open_page_url",
     "peak_rss_bytes", "percentile", "rss_bytes", "wait_healthy", "wait_idle",
 ]

@@ -46,6 +46,15 @@ CUT_NAMES = """() => {
   });
 }"""
 
+# labels, buttons and metrics that Streamlit draws on one line cut with "…" (its .stMarkdownEllipsis
+# box) and whose text is wider than that box
+CUT_TEXT = """() => [...document.querySelectorAll(
+    "[data-testid='stMain'] .stMarkdownEllipsis, [data-testid='stSidebar'] .stMarkdownEllipsis")]
+  .filter((el) => el.checkVisibility({visibilityProperty: true}) && el.scrollWidth > el.clientWidth + 1)
+  .map((el) => `${el.textContent.trim()}: ${el.scrollWidth} px in ${el.clientWidth}`)"""
+
+SETTINGS_TABS = ("Model", "Training", "Device and fine print", "More", "Model structure")
+
 
 @pytest.fixture(scope="module")
 def lecture_page(browser, server_url):
@@ -69,9 +78,28 @@ def test_lecture_text_is_readable_and_sidebar_names_whole(lecture_page, server_u
     assert page.locator("[data-testid='stSidebarNavLink']").count() >= 10, "lecture mode lost the sidebar"
     assert page.evaluate(SMALL_TEXT, MIN_PX) == []
     assert page.evaluate(CUT_NAMES) == []
+    assert page.evaluate(CUT_TEXT) == []
     if url in ("", "causal_attention"):
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"lecture_{url or 'home'}_1280.png"))
+
+
+def test_lecture_train_settings_are_whole_in_every_tab(lecture_page, server_url):
+    # the More tab's toggles were cut ("Biases in the Linear layers and Layer…") at 1280 px
+    page = lecture_page
+    page.goto(f"{server_url}/train_gpt?lecture=1", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    page.get_by_text("All settings: model, training, device").click()
+    for tab in SETTINGS_TABS:
+        page.get_by_role("tab", name=tab, exact=True).click()
+        wait_idle(page)
+        page.wait_for_timeout(300)
+        assert page.evaluate(SMALL_TEXT, MIN_PX) == [], tab
+        assert page.evaluate(CUT_TEXT) == [], tab
+        if tab == "More":
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "lecture_train_settings_more_1280.png"))
 
 
 # tables whose drawn grid runs past the column they sit in
