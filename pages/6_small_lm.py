@@ -54,7 +54,7 @@ except ValueError as exc:
     corpus_ok = False
     st.error(f"{exc} The race below keeps its last valid corpus.", icon=":material/block:")
 stats = small_lm.corpus_stats(text, settings.block_size)
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3, m4 = st.columns(4, vertical_alignment="bottom")  # values in line when a label wraps
 m1.metric("Characters in the text", f"{stats['characters']:,}")
 m2.metric("Vocabulary |V|", stats["vocabulary"])
 m3.metric("Train characters (first 90%)", f"{stats['train']:,}")

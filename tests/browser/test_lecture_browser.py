@@ -5,6 +5,8 @@ text typed in boxes too, and no page name in the sidebar is cut off. Charts hold
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.browser.conftest import SHOTS, assert_no_error, wait_idle
@@ -100,6 +102,31 @@ def test_lecture_train_settings_are_whole_in_every_tab(lecture_page, server_url)
         if tab == "More":
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "lecture_train_settings_more_1280.png"))
+
+
+# a tiny run, so the pages that show a trained model have one (ends by itself in seconds)
+TINY = ("context_size=8&n_layer=1&n_head=2&d_embed=16&d_ff=32&batch_size=32&max_steps=60"
+        "&val_interval=20&warmup_steps=0")
+
+
+@pytest.mark.parametrize("after", ["Sample names", "Inside the model"])
+def test_lecture_pages_of_a_trained_model_are_whole(lecture_page, server_url, after):
+    # the Sample page's metric labels were cut ("In the validation …") once a model was trained
+    page = lecture_page
+    page.goto(f"{server_url}/train_gpt?{TINY}&lecture=1", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    page.get_by_role("button", name="Start", exact=True).click()
+    bar = page.locator("[data-testid='stProgress']")
+    bar.filter(has_text=re.compile(r"step 60 of 60")).wait_for(timeout=180_000)
+    wait_idle(page)
+    page.locator("[data-testid='stSidebarNav']").get_by_text(after, exact=True).click()  # same session
+    wait_idle(page)
+    page.wait_for_timeout(800)
+    assert_no_error(page)
+    assert page.locator("[data-testid='stMetric']").count() >= 1, "no trained model's figures on the page"
+    assert page.evaluate(SMALL_TEXT, MIN_PX) == []
+    assert page.evaluate(CUT_TEXT) == []
 
 
 # tables whose drawn grid runs past the column they sit in

@@ -294,3 +294,34 @@ def test_weight_average_swaps_in_place(small_data):
     average.hide()
     assert all(torch.equal(p, m) for p, m in zip(model.parameters(), moved))
     assert [p.data_ptr() for p in model.parameters()] == addresses
+
+
+def test_the_cpu_update_is_the_recordable_update_in_one_op(small_data):
+    # the CPU lerps with the coefficient as a number; the CUDA graph's path reads it from a tensor
+    model = Trainer(tiny_config(), small_data).model
+    lerped, recordable = WeightAverage(model, 0.9), WeightAverage(model, 0.9)
+    recordable.on_cpu = False  # the three foreach ops a CUDA graph records, here on the CPU
+    assert lerped.on_cpu
+    generator = torch.Generator().manual_seed(3)
+    for update in range(1, 8):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=generator))
+        lerped.update(update)
+        recordable.update(update)
+        assert lerped.weight == pytest.approx(average_weight(0.9, update))
+    assert any(not torch.equal(a, p) for a, p in zip(lerped.average, model.parameters()))  # it averaged
+    for a, b in zip(lerped.average, recordable.average):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_the_cpu_presets_average_their_weights_and_the_gpu_versions_as_measured():
+    # docs/PRESETS.md, 2026-11-27: the average lowers the quick demo's loss mid-schedule; best's dropout
+    # already does its work; the GPU versions were measured without it
+    assert PRESETS["quick_demo"]().ema_decay == 0.99
+    better = PRESETS["better"]()
+    assert (better.ema_decay, better.restore_best) == (0.995, True)
+    assert better.model == PRESETS["quick_demo"]().model
+    assert PRESETS["best"]().ema_decay is None
+    from core.training.presets import GPU_PRESETS
+    assert GPU_PRESETS["quick_demo"]().ema_decay is None and GPU_PRESETS["best"]().ema_decay is None
