@@ -58,13 +58,18 @@ CUT_TEXT = """() => [...document.querySelectorAll(
 SETTINGS_TABS = ("Model", "Training", "Device and fine print", "More", "Model structure")
 
 
+def _open(page, server_url: str, path: str) -> None:
+    """Load `path` (with its query) on the server and wait until the page has run."""
+    page.goto(f"{server_url}/{path}", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+
+
 @pytest.fixture(scope="module")
 def lecture_page(browser, server_url):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
-    page.goto(f"{server_url}/?lecture=1", wait_until="domcontentloaded")  # first visit: home
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
+    _open(page, server_url, "?lecture=1")  # first visit: home
     yield page
     context.close()
 
@@ -72,9 +77,7 @@ def lecture_page(browser, server_url):
 @pytest.mark.parametrize("url", ["", *[lesson.url for lesson in LESSONS]], ids=lambda u: u or "home")
 def test_lecture_text_is_readable_and_sidebar_names_whole(lecture_page, server_url, url):
     page = lecture_page
-    page.goto(f"{server_url}/{url}?lecture=1", wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
+    _open(page, server_url, f"{url}?lecture=1")
     page.wait_for_timeout(800)  # let fonts and lazy elements settle
     assert_no_error(page)
     assert page.locator("[data-testid='stSidebarNavLink']").count() >= 10, "lecture mode lost the sidebar"
@@ -89,9 +92,7 @@ def test_lecture_text_is_readable_and_sidebar_names_whole(lecture_page, server_u
 def test_lecture_train_settings_are_whole_in_every_tab(lecture_page, server_url):
     # the More tab's toggles were cut ("Biases in the Linear layers and Layer…") at 1280 px
     page = lecture_page
-    page.goto(f"{server_url}/train_gpt?lecture=1", wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
+    _open(page, server_url, "train_gpt?lecture=1")
     page.get_by_text("All settings: model, training, device").click()
     for tab in SETTINGS_TABS:
         page.get_by_role("tab", name=tab, exact=True).click()
@@ -109,24 +110,22 @@ TINY = ("context_size=8&n_layer=1&n_head=2&d_embed=16&d_ff=32&batch_size=32&max_
         "&val_interval=20&warmup_steps=0")
 
 
-@pytest.mark.parametrize("after", ["Sample names", "Inside the model"])
-def test_lecture_pages_of_a_trained_model_are_whole(lecture_page, server_url, after):
+def test_lecture_pages_of_a_trained_model_are_whole(lecture_page, server_url):
     # the Sample page's metric labels were cut ("In the validation …") once a model was trained
     page = lecture_page
-    page.goto(f"{server_url}/train_gpt?{TINY}&lecture=1", wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
+    _open(page, server_url, f"train_gpt?{TINY}&lecture=1")
     page.get_by_role("button", name="Start", exact=True).click()
     bar = page.locator("[data-testid='stProgress']")
     bar.filter(has_text=re.compile(r"step 60 of 60")).wait_for(timeout=180_000)
     wait_idle(page)
-    page.locator("[data-testid='stSidebarNav']").get_by_text(after, exact=True).click()  # same session
-    wait_idle(page)
-    page.wait_for_timeout(800)
-    assert_no_error(page)
-    assert page.locator("[data-testid='stMetric']").count() >= 1, "no trained model's figures on the page"
-    assert page.evaluate(SMALL_TEXT, MIN_PX) == []
-    assert page.evaluate(CUT_TEXT) == []
+    for after in ("Sample names", "Inside the model"):  # the sidebar keeps the session and its model
+        page.locator("[data-testid='stSidebarNav']").get_by_text(after, exact=True).click()
+        wait_idle(page)
+        page.wait_for_timeout(800)
+        assert_no_error(page)
+        assert page.locator("[data-testid='stMetric']").count() >= 1, f"{after}: no trained model's figures"
+        assert page.evaluate(SMALL_TEXT, MIN_PX) == [], after
+        assert page.evaluate(CUT_TEXT) == [], after
 
 
 # tables whose drawn grid runs past the column they sit in
@@ -140,9 +139,7 @@ WIDE_TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'
 def test_lecture_tables_stay_inside_their_columns(lecture_page, server_url):
     # lecture mode zooms tables 1.3x; stretched to a column they ran 30% past it
     page = lecture_page
-    page.goto(f"{server_url}/tokens_data?lecture=1", wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
+    _open(page, server_url, "tokens_data?lecture=1")
     page.locator("[data-testid='stDataFrame']").nth(2).wait_for(timeout=60_000)  # windows, x and y
     assert page.locator("[data-testid='stDataFrame'] canvas").count() >= 3
     page.wait_for_timeout(800)  # the grid sizes its canvas after the first paint
