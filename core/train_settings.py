@@ -149,9 +149,9 @@ BROWSER_2_CORES = ("in Chromium against the app on a quiet 2-core machine, with 
 PRESET_SECONDS: dict[tuple[str, str], tuple[float, str]] = {
     ("lecture", "cpu"): (30.5, "in the browser on a busy 2-core server (load 5-10; about half that "
                                "on a quiet one)"),
-    ("quick_demo", "cpu"): (60.6, BROWSER_2_CORES),
-    ("better", "cpu"): (122.9, BROWSER_2_CORES),
-    ("best", "cpu"): (443.7, BROWSER_2_CORES),
+    ("quick_demo", "cpu"): (39.1, BROWSER_2_CORES),
+    ("better", "cpu"): (79.4, BROWSER_2_CORES),
+    ("best", "cpu"): (304.8, BROWSER_2_CORES),
     ("best", "cuda"): (3.6, "on one H100 (the GPU version of the preset)"),
     ("gpu", "cuda"): (16.4, "on one H200, headless (3,000 steps of 256 rows since 2026-11-27; the live "
                             "page trains at ~0.89 of that speed)"),

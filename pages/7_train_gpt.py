@@ -8,7 +8,8 @@ import streamlit as st
 from core import budget, runs, train_settings
 from core.classroom import questions
 from core.device import available_devices
-from core.training import Trainer
+from core.training import Trainer, make_optimizer
+from core.training.muon import MuonAdamW, orthogonalise
 from ui import class_challenge, class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
@@ -173,7 +174,8 @@ st.subheader("Checkpoints")
 training.checkpoint_panel(book)
 
 if current is not None and current.trainer.step > 0:
-    show_code([runs.Run.advance, Trainer.train, Trainer.evaluate, runs.smooth, runs.run_labels])
+    muon = [make_optimizer, MuonAdamW._muon_step, orthogonalise] if current.trainer.config.optimizer == "muon" else []
+    show_code([runs.Run.advance, Trainer.train, Trainer.evaluate, *muon, runs.smooth, runs.run_labels])
 else:  # nothing has trained yet: show what computed the parameter count and the structure
     show_code(shown_before_training,
               note="The training loop's code appears here once a run has trained.")

@@ -62,12 +62,12 @@ def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) ->
 PRESET_HELP = {
     "lecture": "Lecture 7's values: SGD at lr 0.01, batch 32, 1,000 steps, dropout 0.1 (converges "
                "slowly, about 2.3 nats/char).",
-    "quick_demo": "Two layers, AdamW with warm-up and cosine decay, names packed into rows, "
-                  "validated on a running average of the weights: a good model (validation ≈ 1.95 "
-                  "nats/char).",
-    "better": "The quick demo's model trained twice as long, with more weight decay and a slower "
-              "average of the weights, ending with its best validation point: about 1.92 nats/char.",
-    "best": "Wider, deeper, with dropout: about 1.90 nats/char.",
+    "quick_demo": "Two layers of width 64, Muon + AdamW with warm-up and cosine decay, names packed "
+                  "into rows, validated on a running average of the weights: a good model (validation "
+                  "≈ 1.91 nats/char).",
+    "better": "The quick demo's recipe at width 96, trained longer with a slower average of the "
+              "weights, ending with its best validation point: about 1.88 nats/char.",
+    "best": "Width 128 with four heads and strong weight decay, trained longest: about 1.87 nats/char.",
     "gpu": "A larger model with big packed batches, bf16, CUDA graphs and a running average of the "
            "weights: about 1.87 nats/char.",
 }
@@ -450,10 +450,11 @@ def upload_panel(book: runs.RunBook) -> None:
             results[upload.file_id] = ("ok", f"Loaded {upload.name} as run {run.label} "
                                              f"(step {run.step:,}). Resume or add steps to train it "
                                              "further, or open the Sample page."
-                                             + (" A checkpoint holds the weights but not AdamW's "
-                                                "running averages, so further training starts the "
-                                                "optimizer afresh: the loss can jump for a few steps."
-                                                if run.trainer.config.optimizer == "adamw" else ""))
+                                             + (" A checkpoint holds the weights but not the "
+                                                "optimizer's running averages (AdamW's moments, Muon's "
+                                                "momentum), so further training starts the optimizer "
+                                                "afresh: the loss can jump for a few steps."
+                                                if run.trainer.config.optimizer in ("adamw", "muon") else ""))
             st.rerun()  # once: the controls above were drawn for the old current run
     kind, message = results[upload.file_id]
     if kind == "error":

@@ -101,7 +101,8 @@ class CudaSteps:
         self.average = average  # the weights' running average (ema_decay), updated inside the graph too
         self.device = next(model.parameters()).device
         # replay needs fixed shapes: packed rows only
-        self.use_graph = config.cuda_graph and packed
+        # Muon steps read their lr on the host (core.training.muon): such a run trains eagerly
+        self.use_graph = config.cuda_graph and packed and config.optimizer != "muon"
         self.autocast_dtype = autocast_dtype(config.autocast, self.device, self.use_graph)  # bfloat16 or None
         self.graph: CudaGraphStep | None = None
         self.eager_steps = 0  # ordinary steps since the graph was (re)set: recording waits for a few

@@ -18,9 +18,9 @@ from core.training.config import TrainConfig
 
 # Steps of the CPU presets: as many as 2 CPU threads run in the preset's time on a quiet machine
 # (measured: docs/PRESETS.md), so the cosine decay ends when the time does.
-QUICK_DEMO_STEPS = 2100
-BETTER_STEPS = 4400
-BEST_STEPS = 3600
+QUICK_DEMO_STEPS = 1200
+BETTER_STEPS = 2000
+BEST_STEPS = 4000
 
 
 def lecture_config() -> TrainConfig:
@@ -38,50 +38,51 @@ def lecture_config() -> TrainConfig:
 
 
 def quick_demo_config() -> TrainConfig:
-    """A quick first run: validation loss <= 1.96 within 30 s on 2 CPU cores.
+    """A quick first run: validation loss <= 1.96 within 30 s on 2 CPU cores (it ends at ~1.92 in ~25 s).
 
     Two layers of width 64 with two heads each, no dropout: fewer and larger ops than the lecture's
     three layers of four heads, so more characters per second, which in 30 s matters more than depth.
-    AdamW with warm-up and cosine decay; names packed into rows of 32 tokens so no compute goes to padding.
-    Validated on the running average of the weights (0.99, ~the last 100 steps): it is lower than the
-    last step's weights all along the decay, so a slower machine that is still mid-schedule at 30 s
-    is further below the goal (step 1,500: 1.9589 instead of 1.9729; docs/PRESETS.md, 2026-11-27).
+    Muon for the blocks' weight matrices and AdamW for the rest (core.training.muon): on this model it
+    reaches AdamW's 2,100-step loss in about 700 steps (docs/PRESETS.md, 2026-11-28). Warm-up and a
+    cosine decay to a fifth of the peak, with weight decay 0.2: Muon's steps are large, and without
+    them the loss turned back up near the end (1.9212 at 1,200 steps with 0.05 and a twentieth;
+    1.9124 with these). Names packed into rows of 32 tokens so no compute goes to padding. Validated
+    on the running average of the weights (0.99, ~the last 100 steps), lower than the last step's
+    weights all along the decay, so a slower machine still mid-schedule at 30 s is further below the goal.
     """
     return TrainConfig(
         model=GPTConfig(context_size=12, n_layer=2, n_head=2, d_embed=64, d_ff=256, dropout=0.0),
-        optimizer="adamw",
+        optimizer="muon",
         lr=1e-2,
-        weight_decay=0.05,
+        weight_decay=0.2,
         batch_size=45,
         pack_length=32,
         max_steps=QUICK_DEMO_STEPS,
-        val_interval=250,
+        val_interval=200,
         seed=101,
         grad_clip=1.0,
         schedule="cosine",
         warmup_steps=50,
-        min_lr_ratio=0.05,
+        min_lr_ratio=0.2,
         ema_decay=0.99,
     )
 
 
 def better_config() -> TrainConfig:
-    """A better model in about 90 s on 2 CPU cores; goal validation loss <= 1.93 (1.9141 at its end).
+    """A better model within 90 s on 2 CPU cores; goal validation loss <= 1.93 (it ends at ~1.88 in ~50 s).
 
-    The quick demo's model, trained twice as long, with a slower running average of the weights
-    (0.995, ~the last 200 steps), twice the weight decay, and a learning rate that ends at a fifth of
-    its peak instead of a twentieth: with the quick demo's decay and schedule the loss turned back
-    up over the last quarter of the steps (1.9211 at step 3,250, 1.9369 at the end), so a slower
-    machine, still training at 90 s, was over the goal. Now it stays within 0.0003 of its lowest
-    from step 3,500 on. The weights of the best validation point are kept (`restore_best`). The
-    wider model this preset had until 2026-11-27 (2 x 96, 30 rows) reached 1.9374 in the
-    characters a slower 2-core machine trains in 90 s (docs/PRESETS.md).
+    The quick demo's recipe at width 96 (feed-forward 384) with 30 packed rows a step and a slower
+    running average of the weights (0.995, ~the last 200 steps). Its weight decay (0.2) and the decay
+    to a fifth of the peak matter most here: with 0.05 and a twentieth this model over-fits from step
+    ~2,000 on (1.8901 at step 2,000 of 3,000, 1.9192 at the end); with them its validation loss still
+    falls at its last step (docs/PRESETS.md, 2026-11-28). The weights of the best validation point are
+    kept (`restore_best`).
     """
     return replace(
         quick_demo_config(),
+        model=GPTConfig(context_size=12, n_layer=2, n_head=2, d_embed=96, d_ff=384, dropout=0.0),
+        batch_size=30,
         max_steps=BETTER_STEPS,
-        weight_decay=0.1,
-        min_lr_ratio=0.2,
         val_interval=250,
         restore_best=True,
         ema_decay=0.995,
@@ -89,22 +90,24 @@ def better_config() -> TrainConfig:
 
 
 def best_config() -> TrainConfig:
-    """The best CPU run: validation loss <= 1.90 within 5 minutes on 2 CPU cores.
+    """The best CPU run: validation loss <= 1.90 within 5 minutes on 2 CPU cores (it ends at ~1.87).
 
-    Wider and deeper than the lecture's model, with dropout against over-fitting (many epochs; without
-    it this model's validation loss turns back up after ~4.5M training characters). 60 packed rows a
-    step: on 2 threads more characters per second than 30 rows, for the same loss per character.
+    The quick demo's recipe at width 128 (four heads of 32, feed-forward 512) with 30 packed rows a
+    step, weight decay 0.3, a slower running average of the weights (0.995) and the weights of the
+    best validation point kept (`restore_best`). With Muon, regularisation by weight decay did better
+    here than dropout, which costs a third of the speed (2 x 96 with dropout 0.1: 1.8892 after 5,000
+    steps; without, decay 0.2: 1.8711 after 4,000). Until 2026-11-28 this preset was 4 layers x 96
+    with dropout 0.1 and AdamW: 1.8939 at 300 s (docs/PRESETS.md).
     """
     return replace(
-        quick_demo_config(),  # the same optimizer, packing, clipping and cosine schedule
-        model=GPTConfig(context_size=12, n_layer=4, n_head=4, d_embed=96, d_ff=384, dropout=0.1),
-        lr=8e-3,
-        weight_decay=0.1,
-        batch_size=60,
+        quick_demo_config(),
+        model=GPTConfig(context_size=12, n_layer=2, n_head=4, d_embed=128, d_ff=512, dropout=0.0),
+        batch_size=30,
         max_steps=BEST_STEPS,
-        val_interval=400,
-        warmup_steps=100,
-        ema_decay=None,  # with dropout the average gained nothing here (1.8972 at 3,300 steps with it)
+        weight_decay=0.3,
+        val_interval=250,
+        restore_best=True,
+        ema_decay=0.995,
     )
 
 
@@ -119,6 +122,9 @@ def quick_demo_gpu_config() -> TrainConfig:
         quick_demo_config(),
         model=GPTConfig(context_size=12, n_layer=3, n_head=4, d_embed=64, d_ff=256, dropout=0.0),
         device="cuda",
+        optimizer="adamw",  # the GPU version as measured (docs/PRESETS.md); Muon is the CPU's
+        weight_decay=0.05,
+        min_lr_ratio=0.05,
         batch_size=480,
         lr=1.2e-2,
         max_steps=700,
@@ -128,10 +134,18 @@ def quick_demo_gpu_config() -> TrainConfig:
 
 
 def best_gpu_config() -> TrainConfig:
-    """The best preset on a GPU: 8x the rows per step at 2.5x the learning rate, with a cosine decay
+    """The best preset on a GPU, as measured there (docs/PRESETS.md): four layers of 96 with dropout
+    0.1 (the CPU's `best` until 2026-11-28), AdamW, 240 rows per step at lr 1.5e-2, and a cosine decay
     that ends before the many passes over the names start to over-fit."""
     return replace(
-        best_config(), device="cuda", batch_size=240, lr=1.5e-2, warmup_steps=100, max_steps=1200, val_interval=100
+        quick_demo_gpu_config(),  # AdamW, packing, clipping, warm-up and cosine as measured on the GPU
+        model=GPTConfig(context_size=12, n_layer=4, n_head=4, d_embed=96, d_ff=384, dropout=0.1),
+        lr=1.5e-2,
+        weight_decay=0.1,
+        batch_size=240,
+        max_steps=1200,
+        val_interval=100,
+        warmup_steps=100,
     )
 
 

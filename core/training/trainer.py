@@ -55,6 +55,7 @@ from core.settings import check_value
 from core.training import gpu
 from core.training.average import WeightAverage
 from core.training.config import TrainConfig, check_setting, learning_rate
+from core.training.muon import MuonAdamW, hidden_matrices
 from core.training.packing import PackedRows
 from core.training.snapshot import StateSnapshot, optimizer_snapshot
 
@@ -106,7 +107,8 @@ def _make_generator(device: torch.device, seed: int) -> torch.Generator:
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW or SGD; weight decay on matrices and embeddings only (not on biases or LayerNorm gains)."""
+    """AdamW, SGD, or Muon + AdamW (core.training.muon); weight decay on matrices and embeddings only
+    (not on biases or LayerNorm gains)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [
@@ -118,6 +120,11 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.O
     device = next(model.parameters()).device
     # The fused kernel updates all tensors in one pass (fewer small ops); same maths as the default.
     fused = device.type in ("cpu", "cuda")
+    if config.optimizer == "muon":  # the blocks' matrices with Muon, the rest as below with AdamW
+        matrices = hidden_matrices(model)
+        taken = {id(p) for p in matrices}
+        groups = [{**g, "params": [p for p in g["params"] if id(p) not in taken]} for g in groups]
+        return MuonAdamW(matrices, groups, lr=config.lr, weight_decay=config.weight_decay, fused=fused)
     return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.99), fused=fused)
 
 

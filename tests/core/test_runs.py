@@ -255,7 +255,7 @@ def test_labels_name_only_what_differs():
     labels = runs.run_labels([tiny(lr=0.01), tiny(lr=0.003)])
     assert labels == ["#1 lr 0.01", "#2 lr 0.003"]
     labels = runs.run_labels([tiny(), tiny(optimizer="sgd"), tiny(causal=False)])
-    assert labels == ["#1 mask on, AdamW", "#2 mask on, SGD", "#3 mask off, AdamW"]
+    assert labels == ["#1 mask on, Muon + AdamW", "#2 mask on, SGD", "#3 mask off, Muon + AdamW"]
     assert runs.run_labels([tiny(dropout=0.0), tiny(dropout=0.2)])[1] == "#2 dropout 0.2"
     assert runs.run_labels([train_settings.TrainSettings()]) == ["#1 quick demo"]
     assert runs.run_labels([train_settings.TrainSettings(causal=False)]) == ["#1 custom settings, mask off"]

@@ -91,7 +91,8 @@ def test_lesson_files_carry_every_derived_field_and_its_rules():
     text = core_settings.to_lesson(settings, name="deeper", page="train", locked={"n_layer", "bias"})
     lesson, errors = core_settings.from_lesson(train_settings.TrainSettings, text, page="train")
     assert lesson.settings == settings and lesson.locked == {"n_layer", "bias"} and not errors
-    bad = text.replace('"n_layer": 4', '"n_layer": 99')
+    bad = text.replace(f'"n_layer": {settings.n_layer}', '"n_layer": 99')
+    assert bad != text
     lesson, errors = core_settings.from_lesson(train_settings.TrainSettings, bad, page="train")
     assert lesson.settings.n_layer == train_settings.TrainSettings().n_layer
     assert any("n_layer must be at most 8" in e for e in errors)
