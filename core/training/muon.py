@@ -97,30 +97,37 @@ class MuonAdamW(torch.optim.Optimizer):
         return None
 
     def _muon_step(self, group: dict) -> None:
+        """One Muon step of a group's matrices: momentum with a Nesterov look-ahead, decoupled weight
+        decay, then each matrix moves by its orthogonalised update."""
         params = [p for p in group["params"] if p.grad is not None]
         if not params:
             return
-        grads = [p.grad for p in params]
-        momentum = group["momentum"]
-        bufs = []
-        for p in params:
-            state = self.state[p]
-            if "momentum_buffer" not in state:
-                state["momentum_buffer"] = torch.zeros_like(p)
-            bufs.append(state["momentum_buffer"])
-        torch._foreach_lerp_(bufs, grads, 1 - momentum)  # buf = momentum·buf + (1 - momentum)·grad
-        updates = torch._foreach_lerp(grads, bufs, momentum)  # Nesterov: look one momentum step ahead
-        lr, decay = float(group["lr"]), group["weight_decay"]
-        if decay:
-            torch._foreach_mul_(params, 1 - lr * decay)  # decoupled weight decay, as in AdamW
-        by_shape: dict[tuple, list[int]] = defaultdict(list)
-        for i, p in enumerate(params):  # a (rows, cols) matrix and a (cols, rows) one share a batch
-            by_shape[tuple(sorted(p.shape))].append(i)
-        for indices in by_shape.values():
-            stacked = torch.stack([updates[i] if updates[i].size(0) <= updates[i].size(1) else updates[i].mT
-                                   for i in indices])  # (N, r, c) with r <= c
-            ortho = orthogonalise(stacked)  # (N, r, c)
-            for i, o in zip(indices, ortho):
+        updates = self._nesterov_updates(params, group["momentum"])
+        lr = float(group["lr"])
+        if group["weight_decay"]:
+            torch._foreach_mul_(params, 1 - lr * group["weight_decay"])  # as in AdamW
+        for batch in _same_shape(params):  # one batched Newton-Schulz per shape
+            wide = torch.stack([updates[i] if _is_wide(params[i]) else updates[i].mT for i in batch])  # (N, r, c), r <= c
+            for i, ortho in zip(batch, orthogonalise(wide)):
                 p = params[i]
-                o = o if p.size(0) <= p.size(1) else o.mT
-                p.add_(o.to(p.dtype), alpha=-lr * muon_lr_scale(p.shape))
+                p.add_(ortho if _is_wide(p) else ortho.mT, alpha=-lr * muon_lr_scale(p.shape))
+
+    def _nesterov_updates(self, params: list[torch.Tensor], momentum: float) -> list[torch.Tensor]:
+        """buf = momentum·buf + (1 - momentum)·grad for each matrix; the update looks one momentum step
+        ahead: grad + momentum·(buf - grad)."""
+        bufs = [self.state[p].setdefault("momentum_buffer", torch.zeros_like(p)) for p in params]
+        grads = [p.grad for p in params]
+        torch._foreach_lerp_(bufs, grads, 1 - momentum)
+        return torch._foreach_lerp(grads, bufs, momentum)
+
+
+def _is_wide(matrix: torch.Tensor) -> bool:
+    return matrix.size(0) <= matrix.size(1)
+
+
+def _same_shape(params: list[torch.Tensor]) -> list[list[int]]:
+    """Indices of `params` grouped by shape; a (rows, cols) matrix and a (cols, rows) one share a group."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, p in enumerate(params):
+        groups[tuple(sorted(p.shape))].append(i)
+    return list(groups.values())
