@@ -71,8 +71,11 @@ def trained_book():
     return book
 
 
-def test_the_train_page_shows_the_code_that_trained_the_curve(shown):
-    query = {k: str(v) for k, v in TINY.items()}
+@pytest.mark.parametrize("optimizer", ["muon", "adamw"])
+def test_the_train_page_shows_the_code_that_trained_the_curve(shown, optimizer):
+    from core.training.muon import orthogonalise
+
+    query = {k: str(v) for k, v in TINY.items()} | {"optimizer": optimizer}
     at = open_page("pages/7_train_gpt.py", query=query)
     shown.clear()
     with calls() as seen:
@@ -81,6 +84,7 @@ def test_the_train_page_shows_the_code_that_trained_the_curve(shown):
             at.run()
     assert_no_exception(at)
     assert at.session_state["gpt.runbook"].current.trainer.history["val_loss"]  # a validation point ran
+    assert (orthogonalise in shown) == (optimizer == "muon")  # Muon's code only for a Muon run
     assert_all_ran(shown, seen)
 
 
