@@ -115,7 +115,10 @@ class MuonAdamW(torch.optim.Optimizer):
     def _nesterov_updates(self, params: list[torch.Tensor], momentum: float) -> list[torch.Tensor]:
         """buf = momentum·buf + (1 - momentum)·grad for each matrix; the update looks one momentum step
         ahead: grad + momentum·(buf - grad)."""
-        bufs = [self.state[p].setdefault("momentum_buffer", torch.zeros_like(p)) for p in params]
+        for p in params:
+            if "momentum_buffer" not in self.state[p]:  # made once, at the first step
+                self.state[p]["momentum_buffer"] = torch.zeros_like(p)
+        bufs = [self.state[p]["momentum_buffer"] for p in params]
         grads = [p.grad for p in params]
         torch._foreach_lerp_(bufs, grads, 1 - momentum)
         return torch._foreach_lerp(grads, bufs, momentum)
