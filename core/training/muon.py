@@ -107,7 +107,8 @@ class MuonAdamW(torch.optim.Optimizer):
         if group["weight_decay"]:
             torch._foreach_mul_(params, 1 - lr * group["weight_decay"])  # as in AdamW
         for batch in _same_shape(params):  # one batched Newton-Schulz per shape
-            wide = torch.stack([updates[i] if _is_wide(params[i]) else updates[i].mT for i in batch])  # (N, r, c), r <= c
+            wide = torch.stack([updates[i] if _is_wide(params[i]) else updates[i].mT
+                                for i in batch])  # (N, r, c) with r <= c
             for i, ortho in zip(batch, orthogonalise(wide)):
                 p = params[i]
                 p.add_(ortho if _is_wide(p) else ortho.mT, alpha=-lr * muon_lr_scale(p.shape))
