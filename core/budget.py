@@ -274,8 +274,10 @@ def configure_torch_threads(limits: Limits = LIMITS) -> None:
         torch.set_num_threads(limits.torch_threads)
 
 
-def check_run_size(n_params: int, max_steps: int, limits: Limits = LIMITS) -> list[str]:
-    """Reasons a run is too large for this server (empty when it fits)."""
+def check_run_size(n_params: int, max_steps: int, limits: Limits | None = None) -> list[str]:
+    """Reasons a run is too large for this server (empty when it fits); `limits`: LIMITS when None,
+    read at the call (so a test may swap LIMITS)."""
+    limits = LIMITS if limits is None else limits
     problems = []
     if n_params > limits.max_params:
         problems.append(f"the model has {n_params:,} parameters; this server allows "

@@ -28,7 +28,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import ContextManager
+from typing import ContextManager, Sequence
 
 import numpy as np
 import pandas as pd
@@ -225,7 +225,7 @@ class Run:
                        finished=finished, seconds=seconds)
 
 
-def new_run(run_id: int, settings: TrainSettings, *, limits: budget.Limits = budget.LIMITS) -> Run:
+def new_run(run_id: int, settings: TrainSettings, *, limits: budget.Limits | None = None) -> Run:
     """Build a run from the page's settings; ValueError (readable) if it cannot or may not run."""
     data = names_data(settings.context_size)
     config = to_train_config(settings, vocab_size=data.tokenizer.vocab_size)
@@ -341,7 +341,7 @@ class RunBook:
     def get(self, run_id: int | None) -> Run | None:
         return next((r for r in self.runs if r.run_id == run_id), None)
 
-    def create(self, settings: TrainSettings, limits: budget.Limits = budget.LIMITS) -> Run:
+    def create(self, settings: TrainSettings, limits: budget.Limits | None = None) -> Run:
         """A new run from `settings` (ValueError if it cannot run), made current."""
         run = new_run(self.next_id, settings, limits=limits)
         self.add(run)
@@ -463,6 +463,22 @@ def smooth(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
     return pd.Series(values, dtype="float64").ewm(alpha=alpha, adjust=True).mean().to_numpy()
 
 
+def last_smoothed(values: Sequence[float], alpha: float = SMOOTHING) -> float | None:
+    """smooth(values)[-1], from the newest steps only: a step k places back weighs (1 - alpha)**k,
+    under 1e-17 (below float64's precision) past `_smoothing_tail(alpha)` steps. So the page's
+    "Train loss" metric costs the same at step 50 and at step 50,000 (it re-smoothed the whole
+    history on every tick, while a GPU worker waited for the GIL). None for no values."""
+    if len(values) == 0:
+        return None
+    return float(smooth(np.asarray(values[-_smoothing_tail(alpha):], dtype=np.float64), alpha)[-1])
+
+
+@functools.lru_cache(maxsize=8)
+def _smoothing_tail(alpha: float) -> int:
+    """Steps after which an EMA of weight `alpha` has forgotten a value (weight < 1e-17)."""
+    return math.ceil(math.log(1e-17) / math.log1p(-alpha)) if 0 < alpha < 1 else 1
+
+
 def run_frame(run: Run, max_points: int = MAX_CHART_POINTS,
               lock: ContextManager | None = None) -> pd.DataFrame:
     """Long-form rows (step, loss, kind) of one run, cached until the run moves on.
@@ -528,7 +544,7 @@ def run_to_checkpoint(run: Run) -> bytes:
 
 
 def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
-                        limits: budget.Limits = budget.LIMITS) -> Run:
+                        limits: budget.Limits | None = None) -> Run:
     """A paused run holding an uploaded model: sample it, or add steps to train it further.
 
     Raises CheckpointError (a ValueError) with a clear message for a corrupt, foreign or oversized

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from core import budget
 from core import settings as core_settings
 from core.training import GPU_PRESETS, PRESETS, TrainConfig, preset_config
 from core.models import GPTConfig
@@ -164,6 +165,14 @@ def preset_seconds(name: str, device: str) -> tuple[float, str] | None:
 
     kind = resolve_device(device)[0].type
     return PRESET_SECONDS.get((name, kind))  # nothing measured on MPS: no figure rather than a guess
+
+
+def preset_size_problems(name: str, device: str, limits: budget.Limits | None = None) -> list[str]:
+    """Why preset `name`, for a run on `device`, is too large for this server (core.budget's caps,
+    which a hosted class sets low); empty when it fits. The Train page greys such a preset's button
+    out and says why, instead of loading settings that Start would then refuse."""
+    config = preset_config(name, device)
+    return budget.check_run_size(config.model.num_params(), config.max_steps, limits)
 
 
 def widget_spec(name: str) -> dict:

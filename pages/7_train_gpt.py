@@ -33,8 +33,8 @@ if book.current is None:  # before the first run the words lead; while training,
 # ------------------------------------------------------------------ presets (one row)
 with st.container(horizontal=True, vertical_alignment="center"):
     for name in PRESETS_SHOWN:
-        title, help_text = training.preset_button(name, settings.device)
-        if st.button(title, key=f"{PREFIX}.preset.{name}", help=help_text):
+        title, help_text, too_large = training.preset_button(name, settings.device)
+        if st.button(title, key=f"{PREFIX}.preset.{name}", help=help_text, disabled=too_large):
             # on a CUDA run the quick demo and best presets take their GPU versions (bigger batches)
             chosen = train_settings.preset_settings(name, device=settings.device)
             chosen.device, chosen.overlay = settings.device, settings.overlay

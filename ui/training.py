@@ -75,16 +75,21 @@ PRESET_NAMES = {"lecture": "Lecture 7", "quick_demo": "Quick demo", "better": "B
                 "gpu": "GPU"}
 
 
-def preset_button(name: str, device: str) -> tuple[str, str]:
-    """(button title, help) of a preset: its measured wall time on this kind of device, and where
-    that figure comes from (core.train_settings.PRESET_SECONDS)."""
+def preset_button(name: str, device: str) -> tuple[str, str, bool]:
+    """(button title, help, disabled) of a preset: its measured wall time on this kind of device
+    and where that figure comes from (core.train_settings.PRESET_SECONDS); disabled, with the
+    reason in its help, where the preset is larger than this server allows (a hosted class)."""
     title, help_text = PRESET_NAMES[name], PRESET_HELP[name]
     measured = train_settings.preset_seconds(name, device)
-    if measured is None:
-        return title, help_text
-    seconds, where = measured
-    return (f"{title} (~{_fmt_duration(seconds)})",
-            f"{help_text} Measured: {seconds:.0f} s from Start to the last step, {where}.")
+    if measured is not None:
+        seconds, where = measured
+        title = f"{title} (~{_fmt_duration(seconds)})"
+        help_text = f"{help_text} Measured: {seconds:.0f} s from Start to the last step, {where}."
+    too_large = train_settings.preset_size_problems(name, device)
+    if too_large:
+        help_text = (f"**Not on this server:** {' '.join(too_large)} Run the app on your own machine "
+                     f"for this preset. {help_text}")
+    return title, help_text, bool(too_large)
 
 
 def _fmt_duration(seconds: float) -> str:
@@ -366,11 +371,10 @@ def _progress(run: runs.Run) -> None:
 
 
 def _metrics(run: runs.Run) -> None:
-    history = run.history
-    smoothed = runs.smooth(history["train_loss"])
+    smoothed = runs.last_smoothed(run.history["train_loss"])  # the newest steps only: O(1) a tick
     cols = st.columns(5)
     cols[0].metric("Step", f"{run.step:,}")
-    cols[1].metric("Train loss", f"{smoothed[-1]:.3f}" if len(smoothed) else "–",
+    cols[1].metric("Train loss", f"{smoothed:.3f}" if smoothed is not None else "–",
                    help="Training loss per character (nats), smoothed over the recent steps.")
     cols[2].metric("Val loss", f"{run.trainer.last_val_loss:.3f}"
                    if run.trainer.last_val_loss is not None else "–",

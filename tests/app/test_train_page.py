@@ -594,3 +594,34 @@ def test_preset_labels_come_from_measured_times():
         assert button.label == f"{title} (~{_fmt_duration(seconds)})"
         assert f"Measured: {seconds:.0f} s from Start to the last step" in button.help
     assert _fmt_duration(38.4) == "40 s" and _fmt_duration(484.8) == "8 min" and _fmt_duration(200) == "3½ min"
+
+
+def test_a_preset_larger_than_a_hosted_server_allows_is_greyed_out_with_the_reason(monkeypatch):
+    """A hosted class caps runs (core.budget: 400,000 parameters and 3,000 steps by default). A
+    preset over a cap is a disabled button whose help says which cap and by how much, instead of a
+    button that loads settings Start then refuses; the presets that fit stay pressable."""
+    import dataclasses
+
+    hosted = dataclasses.replace(budget.LIMITS, max_params=400_000, max_steps=3000)
+    monkeypatch.setattr(budget, "LIMITS", hosted)
+    sizes = {name: train_settings.to_train_config(train_settings.preset_settings(name, device="cpu"))
+             for name in ("lecture", "quick_demo", "better", "best")}
+    too_large = {name for name, config in sizes.items()
+                 if config.model.num_params() > 400_000 or config.max_steps > 3000}
+    assert too_large == {"best"}  # what the caps are for: the quick demo and better fit a class
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    for name in sizes:
+        button = at.button(key=f"train.preset.{name}")
+        assert button.disabled == (name in too_large), name
+    best = at.button(key="train.preset.best")
+    n_params = sizes["best"].model.num_params()
+    assert best.help.startswith("**Not on this server:**")
+    assert f"the model has {n_params:,} parameters; this server allows 400,000" in best.help
+    assert f"{sizes['best'].max_steps:,} steps asked; this server allows 3,000" in best.help
+    assert "Not on this server" not in at.button(key="train.preset.better").help
+    # without the caps (a lecturer's own machine) every preset can be pressed
+    monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, max_params=5_000_000,
+                                                              max_steps=20_000))
+    at = open_page(PAGE)
+    assert not any(at.button(key=f"train.preset.{name}").disabled for name in sizes)

@@ -277,6 +277,21 @@ def test_loss_frame_kinds_thinning_and_smoothing():
     assert runs.run_frame(run, max_points=8) is frame  # cached until the run moves
 
 
+@pytest.mark.parametrize("n", [1, 2, 50, 371, 372, 373, 5_000, 60_000])
+def test_the_metrics_smoothed_loss_from_the_newest_steps_equals_the_whole_history_smoothed(n):
+    """runs.last_smoothed reads only the last few hundred steps (the Train page's metric, every
+    tick); it must give what smoothing all of them gives, a jump in the loss included."""
+    values = np.random.default_rng(n).normal(2.0, 0.3, n)
+    values[: n // 2] += 5.0  # an old high plateau, which the newest steps have forgotten
+    whole = runs.smooth(values)[-1]
+    assert runs.last_smoothed(list(values)) == pytest.approx(whole, rel=1e-12, abs=0)
+    assert runs.last_smoothed([]) is None
+    # a tail too short would show: at n = 50, dropping the oldest 10 steps (5 higher, weights from
+    # 0.9**40 on) moves the value by more than 0.01
+    if n == 50:
+        assert abs(runs.smooth(values[-40:])[-1] - whole) > 0.01
+
+
 def test_loss_chart_overlays_runs_and_its_spec_is_data_free():
     book = runs.RunBook(owner="t")
     for lr in (0.01, 0.003):
