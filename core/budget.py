@@ -274,14 +274,16 @@ def configure_torch_threads(limits: Limits = LIMITS) -> None:
         torch.set_num_threads(limits.torch_threads)
 
 
-def check_run_size(n_params: int, max_steps: int, limits: Limits | None = None) -> list[str]:
+def check_run_size(n_params: int, max_steps: int, limits: Limits | None = None,
+                   advice: bool = True) -> list[str]:
     """Reasons a run is too large for this server (empty when it fits); `limits`: LIMITS when None,
-    read at the call (so a test may swap LIMITS)."""
+    read at the call (so a test may swap LIMITS). `advice`: say what to change (not for a preset,
+    whose settings the user did not choose)."""
     limits = LIMITS if limits is None else limits
     problems = []
     if n_params > limits.max_params:
         problems.append(f"the model has {n_params:,} parameters; this server allows "
-                        f"{limits.max_params:,}. Use fewer layers or a smaller d_embed.")
+                        f"{limits.max_params:,}." + (" Use fewer layers or a smaller d_embed." if advice else ""))
     if max_steps > limits.max_steps:
         problems.append(f"{max_steps:,} steps asked; this server allows {limits.max_steps:,}.")
     return problems

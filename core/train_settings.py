@@ -172,7 +172,7 @@ def preset_size_problems(name: str, device: str, limits: budget.Limits | None = 
     which a hosted class sets low); empty when it fits. The Train page greys such a preset's button
     out and says why, instead of loading settings that Start would then refuse."""
     config = preset_config(name, device)
-    return budget.check_run_size(config.model.num_params(), config.max_steps, limits)
+    return budget.check_run_size(config.model.num_params(), config.max_steps, limits, advice=False)
 
 
 def widget_spec(name: str) -> dict:

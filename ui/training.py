@@ -78,13 +78,22 @@ PRESET_NAMES = {"lecture": "Lecture 7", "quick_demo": "Quick demo", "better": "B
 def preset_button(name: str, device: str) -> tuple[str, str, bool]:
     """(button title, help, disabled) of a preset: its measured wall time on this kind of device
     and where that figure comes from (core.train_settings.PRESET_SECONDS); disabled, with the
-    reason in its help, where the preset is larger than this server allows (a hosted class)."""
+    reason in its help, where the preset is larger than this server allows (a hosted class).
+
+    A hosted server's title has no time: there training gets a share of one core, divided among
+    everyone training (core.budget), so a run takes several times the machine's figure (a class of
+    60 with 6 training: 67-109 steps a minute each, docs/HOSTING.md); the help says so."""
     title, help_text = PRESET_NAMES[name], PRESET_HELP[name]
     measured = train_settings.preset_seconds(name, device)
     if measured is not None:
         seconds, where = measured
-        title = f"{title} (~{_fmt_duration(seconds)})"
         help_text = f"{help_text} Measured: {seconds:.0f} s from Start to the last step, {where}."
+        if budget.LIMITS.hosted:
+            help_text += (" This server is shared by a class: training gets part of it, divided "
+                          "among everyone training, so here it takes longer (the progress line "
+                          "shows the time left).")
+        else:
+            title = f"{title} (~{_fmt_duration(seconds)})"
     too_large = train_settings.preset_size_problems(name, device)
     if too_large:
         help_text = (f"**Not on this server:** {' '.join(too_large)} Run the app on your own machine "

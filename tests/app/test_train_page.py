@@ -599,10 +599,11 @@ def test_preset_labels_come_from_measured_times():
 def test_a_preset_larger_than_a_hosted_server_allows_is_greyed_out_with_the_reason(monkeypatch):
     """A hosted class caps runs (core.budget: 400,000 parameters and 3,000 steps by default). A
     preset over a cap is a disabled button whose help says which cap and by how much, instead of a
-    button that loads settings Start then refuses; the presets that fit stay pressable."""
+    button that loads settings Start then refuses; the presets that fit stay pressable. The titles
+    carry no time measured on a 2-core machine: a class's server trains far slower."""
     import dataclasses
 
-    hosted = dataclasses.replace(budget.LIMITS, max_params=400_000, max_steps=3000)
+    hosted = dataclasses.replace(budget.LIMITS, hosted=True, max_params=400_000, max_steps=3000)
     monkeypatch.setattr(budget, "LIMITS", hosted)
     sizes = {name: train_settings.to_train_config(train_settings.preset_settings(name, device="cpu"))
              for name in ("lecture", "quick_demo", "better", "best")}
@@ -619,9 +620,18 @@ def test_a_preset_larger_than_a_hosted_server_allows_is_greyed_out_with_the_reas
     assert best.help.startswith("**Not on this server:**")
     assert f"the model has {n_params:,} parameters; this server allows 400,000" in best.help
     assert f"{sizes['best'].max_steps:,} steps asked; this server allows 3,000" in best.help
+    assert "Use fewer layers" not in best.help  # a preset's settings are not the user's to change
+    readme = " ".join((ROOT / "README.md").read_text().split())  # its hosting section quotes the sizes
+    assert f"**Best** preset ({n_params:,} parameters, {sizes['best'].max_steps:,} steps)" in readme
     assert "Not on this server" not in at.button(key="train.preset.better").help
+    # a class shares the server: no 2-core time on the titles; the help says why and where it is
+    for name in sizes:
+        button = at.button(key=f"train.preset.{name}")
+        assert "~" not in button.label and "shared by a class" in button.help, name
     # without the caps (a lecturer's own machine) every preset can be pressed
     monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, max_params=5_000_000,
                                                               max_steps=20_000))
     at = open_page(PAGE)
     assert not any(at.button(key=f"train.preset.{name}").disabled for name in sizes)
+    assert budget.LIMITS.hosted  # still hosted: the titles stay without a time
+    assert all("~" not in at.button(key=f"train.preset.{name}").label for name in sizes)

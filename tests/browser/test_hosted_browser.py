@@ -1,0 +1,61 @@
+"""Browser test of the Train page on a hosted server (ATTENTION_LAB_HOSTED=1, as on Streamlit
+Community Cloud for a class): the preset over the hosted caps is a greyed-out button whose tooltip
+says which cap, the titles carry no 2-core time, a link asking for more steps than the server
+allows is refused with a message, and a small run still trains live under the class's budget."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.harness import StreamlitServer
+from core import train_settings
+from tests.browser.conftest import assert_no_error, screenshot, wait_idle
+from tests.browser.test_gpt_browser import QUERY, open_train_page, wait_for_step
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def hosted_url():
+    server = StreamlitServer(env={"ATTENTION_LAB_HOSTED": "1"})
+    server.start(timeout=60)
+    yield server.url
+    server.stop()
+
+
+def test_a_hosted_class_sees_best_greyed_out_with_the_reason_and_still_trains(page, hosted_url):
+    open_train_page(page, hosted_url, QUERY)
+    assert_no_error(page)
+    presets = {name: page.get_by_role("button", name=re.compile("^" + title))
+               for name, title in (("lecture", "Lecture 7"), ("quick_demo", "Quick demo"),
+                                   ("better", "Better"), ("best", "Best"))}
+    for name, button in presets.items():
+        assert button.count() == 1, name
+        assert button.is_disabled() == (name == "best"), name
+        assert "~" not in button.inner_text(), name  # no time measured on a 2-core machine
+
+    best = train_settings.to_train_config(train_settings.preset_settings("best"))
+    presets["best"].hover(force=True)  # a disabled button still shows its tooltip
+    tooltip = page.locator("[data-testid='stTooltipContent']")
+    tooltip.first.wait_for(timeout=10_000)
+    words = " ".join(tooltip.first.inner_text().split())
+    assert words.startswith("Not on this server:"), words
+    assert f"the model has {best.model.num_params():,} parameters; this server allows 400,000" in words
+    assert "shared by a class" in words
+    screenshot(page, "hosted_train_best_greyed_out", full_page=False)
+    page.mouse.move(0, 0)
+
+    # a link for more steps than a hosted server allows: a message, and Start is refused
+    open_train_page(page, hosted_url, {**QUERY, "max_steps": "5000"})
+    assert "this server allows 3,000" in page.locator("[data-testid='stAlertContentError']").first.inner_text()
+    assert page.get_by_role("button", name="Start", exact=True).is_disabled()
+
+    # within the caps a small run trains live (one slice at a time, a share of the server)
+    open_train_page(page, hosted_url, {**QUERY, "max_steps": "400"})
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_for_step(page, 30, timeout_s=120)
+    page.get_by_role("button", name="Stop here").click()
+    wait_idle(page)
+    assert_no_error(page)
