@@ -25,12 +25,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
 
 
+def serve(env: dict[str, str] | None = None):
+    """A real server for the life of a fixture (`yield from serve(...)`), with `env` set in its
+    environment: a module's own server for a setting the shared one does not have."""
+    server = StreamlitServer(env=env or {})
+    server.start(timeout=60)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def server_url():
-    server = StreamlitServer()
-    server.start(timeout=60)
-    yield server.url
-    server.stop()
+    yield from serve()
 
 
 @pytest.fixture(scope="session")

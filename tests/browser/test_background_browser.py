@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from benchmarks.harness import StreamlitServer
-from tests.browser.conftest import assert_no_error, screenshot, wait_idle
+from tests.browser.conftest import assert_no_error, screenshot, serve, wait_idle
 from tests.browser.test_gpt_browser import QUERY, current_step, open_train_page, wait_for_step
 
 pytestmark = pytest.mark.browser
@@ -20,10 +19,7 @@ HOME_VISIT_S = 6.0  # twice the worker's own stop after the last tick (3 s): a m
 
 @pytest.fixture(scope="module")
 def background_url():
-    server = StreamlitServer(env={"ATTENTION_LAB_BACKGROUND_TRAINING": "1"})
-    server.start(timeout=60)
-    yield server.url
-    server.stop()
+    yield from serve({"ATTENTION_LAB_BACKGROUND_TRAINING": "1"})
 
 
 def steps_per_s(page, seconds: float = 2.0) -> float:

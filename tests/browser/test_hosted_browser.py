@@ -9,9 +9,8 @@ import re
 
 import pytest
 
-from benchmarks.harness import StreamlitServer
 from core import train_settings
-from tests.browser.conftest import assert_no_error, screenshot, wait_idle
+from tests.browser.conftest import assert_no_error, screenshot, serve, wait_idle
 from tests.browser.test_gpt_browser import QUERY, open_train_page, wait_for_step
 
 pytestmark = pytest.mark.browser
@@ -19,10 +18,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def hosted_url():
-    server = StreamlitServer(env={"ATTENTION_LAB_HOSTED": "1"})
-    server.start(timeout=60)
-    yield server.url
-    server.stop()
+    yield from serve({"ATTENTION_LAB_HOSTED": "1"})
 
 
 def test_a_hosted_class_sees_best_greyed_out_with_the_reason_and_still_trains(page, hosted_url):
