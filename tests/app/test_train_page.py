@@ -20,26 +20,7 @@ from tests.helpers import chart_rows
 PAGE = "pages/7_train_gpt.py"
 
 
-# ------------------------------------------------------------------------------ helpers
-
-
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 # ------------------------------------------------------------------------------ settings
