@@ -81,8 +81,8 @@ def preset_button(name: str, device: str) -> tuple[str, str, bool]:
     reason in its help, where the preset is larger than this server allows (a hosted class).
 
     A hosted server's title has no time: there training gets a share of one core, divided among
-    everyone training (core.budget), so a run takes several times the machine's figure (a class of
-    60 with 6 training: 67-109 steps a minute each, docs/HOSTING.md); the help says so."""
+    everyone training (core.budget), so a run takes many times the machine's figure (a class of 60
+    on one core with 6 training: about 20 steps a minute each, docs/HOSTING.md); the help says so."""
     title, help_text = PRESET_NAMES[name], PRESET_HELP[name]
     measured = train_settings.preset_seconds(name, device)
     if measured is not None:
