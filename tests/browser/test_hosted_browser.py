@@ -28,6 +28,7 @@ def test_a_hosted_class_sees_best_greyed_out_with_the_reason_and_still_trains(pa
                for name, title in (("lecture", "Lecture 7"), ("quick_demo", "Quick demo"),
                                    ("better", "Better"), ("best", "Best"))}
     for name, button in presets.items():
+        button.first.wait_for(timeout=30_000)  # the heading can be drawn before the presets' row
         assert button.count() == 1, name
         assert button.is_disabled() == (name == "best"), name
         assert "~" not in button.inner_text(), name  # no time measured on a 2-core machine
