@@ -3,6 +3,7 @@ resumes and stops, the chart's data, sampled names, break it, devices, checkpoin
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 
@@ -582,8 +583,6 @@ def test_a_preset_larger_than_a_hosted_server_allows_is_greyed_out_with_the_reas
     preset over a cap is a disabled button whose help says which cap and by how much, instead of a
     button that loads settings Start then refuses; the presets that fit stay pressable. The titles
     carry no time measured on a 2-core machine: a class's server trains far slower."""
-    import dataclasses
-
     hosted = dataclasses.replace(budget.LIMITS, hosted=True, max_params=400_000, max_steps=3000)
     monkeypatch.setattr(budget, "LIMITS", hosted)
     sizes = {name: train_settings.to_train_config(train_settings.preset_settings(name, device="cpu"))
