@@ -133,20 +133,24 @@ def two_classes(result: multi_head.MultiHead) -> None:
     walkthrough.step_header(STEPS, "classes", "two implementations, one result")
     st.markdown(
         "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
-        "concatenates their outputs. **MultiHeadAttention** does one big projection for all "
-        "heads and splits it with `view` and `transpose`: the same arithmetic in fewer, larger "
-        "matrix products. Copy the wrapper's weights into the split-head class and both compute "
-        "the same numbers (both classes use the causal mask, compared in eval mode).")
+        "concatenates their outputs; the book's wrapper stops there, and here an output "
+        "projection (`out_proj`, the course notebook's Method A) follows, as in the split-head "
+        "class. **MultiHeadAttention** does one big projection for all heads and splits it with "
+        "`view` and `transpose`: the same arithmetic in fewer, larger matrix products. Copy the "
+        "wrapper's weights into the split-head class and both compute the same numbers (both "
+        "classes use the causal mask, compared in eval mode).")
     walkthrough.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",
                             result.impl_diff)
-    walkthrough.numbers_line("wrapper, first row =", result.wrapper_out[0].tolist())
+    walkthrough.numbers_line("heads concatenated (what the book's wrapper returns), first row =",
+                             result.wrapper_concat[0].tolist())
+    walkthrough.numbers_line("wrapper + out_proj, first row =", result.wrapper_out[0].tolist())
     walkthrough.numbers_line("split-head, first row =", result.mha_out[0].tolist())
     show_code([attention.MultiHeadAttentionWrapper, attention.MultiHeadAttention,
                attention.wrapper_to_multihead], label="Show the code of both classes")
 
 
 def why_heads_differ(result: multi_head.MultiHead) -> None:
-    walkthrough.step_header(STEPS, "why", "why do the heads differ?")
+    walkthrough.step_header(STEPS, "why", "why several heads, and why do they differ?")
     # the reasons beside the heads' weights: stacked, the figure would start below a projector's
     # first screen (a narrow W_q fits beside the text)
     text_col, figure_col = walkthrough.columns([1, 1] if state.lecture_mode() else [3, 2], gap="large",

@@ -77,7 +77,8 @@ with c1:
                 min_value=1, max_value=32, help="The slides use 8.")
 with c2:
     state.bound(st.slider, "B · batch size", settings, "batch_size", prefix=PREFIX,
-                min_value=1, max_value=128, help="Blocks per step; every model trains on the same ones.")
+                min_value=1, max_value=128, help="Blocks per step; every model trains on the same ones. The slides' shapes use 6; "
+                     "32 here gives each step a steadier gradient.")
 with c3:
     state.bound(st.slider, "C · embedding size", settings, "n_embd", prefix=PREFIX,
                 min_value=1, max_value=128, help="The slides use 32.")
@@ -101,7 +102,7 @@ with st.expander("Training settings", icon=":material/tune:"):
         state.bound(st.slider, "Steps per live update", settings, "steps_per_tick", prefix=PREFIX,
                     min_value=1, max_value=100)
 st.markdown(
-    f"Shapes as on the slides: a batch of token ids is `(B, T) = ({settings.batch_size}, "
+    f"Shapes, named as on the slides (which use B = 6, T = 8, C = 32, d = 16): a batch of token ids is `(B, T) = ({settings.batch_size}, "
     f"{settings.block_size})`; embeddings `(B, T, C) = ({settings.batch_size}, {settings.block_size}, "
     f"{settings.n_embd})`; attention weights `(B, T, T)`; the head's output `(B, T, d) = "
     f"({settings.batch_size}, {settings.block_size}, {settings.head_size})`; logits `(B, T, |V|) = "

@@ -36,7 +36,8 @@ class MultiHead:
     mha: MultiHeadAttention
     steps: AttentionSteps  # of mha (with the page's mask setting), including out_proj
     head_dim: int
-    wrapper_out: torch.Tensor  # (T, d_out) the wrapper's output (eval, causal)
+    wrapper_out: torch.Tensor  # (T, d_out) the wrapper's output (eval, causal), after its out_proj
+    wrapper_concat: torch.Tensor  # (T, d_out) its heads concatenated: what the book's wrapper returns
     mha_out: torch.Tensor  # (T, d_out) MultiHeadAttention's output (eval, causal)
     impl_diff: float  # max |wrapper_out - mha_out|
     module_diff: float  # max |mha_out - the steps' output| (the steps in eval mode, causal)
@@ -85,6 +86,7 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
     x = inputs.to(torch.float64)
     with torch.no_grad():  # both book classes are causal: compare them that way, in eval mode
         wrapper_out = wrapper(x[None])[0]  # (T, d_out)
+        wrapper_concat = torch.cat([head(x[None])[0] for head in wrapper.heads], dim=-1)  # (T, d_out)
         mha_out = mha(x[None])[0]  # (T, d_out)
     # the page's steps are attention_intermediates on mha's weights: check them against mha itself
     eval_steps = attention.intermediates_from_module(mha, x, training=False)
@@ -101,7 +103,7 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
     maps = steps.attn_weights  # (H, T, T)
     head_diffs = [max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
     head_W = [head.W_query.weight.detach().T.clone() for head in wrapper.heads]
-    return MultiHead(wrapper, mha, steps, settings.heads_d_out // num_heads, wrapper_out, mha_out,
+    return MultiHead(wrapper, mha, steps, settings.heads_d_out // num_heads, wrapper_out, wrapper_concat, mha_out,
                      max_abs_diff(wrapper_out, mha_out), max_abs_diff(mha_out, eval_steps.output),
                      train_diff, head_diffs, head_W)
 
@@ -155,8 +157,23 @@ def map_caption(settings: WalkthroughSettings, head: int) -> str:
     return caption
 
 
+WHY_SEVERAL = (
+    "**Why several heads?** One row of attention weights is one weighted average: a token can "
+    "look hard at one place or spread its look over many, but not look at two places for two "
+    "different reasons at once. Several heads each compute their own weights, so one can follow "
+    "the character just before while another looks back further; their outputs, concatenated "
+    "and mixed by `out_proj`, give the token both. It costs no more than one wide head: d_out is "
+    "split, each of the H heads working in d_out / H dimensions.\n\n"
+    "**Why do the heads differ?** ")
+
+
 def why_words(settings: WalkthroughSettings, num_heads: int) -> str:
-    """Why heads differ, said for the current settings (same initial weights, weight scale)."""
+    """Why several heads, and why they differ, said for the current settings (same initial
+    weights, weight scale)."""
+    return WHY_SEVERAL + _why_they_differ(settings, num_heads)
+
+
+def _why_they_differ(settings: WalkthroughSettings, num_heads: int) -> str:
     if settings.same_init and num_heads > 1:
         return ("Every head sees the same embeddings, and here every head also starts from the "
                 "same W_q, W_k, W_v (**Same initial weights** is on): identical heads give identical "

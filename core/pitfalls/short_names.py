@@ -19,9 +19,10 @@ from core.tokenizers import CharTokenizer
 PITFALL = Pitfall(
     "short_names", "Names shorter than the context dropped",
     "Document 000 (lecture 7), `NamesDataset`",
-    "Windows only where a name is longer than `context_size`: almost every name gives no example.",
-    "`range(len(tokens) - context_size)` is empty unless the name is longer than the context; "
-    "padding short names instead keeps every name.")
+    "Windows only where a name with its closing “.” is longer than `context_size`: every name shorter "
+    "than `context_size` letters, almost all of them, gives no example.",
+    "`range(len(tokens) - context_size)` is empty unless the name's tokens (its letters and the "
+    "closing “.”) outnumber the context; padding short names instead keeps every name.")
 
 
 def buggy_lecture_windows(names, tokenizer, context_size):

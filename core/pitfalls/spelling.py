@@ -11,7 +11,7 @@ from core.pitfalls.common import Pitfall, run_caught
 
 PITFALL = Pitfall(
     "spelling", "“CasualSelfAttention”",
-    "Documents 000 and 002",
+    "Document 000 (lecture 7)",
     "A spelling slip: the attention is causal (it follows cause and effect), not casual.",
     "“Causal” means each token may only look at what came before it; the class names here "
     "spell it that way, so searches and the book agree.")

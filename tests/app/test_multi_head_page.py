@@ -4,6 +4,8 @@ wrapper row, predict-then-reveal, locks and a URL round trip."""
 
 from __future__ import annotations
 
+import pytest
+
 from core import settings as core_settings
 from core.lessons.walkthrough import WalkthroughSettings
 from tests.app.conftest import assert_no_exception
@@ -36,7 +38,7 @@ def test_defaults_one_map_per_head_and_the_checks():
     set_step(at, "mh_step", "concat")
     assert {"heads side by side  (6, 4)", "after out_proj  (6, 4)"} == set(charts(at))
     set_step(at, "mh_step", "classes")
-    assert numbers(at, "wrapper, first row =") == numbers(at, "split-head, first row =")
+    assert numbers(at, "wrapper + out_proj, first row =") == numbers(at, "split-head, first row =")
     codes = " ".join(c.value for c in at.code)
     assert "class MultiHeadAttentionWrapper" in codes and "class MultiHeadAttention(" in codes
 
@@ -72,6 +74,11 @@ def test_book_wrapper_and_seed():
     set_step(at, "mh_step", "concat")
     concat = chart(at, "heads side by side")
     assert concat[concat["row_i"] == 0]["value"].round(4).tolist() == [-0.4519, 0.2216, 0.4772, 0.1063]
+    # the book prints its wrapper's concatenation (its wrapper has no out_proj; ours adds Method A's)
+    set_step(at, "mh_step", "classes")
+    book_row = numbers(at, "heads concatenated (what the book's wrapper returns), first row =")
+    assert book_row == pytest.approx([-0.4519, 0.2216, 0.4772, 0.1063], abs=5e-5)
+    assert numbers(at, "wrapper + out_proj, first row =") != pytest.approx(book_row, abs=1e-3)
     set_step(at, "mh_step", "heads")
     before = chart(at, "head 1")["value"].tolist()
     at.text_input(key=key(at, "heads_seed")).input("7").run()
@@ -148,11 +155,11 @@ def test_url_round_trip_and_lock():
     at.selectbox(key=key(at, "num_heads")).set_value(3).run()
     at.text_input(key=key(at, "heads_seed")).input("99").run()
     set_step(at, "mh_step", "classes")
-    first = numbers(at, "wrapper, first row =")
+    first = numbers(at, "wrapper + out_proj, first row =")
     params = core_settings.to_params(settings_of(at))
     assert params == {"heads_d_out": "6", "num_heads": "3", "heads_seed": "99", "mh_step": "classes"}
     fresh = page(params)
-    assert numbers(fresh, "wrapper, first row =") == first
+    assert numbers(fresh, "wrapper + out_proj, first row =") == first
     set_step(fresh, "mh_step", "heads")
     assert len(head_titles(fresh)) == 3
     fresh.session_state[f"{PREFIX}.__locked"] = {"num_heads"}
