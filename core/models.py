@@ -294,11 +294,11 @@ class GPTConfig:
                              short="context {}")
     # number of decoder layers
     n_layer: int = spec(3, min=1, max=8, step=1, group="model", label="Layers",
-                        short="{} layers")
+                        short="{} layers", short_one="1 layer")
     # attention heads per layer; d_embed must be divisible by it
     n_head: int = spec(4, min=1, max=16, step=1, group="model", label="Heads per layer",
                        help="d_embed must be divisible by the number of heads.",
-                       short="{} heads")
+                       short="{} heads", short_one="1 head")
     # width of the token vectors (residual stream)
     d_embed: int = spec(64, min=4, max=512, step=8, group="model", label="d_embed (width)",
                         short="d_embed {}")

@@ -49,7 +49,7 @@ from core.train_settings import (PRESET_TITLES, TrainSettings, matching_preset, 
 SPLIT_SEED = 101  # the train/validation split is the same for every run, so runs compare fairly
 VAL_SIZE = 0.1  # share of the names held out for validation (the lecture's val_size)
 N_LIVE_SAMPLES = 8  # names shown while training, refreshed at each validation point
-MAX_RUNS = 6  # runs kept per session (the oldest finished one goes first)
+MAX_RUNS = 6  # runs kept per session (beyond it an untrained one goes first, then the oldest)
 MAX_CHART_POINTS = 600  # per-step points per run on the chart (thinned beyond that)
 SMOOTHING = 0.1  # weight of the newest step in the smoothed training loss (EMA, bias-corrected)
 STATUSES = ("idle", "running", "paused", "stopped", "done", "error")
@@ -180,7 +180,7 @@ class Run:
 
     @property
     def progress(self) -> float:
-        return min(1.0, self.step / max(1, self.max_steps))
+        return max(0.0, min(1.0, self.step / max(1, self.max_steps)))
 
     @property
     def active(self) -> bool:
@@ -333,6 +333,7 @@ class RunBook:
     runs: list[Run] = field(default_factory=list)
     current_id: int | None = None  # the run the Train page drives
     next_id: int = 1
+    dropped: list[str] = field(default_factory=list)  # labels of trained runs the last `add` let go
 
     @property
     def current(self) -> Run | None:
@@ -348,7 +349,9 @@ class RunBook:
         return run
 
     def add(self, run: Run) -> None:
-        """Keep `run` (make it current); beyond MAX_RUNS the oldest other run is dropped."""
+        """Keep `run` (make it current). Beyond MAX_RUNS a run is let go: the oldest one that never
+        trained, else the oldest other; the labels of trained runs let go are in `dropped` (the page
+        says so: a student's model must not vanish without a word)."""
         run.run_id = self.next_id
         self.next_id += 1
         current = self.current
@@ -356,8 +359,14 @@ class RunBook:
             pause(current)  # only one run trains at a time in a session
         self.runs.append(run)
         self.current_id = run.run_id
+        self.dropped = []
         while len(self.runs) > MAX_RUNS:
-            self.runs.remove(next(r for r in self.runs if r.run_id != self.current_id))
+            others = [r for r in self.runs if r.run_id != self.current_id]
+            untrained = [r for r in others if r.step == 0 and not r.origin]
+            gone = (untrained or others)[0]
+            if gone.step > 0 or gone.origin:
+                self.dropped.append(gone.label)
+            self.runs.remove(gone)
         self.relabel()
 
     def remove(self, run_id: int) -> None:
@@ -576,7 +585,11 @@ def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
               status="paused", origin=str(file_name)[:80] or "checkpoint.pt")
     if trainer.done:
         run.status = "done"
-    refresh_samples(run)
+    try:
+        refresh_samples(run)
+    except RuntimeError as exc:  # finite weights so large that the softmax overflows (torch.multinomial)
+        raise CheckpointError("the model's weights are so large that its next-character probabilities "
+                              "are not numbers (an overflow), so it cannot write names") from exc
     return run
 
 
@@ -597,6 +610,10 @@ def _clean_history(saved: dict, template: dict) -> dict:
         out["steps"] = [int(s) for s in out["steps"]]
         out["val_steps"] = [int(s) for s in out["val_steps"]]
         out["tokens"] = [int(t) for t in out["tokens"]]
-    except (AttributeError, TypeError, ValueError):
+    except (AttributeError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return {key: [] for key in template}
+    counts = out["steps"] + out["val_steps"] + out["tokens"]
+    if any(v < 0 for v in counts) or not all(math.isfinite(v) and v >= 0 for v in out["elapsed"]) \
+            or any(b <= a for a, b in zip(out["steps"], out["steps"][1:])):
+        return {key: [] for key in template}  # a step count that goes back or below 0 is not a history
     return out

@@ -48,6 +48,7 @@ SPEC_KEYS = {
     "choice_labels",  # {choice: text shown for it}
     "short",  # in a run's label: a format string ("lr {:g}") or {value: text}
     "short_off",  # in a run's label, for the `none_is` value ("no clip")
+    "short_one",  # in a run's label, for the value 1 ("1 layer" where `short` says "{} layers")
     "none_is",  # the page value that stands for None (e.g. 0 = no gradient clipping)
     "group",  # which part of the page shows it
     "internal",  # never a page control; the text says why (e.g. "taken from the data")
@@ -74,11 +75,18 @@ def from_page_value(rules: Mapping[str, Any], value: Any) -> Any:
     return None if "none_is" in rules and value == rules["none_is"] else value
 
 
+def count(n: int, word: str) -> str:
+    """3, "layer" -> "3 layers"; 1, "head" -> "1 head" (the words of a label or a caption)."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def describe(rules: Mapping[str, Any], value: Any) -> str:
     """A value in a few words, from the field's `short` (e.g. "lr 0.003", "mask off")."""
     short = rules.get("short")
     if "short_off" in rules and value == rules.get("none_is", None):
         return rules["short_off"]
+    if "short_one" in rules and value == 1:
+        return rules["short_one"]
     if isinstance(short, Mapping):
         return str(short.get(value, value))
     if "choice_labels" in rules and value in rules["choice_labels"]:
@@ -305,6 +313,8 @@ def _coerce(value: Any, hint: Any, name: str) -> Any:
                 value = json.loads(_unpack(value))
             except json.JSONDecodeError as exc:
                 raise SettingsError(f"{name} is not valid JSON") from exc
+            except RecursionError as exc:  # "[[[[…" a thousand deep: json's decoder recurses per level
+                raise SettingsError(f"{name} is nested too deeply to be a table of numbers") from exc
         if not isinstance(value, list):
             raise SettingsError(f"{name} must be a list")
         (item_hint,) = get_args(hint) or (Any,)

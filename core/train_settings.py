@@ -23,7 +23,7 @@ from core.settings import spec
 
 SOURCES = (GPTConfig, TrainConfig)  # the configs whose fields the Train page shows
 PRESET_TITLES = {"lecture": "Lecture 7", "quick_demo": "quick demo", "better": "better", "best": "best",
-                 "gpu": "GPU"}
+                 "class_demo": "class demo", "gpu": "GPU"}
 PAGE_ONLY = ("overlay",)  # page fields that are not hyper-parameters
 
 
@@ -153,6 +153,10 @@ PRESET_SECONDS: dict[tuple[str, str], tuple[float, str]] = {
     ("quick_demo", "cpu"): (39.1, BROWSER_2_CORES),
     ("better", "cpu"): (79.4, BROWSER_2_CORES),
     ("best", "cpu"): (304.8, BROWSER_2_CORES),
+    # shown only on a hosted server: measured on one, with nobody else on it (2026-11-28; the
+    # quick demo there: 134.8 s)
+    ("class_demo", "cpu"): (18.5, "in Chromium against the app run as a class's server "
+                                  "(ATTENTION_LAB_HOSTED=1) with nobody else on it"),
     ("best", "cuda"): (3.6, "on one H100 (the GPU version of the preset)"),
     ("gpu", "cuda"): (16.4, "on one H200, headless (3,000 steps of 256 rows since 2026-11-27; the live "
                             "page trains at ~0.89 of that speed)"),

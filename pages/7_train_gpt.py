@@ -8,6 +8,7 @@ import streamlit as st
 from core import budget, runs, train_settings
 from core.classroom import questions
 from core.device import available_devices
+from core.settings import count
 from core.training import Trainer, make_optimizer
 from core.training.muon import MuonAdamW, orthogonalise
 from ui import class_challenge, class_polls, training
@@ -17,7 +18,9 @@ from ui.state import page_settings, replace_settings, spec_widget, sync_url, wid
 
 PREFIX = "train"
 CUDA_HERE = available_devices()["cuda"][0]
-PRESETS_SHOWN = ["lecture", "quick_demo", "better", "best"] + (["gpu"] if CUDA_HERE else [])  # gpu: only where it runs
+# class demo: only where a class shares the server (core.budget); gpu: only where it runs
+PRESETS_SHOWN = ((["class_demo"] if budget.LIMITS.hosted else []) + ["lecture", "quick_demo", "better", "best"]
+                 + (["gpu"] if CUDA_HERE else []))
 
 st.title("Train the names GPT")
 INTRO = ("A character-level GPT learns to write first names from 32,033 real ones, a batch of name "
@@ -119,7 +122,7 @@ if not problems:
             shown_before_training += [train_settings.to_train_config, runs.model_structure]
             with structure_tab:
                 st.metric("Parameters", f"{n_params:,}")
-                st.caption(f"{settings.n_layer} decoder layers × {settings.n_head} heads of "
+                st.caption(f"{count(settings.n_layer, 'decoder layer')} × {count(settings.n_head, 'head')} of "
                            f"{settings.d_embed // settings.n_head} dimensions each; a vocabulary of "
                            "27 characters (“.” + a–z).")
                 # formatted by the browser (a pandas Styler cost ~7 ms of every rerun)

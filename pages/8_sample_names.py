@@ -55,6 +55,10 @@ if result is None:
         st.stop()
     # every figure, number and name below is this earlier draw; the caption says which
     st.caption(f"Showing the last names that could be sampled: {result.describe()}.")
+    drawn_by = book.get(result.key[0])  # the model that drew them, for the step-by-step below
+    if drawn_by is None or drawn_by.step != result.key[1]:
+        drawn_by = None  # let go, or trained since: its weights are no longer those of the draw
+    run = drawn_by
 samples = list(result.samples)
 
 if not class_polls.ask(questions.novel_name()):  # in a class: the labels wait for the poll
@@ -85,6 +89,12 @@ with chart_col:
 
 # ------------------------------------------------------------------ one name, step by step
 st.subheader("What the model weighed, step by step")
+if run is None:  # the earlier draw's model has changed since: its probabilities cannot be shown
+    st.info("The model that drew these names has trained on (or was let go) since, so what it "
+            "weighed for them cannot be shown. Correct the setting above to sample from the "
+            "current model.", icon=":material/info:")
+    sync_url(dataclasses.replace(result.settings, chosen=settings.chosen, step=settings.step))
+    st.stop()
 names = [s.name for s in samples]
 if settings.chosen >= len(names):
     set_field(PREFIX, "chosen", 0)

@@ -7,6 +7,7 @@ from core import runs
 from core.viz import names_model as names_charts
 from core.lessons import inside_model as lesson
 from core.models import CausalSelfAttention
+from core.settings import count
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
@@ -76,7 +77,7 @@ if inspection is not None:
     training.show_cached_chart(
         lambda: names_charts.attention_grid_chart(inspection, lecture=lecture_mode()), name_key,
         name="Attention weights of every layer and head", key="inside.grid",
-        caption=(f"Attention weights of all {n_layer} layers × {n_head} heads for “{text}”, "
+        caption=(f"Attention weights of all {count(n_layer, 'layer')} × {count(n_head, 'head')} for “{text}”, "
                  f"{run.label}, step {run.step:,} (colour 0 to 1)."))
     training.show_cached_chart(
         lambda: names_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),

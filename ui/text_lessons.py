@@ -59,9 +59,12 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
         return texts.builtin_text(choice), choices[choice]
 
     text_key, good_key = f"{prefix}.own_text", f"{prefix}.good_text"
+    kept_key = f"{prefix}.own_text_kept"  # not a widget's key: it outlives a visit to another page
     starter = texts.builtin_text(next(iter(choices)))
     if text_key not in st.session_state:
-        st.session_state[text_key] = starter  # start from the built-in text: edit it or replace it
+        # Streamlit drops a widget's value when its page is left: put the student's text back (the
+        # first time, the built-in text: edit it or replace it)
+        st.session_state[text_key] = st.session_state.get(kept_key, starter)
     left, right = st.columns([3, 2])
     with right:  # read the upload first: it may fill the text box below
         _read_upload(prefix, text_key, min_chars)
@@ -70,6 +73,7 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
         # one character over the limit lets us tell a cut-off paste from a text that fits
         raw = st.text_area("Paste your text", key=text_key, height=height,
                            max_chars=texts.MAX_TEXT_CHARS + 1)
+    st.session_state[kept_key] = raw
     text, problem = state.keep_last_valid(
         good_key, lambda: texts.validate_text(raw, what="Your text", min_chars=min_chars), first=starter)
     if problem is not None:

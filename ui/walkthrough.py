@@ -643,7 +643,9 @@ def check_badge(label: str, diff: float, tol: float = 1e-9) -> None:
     ok = diff <= tol
     text = f"{label} · max difference {diff:.1e}"
     st.badge(text, color="green" if ok else "red",
-             icon=":material/check_circle:" if ok else ":material/error:")
+             icon=":material/check_circle:" if ok else ":material/error:",
+             help="The largest |a − b| over all the numbers, computed in float64; for numbers larger "
+                  "than 1, as a share of the largest (rounding grows with the numbers).")
     if not ok:
         _failed(text)
 

@@ -57,7 +57,7 @@ async def classroom(args: argparse.Namespace, server: SimServer, stats: Stats, r
     n, k = args.students, args.trainers
     start = time.monotonic()
     plan = Plan(seconds=args.duration, think=tuple(args.think_s), deadline=start + args.duration,
-                skip_pages=args.skip_pages)
+                skip_pages=args.skip_pages, preset=args.trainer_preset)
     if args.soak:
         plan.soak_kill_at = start + args.duration / 2
     arrivals = arrival_times(n, args.arrival_s)

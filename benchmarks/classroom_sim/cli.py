@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                              "for this many seconds; its RSS after leaving is a second one-student level")
     parser.add_argument("--skip-pages", default="", help="regex of page titles students never open")
     parser.add_argument("--not-hosted", action="store_true", help="without the hosted caps")
+    parser.add_argument("--trainer-preset", default="",
+                        help="title of the preset button trainers press before each Start, e.g. 'Class demo' "
+                             "(default: the page's own settings, the quick demo)")
     parser.add_argument("--curve", action="store_true", help="N = 10, 30, 60, 90 and a table")
     parser.add_argument("--curve-n", type=int, nargs="+", default=[10, 30, 60, 90])
     parser.add_argument("--soak", action="store_true",

@@ -17,6 +17,7 @@ class Stats:
     early: int = 0                                     # runs ended early for a newer rerun
     reconnects: list = field(default_factory=list)     # seconds from the disconnect to a served page
     trainer_steps: dict = field(default_factory=dict)  # student -> [(t, cumulative steps)]
+    run_seconds: list = field(default_factory=list)    # Start click -> the last step on screen, per finished run
     soak: dict = field(default_factory=dict)
     lesson: int = 0  # which class (--classes): trainers are told apart per class
 
@@ -30,3 +31,4 @@ class Plan:
     deadline: float         # monotonic time every student leaves by
     soak_kill_at: float | None = None
     skip_pages: str = ""    # regex of page titles the students never open (to find a page's cost)
+    preset: str = ""        # the preset button a trainer presses before each Start ("": the page's own settings)

@@ -38,15 +38,24 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
         stats.first_render.append(time.monotonic() - t0)
         title = next(t for t in client.pages if TRAIN_PAGE.search(t))
 
+        started = None  # when this trainer's current run was started (monotonic)
+
         async def start_run(c: Client) -> None:
+            nonlocal started
+            if plan.preset:
+                preset = c.widgets("button", re.compile("^" + re.escape(plan.preset)))
+                if not preset:
+                    raise RuntimeError(f"no {plan.preset!r} preset button on the Train page")
+                stats.interactions.append(("preset", await c.click(preset[0])))
             start = c.widgets("button", re.compile(r"^Start$"))
             if not start:
                 raise RuntimeError("no Start button on the Train page")
+            started = time.monotonic()
             took = await c.click(start[0])
             stats.interactions.append(("start", took))
 
         async def watch(c: Client) -> None:
-            nonlocal done_before, last_step
+            nonlocal done_before, last_step, started
             if c.page_title() != title:
                 took = await c.goto(title)
                 stats.interactions.append(("page", took))
@@ -73,6 +82,9 @@ async def trainer(i: int, base: str, stats: Stats, plan: Plan, arrival: float) -
                 if plan.soak_kill_at and not soak.get("checkpoint") and \
                         plan.soak_kill_at - 25 < time.monotonic() < plan.soak_kill_at - 2 and step > 0:
                     await save_checkpoint(c, step)
+                if step >= total and started is not None:
+                    stats.run_seconds.append(time.monotonic() - started)
+                    started = None
                 if step >= total and not c.auto:  # finished: another run with a new seed
                     await c.pause(rng.uniform(*plan.think))
                     seed = c.widgets("text_input", "Seed")

@@ -113,7 +113,8 @@ def embedding_pca(model: GPT, tokenizer: CharTokenizer) -> tuple[pd.DataFrame, n
             coords[:, dim] *= -1
     df = pd.DataFrame({"char": tokenizer.vocab, "PC1": coords[:, 0], "PC2": coords[:, 1],
                        "group": [char_group(c) for c in tokenizer.vocab]})
-    return df, pca.explained_variance_ratio_
+    # identical embeddings (all zero, say) have no variance to explain: sklearn divides 0 by 0
+    return df, np.nan_to_num(pca.explained_variance_ratio_, nan=0.0)
 
 
 

@@ -21,6 +21,7 @@ from core.training.config import TrainConfig
 QUICK_DEMO_STEPS = 1200
 BETTER_STEPS = 2000
 BEST_STEPS = 4000
+CLASS_DEMO_STEPS = 400
 
 
 def lecture_config() -> TrainConfig:
@@ -111,6 +112,31 @@ def best_config() -> TrainConfig:
     )
 
 
+def class_demo_config() -> TrainConfig:
+    """Names within minutes on a server shared by a class (shown on a hosted server's Train page).
+
+    There training gets a share of one core divided among everyone training (core.budget): in a full
+    class of 60 on one core with six training, about half a second of training a minute each
+    (docs/HOSTING.md), so the quick demo's 1,200 steps of ~23 ms take about an hour. This preset
+    spends that half second where it buys the most at so small a budget: one layer of width 32 (a
+    step costs about a third of the quick demo's: 7.0 against 22.7 ms at one thread) and 400 steps
+    at twice the learning rate. It ends
+    at about 2.05 nats/char, below the bigram's ~2.45: names that read like names. Chosen by the loss
+    after the same CPU time (docs/PRESETS.md, 2026-11-28, "A preset for a shared server"); the
+    running average of the weights is left out because at 400 steps it lagged (2.0559 with it, 2.0490 without).
+    """
+    return replace(
+        quick_demo_config(),
+        model=GPTConfig(context_size=12, n_layer=1, n_head=2, d_embed=32, d_ff=128, dropout=0.0),
+        lr=2e-2,
+        weight_decay=0.05,
+        min_lr_ratio=0.05,
+        max_steps=CLASS_DEMO_STEPS,
+        val_interval=100,
+        ema_decay=None,
+    )
+
+
 # A GPU step of these small models costs about the same whatever the batch, so the GPU versions take
 # many more packed rows per step; TrainConfig's defaults already add the CUDA graph and bfloat16.
 
@@ -179,6 +205,7 @@ PRESETS: dict[str, Callable[[], TrainConfig]] = {
     "quick_demo": quick_demo_config,
     "better": better_config,
     "best": best_config,
+    "class_demo": class_demo_config,  # shown on a hosted server only (pages/7_train_gpt.py)
     "gpu": gpu_config,  # needs a CUDA GPU; elsewhere it falls back to the CPU and is slow
 }
 

@@ -165,6 +165,7 @@ class Trainer:
         }
         self._sorted_splits: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self._packed: PackedRows | None = None  # created below once the batch generator exists
+        self._released_packing: dict | None = None  # where a finished run's freed epoch stood (release_batches)
 
         # real targets per training window, kept on the CPU: batches are counted and trimmed without a sync
         self._train_lengths = (train_y != IGNORE_INDEX).sum(dim=1).cpu()  # (N,)
@@ -429,6 +430,7 @@ class Trainer:
             if granted is False:
                 return SliceResult(0, [], [], 0.0, 0.0, 0.0, ran=False)
             start = time.perf_counter()
+            self._repack_released()
             n_before, elapsed_before, tokens_before = len(self.history["steps"]), self._elapsed, self._tokens
             first_step = self.step
             self.model.train()
@@ -455,6 +457,8 @@ class Trainer:
             finally:
                 self._pending = []  # after an error: nothing half-read is left for the next slice
                 self._average_in()  # between slices the model shows the average (ema_decay)
+                if self.done:
+                    self.release_batches()
             elapsed = time.perf_counter() - start
 
         losses = self.history["train_loss"][n_before:]
@@ -569,13 +573,43 @@ class Trainer:
         return {
             "batch_generator": self._batch_generator.get_state(),
             "dropout_generator": self._dropout_generator.get_state(),
-            "packing": None
+            "packing": self._released_packing
             if self._packed is None or self._packed.rows is None
             else {"epoch_start_state": self._packed.epoch_start_state, "cursor": self._packed.cursor},
         }
 
+    def release_batches(self) -> None:
+        """Free the batches a CPU run keeps, the packed epoch's rows and the sorted validation
+        windows (a finished run: `train` calls this when done); both are made again when needed.
+
+        Why: the rows are ~7 MB for the names (four (R, 32) int64 tensors), and a class's server
+        keeps up to six runs per student: 36 finished class-demo runs held 250 MB and took a class
+        of 60 to a peak of 898 MiB (docs/HOSTING.md, 2026-11-28). Where the epoch stood is kept,
+        and the next slice packs the same rows again from the same generator state, so a run
+        given more steps computes exactly what it would have without the release."""
+        if self.device.type != "cpu":
+            return
+        self._eval_cache.clear()  # the sorted validation split, 0.6 MB: sorted again at the next validation
+        self._sorted_splits.clear()
+        if self._packed is None or self._packed.rows is None:
+            return
+        self._released_packing = {"epoch_start_state": self._packed.epoch_start_state, "cursor": self._packed.cursor}
+        self._packed.rows = self._packed.row_tokens = None
+
+    def _repack_released(self) -> None:
+        """The rows `release_batches` freed, packed again as they were (the batch order goes on unchanged)."""
+        packing, self._released_packing = self._released_packing, None
+        if packing is None or self._packed is None:
+            return
+        now = self._batch_generator.get_state()
+        self._batch_generator.set_state(packing["epoch_start_state"])
+        self._packed.pack_epoch()
+        self._packed.cursor = int(packing["cursor"])
+        self._batch_generator.set_state(now)  # packing drew from the generator: put it back where it was
+
     def _set_host_state(self, state: dict) -> None:
         """Inverse of `_host_state`."""
+        self._released_packing = None
         packing = state.get("packing")
         if self._packed is not None and packing is not None:
             # Re-pack the saved epoch from the generator state it started with, then resume inside it.

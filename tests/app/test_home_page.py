@@ -1,6 +1,9 @@
 """AppTest of the entry point and the home page."""
 
+import pytest
+
 from tests.app.conftest import assert_no_exception, open_page
+from ui import nav
 
 
 def test_home_renders_title_and_guide():
@@ -42,3 +45,15 @@ def test_an_unwritable_timing_log_does_not_break_the_page(tmp_path, monkeypatch)
     at = open_page()
     assert_no_exception(at)
     assert at.title[0].value == "Attention Lab"
+
+
+@pytest.mark.parametrize("page", [lesson.file for lesson in nav.available_lessons()])
+def test_every_page_test_runs_through_the_entry_point_as_the_server_does(page):
+    """AppTest would otherwise run a page file on its own after switch_page (Streamlit's old
+    multipage mode, because of the pages/ folder): no navigation, no sidebar, no lecture mode.
+    benchmarks.harness.apptest keeps every run going through streamlit_app.py, as on a server."""
+    at = open_page(page)
+    assert_no_exception(at)
+    for _ in range(2):  # the first run and a rerun
+        assert "Lecture mode" in [t.label for t in at.sidebar.toggle]
+        at.run()

@@ -20,7 +20,8 @@ from ui import layout, nav
 PAGES = [lesson.file for lesson in nav.available_lessons()]
 
 HOSTILE_SCALARS = ["nan", "-inf", "1e309", "-99999999999", "99999999999", "", "[[[",
-                   "<script>alert(1)</script>", "z!!notbase64", "\x00\x01", "💥" * 50]
+                   "<script>alert(1)</script>", "z!!notbase64", "\x00\x01", "💥" * 50,
+                   "[" * 1500 + "]" * 1500]  # 3 KB, nested deeper than json's decoder recurses
 
 
 def settings_objects(at) -> dict[str, object]:

@@ -615,3 +615,29 @@ def test_a_preset_larger_than_a_hosted_server_allows_is_greyed_out_with_the_reas
     assert not any(at.button(key=f"train.preset.{name}").disabled for name in sizes)
     assert budget.LIMITS.hosted  # still hosted: the titles stay without a time
     assert all("~" not in at.button(key=f"train.preset.{name}").label for name in sizes)
+
+
+def test_a_hosted_server_offers_the_class_demo_first_and_a_lecturers_machine_does_not(monkeypatch):
+    """core.training.class_demo_config: sized for a class's shared server. There it is the first
+    preset, and pressing it loads its settings (one layer of width 32, 400 steps); a lecturer's own
+    machine, where the quick demo takes seconds, keeps its row as it was."""
+    from core.training import PRESETS
+
+    hosted = dataclasses.replace(budget.LIMITS, hosted=True, max_params=400_000, max_steps=3000)
+    monkeypatch.setattr(budget, "LIMITS", hosted)
+    at = open_page(PAGE)
+    assert_no_exception(at)
+    keys = [b.key for b in at.button if b.key and b.key.startswith("train.preset.")]
+    assert keys[:2] == ["train.preset.class_demo", "train.preset.lecture"], keys
+    button = at.button(key="train.preset.class_demo")
+    assert button.label == "Class demo" and not button.disabled
+    assert "shared by a class" in button.help
+    button.click().run()
+    assert_no_exception(at)
+    loaded = at.session_state["train"]
+    assert (loaded.n_layer, loaded.d_embed, loaded.max_steps) == (1, 32, 400)
+    assert train_settings.to_train_config(loaded) == dataclasses.replace(PRESETS["class_demo"](), device="auto")
+    assert "Preset: **class demo** · 1 layer × 2 heads, width 32" in texts(at.markdown)
+    monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, hosted=False))
+    at = open_page(PAGE)
+    assert "train.preset.class_demo" not in [b.key for b in at.button]

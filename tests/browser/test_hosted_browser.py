@@ -56,3 +56,26 @@ def test_a_hosted_class_sees_best_greyed_out_with_the_reason_and_still_trains(pa
     page.get_by_role("button", name="Stop here").click()
     wait_idle(page)
     assert_no_error(page)
+
+
+def test_a_hosted_class_trains_the_class_demo_to_the_end(page, hosted_url):
+    """The preset made for a shared server: first in the row, it loads one layer of width 32 and 400
+    steps, trains to its last step live under the class's budget, and ends below 2.1 nats."""
+    page.set_viewport_size({"width": 1280, "height": 1400})
+    open_train_page(page, hosted_url, {})
+    row = page.locator("[data-testid='stHorizontalBlock']").filter(has=page.get_by_role("button", name="Lecture 7"))
+    row.first.wait_for(timeout=30_000)
+    titles = [t.strip() for t in row.first.get_by_role("button").all_inner_texts()]
+    assert titles[:2] == ["Class demo", "Lecture 7"], titles
+    page.get_by_role("button", name="Class demo", exact=True).click()
+    wait_idle(page)
+    assert "Preset: class demo" in page.get_by_text("Preset:").first.inner_text()
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_for_step(page, 400, timeout_s=300)
+    wait_idle(page)
+    page.wait_for_timeout(1500)  # the tick after the last step draws the final validation
+    val = page.locator("[data-testid='stMetric']").filter(has_text="Val loss").first.inner_text()
+    loss = float(re.search(r"(\d+\.\d+)", val).group(1))
+    assert loss < 2.1, val
+    assert_no_error(page)
+    screenshot(page, "hosted_train_class_demo_done", full_page=False)

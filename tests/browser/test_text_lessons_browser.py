@@ -111,3 +111,26 @@ def test_small_lm_page_trains_live(page, server_url):
     page.wait_for_timeout(1500)
     assert _step(page) == paused_at  # paused (or finished): no more steps
     whole_page_screenshot(page, "small_lm_trained")
+
+
+def test_your_own_text_is_still_there_after_a_visit_to_another_page(page, server_url):
+    """Streamlit drops a widget's value when its page is left; the student's text must come back
+    with the page (and the lesson must go on using it), not the built-in text."""
+    open_lesson(page, server_url, "tokens_data", "Tokens & data loaders")
+    page.get_by_text("Your own text", exact=True).click()
+    wait_idle(page)
+    box = page.get_by_label("Paste your text")
+    mine = "the quick brown fox jumps over the lazy dog. " * 3
+    box.fill(mine)
+    box.press("Control+Enter")  # a text area applies its value on Ctrl+Enter (or on blur)
+    wait_idle(page)
+    characters = _metric(page, "Characters")
+    assert int(characters.replace(",", "")) < 200  # the lesson reads the student's text, not the built-in
+    page.get_by_role("link", name="Home").first.click()
+    wait_idle(page)
+    page.get_by_role("link", name="Tokens & data loaders").first.click()
+    page.get_by_role("heading", name="Tokens & data loaders").wait_for(timeout=60_000)
+    wait_idle(page)
+    assert page.get_by_label("Paste your text").input_value() == mine
+    assert _metric(page, "Characters") == characters
+    assert_no_error(page)

@@ -248,6 +248,24 @@ def test_runbook_keeps_a_bounded_history_and_one_active_run():
     assert len(book.runs) == 1
 
 
+def test_beyond_the_limit_an_untrained_run_goes_first_and_a_trained_one_is_named():
+    """A student's trained model is not let go while an untrained run can go instead; when one must
+    go, `dropped` names it (the Train page says so)."""
+    book = runs.RunBook(owner="t")
+    keeper = trained(3)
+    book.add(keeper)
+    for i in range(runs.MAX_RUNS + 3):  # untrained runs: Start pressed, nothing trained yet
+        book.create(tiny(seed=i))
+        assert book.dropped == []
+    assert keeper in book.runs and len(book.runs) == runs.MAX_RUNS
+    for run in book.runs:  # now every run kept has trained a step
+        if run.step == 0:
+            run.trainer.train(n_steps=1)
+    label = keeper.label
+    book.create(tiny(seed=99))
+    assert keeper not in book.runs and book.dropped == [label]  # the oldest trained one, by name
+
+
 # ------------------------------------------------------------------------------ labels
 
 
@@ -336,6 +354,29 @@ def test_checkpoint_round_trip_gives_identical_samples():
 ])
 def test_bad_uploads_are_refused_clearly(data, message):
     with pytest.raises(CheckpointError, match=message):
+        runs.run_from_checkpoint(data)
+
+
+@pytest.mark.parametrize("change", [
+    {"steps": [float("inf")]}, {"tokens": [float("inf")]}, {"steps": [-5]}, {"elapsed": [float("nan")]},
+])
+def test_a_checkpoint_with_an_impossible_history_loads_its_model_without_the_history(change):
+    run = trained(1)
+    from core.checkpoints import save_checkpoint
+    history = {**run.history, **change}
+    back = runs.run_from_checkpoint(save_checkpoint(run.model, run.trainer.config, run.tokenizer, history))
+    assert back.history["steps"] == [] and back.step == 0 and 0.0 <= back.progress <= 1.0
+    assert back.samples  # the weights are the run's: it still writes names
+
+
+def test_a_checkpoint_whose_weights_overflow_the_softmax_is_refused_clearly():
+    run = trained(1)
+    from core.checkpoints import save_checkpoint
+    with torch.no_grad():
+        for p in run.model.parameters():
+            p.fill_(1e30)  # finite, so the finite-weights check lets it through
+    data = save_checkpoint(run.model, run.trainer.config, run.tokenizer, run.history)
+    with pytest.raises(CheckpointError, match="so large"):
         runs.run_from_checkpoint(data)
 
 
@@ -451,7 +492,7 @@ def test_training_separates_vowels_and_breaking_the_mask_collapses_the_loss():
 
 def test_a_figure_caption_names_each_runs_settings_in_the_labels_words():
     run = runs.RunBook(owner="t").create(tiny(optimizer="sgd", lr=0.01, causal=False))
-    assert runs.run_summary(run) == ("1 layers, 2 heads, d_embed 16, d_ff 32, context 8, dropout 0, "
+    assert runs.run_summary(run) == ("1 layer, 2 heads, d_embed 16, d_ff 32, context 8, dropout 0, "
                                      "SGD, lr 0.01, batch 16, mask off, seed 101, step 0")
 
 

@@ -85,6 +85,15 @@ def test_oversized_and_zip_bomb_values_are_refused():
     assert obj == Demo() and errors
 
 
+def test_json_nested_deeper_than_the_decoder_recurses_is_refused_with_a_message():
+    deep = "[" * 1500 + "]" * 1500  # 3 KB, under the length cap
+    obj, errors = cs.from_params(Demo, {"tokens": deep})
+    assert obj == Demo() and "nested too deeply" in errors[0]
+    packed = "z" + base64.urlsafe_b64encode(zlib.compress(deep.encode())).decode()
+    obj, errors = cs.from_params(Demo, {"table": packed})
+    assert obj == Demo() and "nested too deeply" in errors[0]
+
+
 def test_unknown_params_are_ignored():
     obj, errors = cs.from_params(Demo, {"evil": "<script>", "query": "0"})
     assert obj.query == 0 and errors == []

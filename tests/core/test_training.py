@@ -112,7 +112,7 @@ def test_learning_rate_schedules():
 
 
 def test_presets_are_valid_train_configs():
-    assert set(PRESETS) == {"lecture", "quick_demo", "better", "best", "gpu"}
+    assert set(PRESETS) == {"lecture", "quick_demo", "better", "best", "class_demo", "gpu"}
     for name, factory in PRESETS.items():
         config = factory()
         assert isinstance(config, TrainConfig), name
@@ -121,6 +121,50 @@ def test_presets_are_valid_train_configs():
     assert lecture.model == GPTConfig()
     assert (lecture.optimizer, lecture.lr, lecture.batch_size, lecture.max_steps) == ("sgd", 0.01, 32, 1000)
     assert (lecture.val_interval, lecture.seed) == (100, 101)
+
+
+def test_the_class_demo_fits_a_hosted_server_and_costs_a_fraction_of_the_quick_demo(monkeypatch):
+    from core import budget
+
+    class_demo, quick = PRESETS["class_demo"](), PRESETS["quick_demo"]()
+    monkeypatch.setenv("ATTENTION_LAB_HOSTED", "1")
+    for name in ("ATTENTION_LAB_MAX_STEPS", "ATTENTION_LAB_MAX_PARAMS"):
+        monkeypatch.delenv(name, raising=False)
+    hosted = budget.load_limits()  # a hosted server's own caps
+    assert budget.check_run_size(class_demo.model.num_params(), class_demo.max_steps, hosted) == []
+    # what a step costs: its matrix products scale with the parameters the rows pass through
+    assert class_demo.model.num_params() * 4 < quick.model.num_params()
+    assert class_demo.batch_size == quick.batch_size and class_demo.pack_length == quick.pack_length
+    assert class_demo.max_steps * 3 <= quick.max_steps
+
+
+def test_the_class_demo_writes_names_that_read_like_names(full_data):
+    # docs/PRESETS.md, 2026-11-28: 2.0490 after its 400 steps, the bigram's floor is ~2.45, and a
+    # uniform guess 3.30; exact for the seed, so a change to the recipe or the engine shows here
+    trainer = Trainer(PRESETS["class_demo"](), full_data)
+    trainer.train()
+    assert trainer.done and trainer.step == 400
+    assert trainer.history["val_loss"][-1] < 2.07, trainer.history["val_loss"]
+    assert trainer.history["val_loss"] == sorted(trainer.history["val_loss"], reverse=True)  # falls all along
+
+
+def test_a_finished_run_frees_its_batches_and_trains_on_exactly_as_if_it_had_kept_them(small_data):
+    """Trainer.release_batches: a class's server keeps many finished runs, so a finished CPU run lets
+    its epoch's packed rows and its sorted validation windows go; given more steps, it packs them again from the same generator state
+    and computes the same losses, batch for batch, as a run that kept them."""
+    config = tiny_config(pack_length=24, max_steps=30, val_interval=15)
+    freed, kept = Trainer(config, small_data), Trainer(config, small_data)
+    kept.release_batches = lambda: None  # this one keeps its rows
+    freed.train()
+    kept.train()
+    assert freed.done and freed._packed.rows is None and kept._packed.rows is not None
+    assert not freed._eval_cache and freed.evaluate("val") == kept.evaluate("val")
+    assert freed.state_dict()["packing"]["cursor"] == kept._packed.cursor  # a checkpoint still says where
+    for trainer in (freed, kept):
+        trainer.set_max_steps(90)  # past the end of the packed epoch: the next one is packed too
+        trainer.train()
+    assert freed.history["train_loss"] == kept.history["train_loss"]
+    assert freed.history["val_loss"] == kept.history["val_loss"]
 
 
 # ---------------------------------------------------------------------------------------------
