@@ -161,7 +161,7 @@ WHY_SEVERAL = (
     "**Why several heads?** One row of attention weights is one weighted average: a token can "
     "look hard at one place or spread its look over many, but not look at two places for two "
     "different reasons at once. Several heads each compute their own weights, so one can follow "
-    "the character just before while another looks back further; their outputs, concatenated "
+    "the token just before while another looks back further; their outputs, concatenated "
     "and mixed by `out_proj`, give the token both. It costs no more than one wide head: d_out is "
     "split, each of the H heads working in d_out / H dimensions.\n\n"
     "**Why do the heads differ?** ")
