@@ -602,20 +602,21 @@ class Trainer:
         if packing is None or self._packed is None:
             return
         now = self._batch_generator.get_state()
+        self._pack_epoch_at(packing)
+        self._batch_generator.set_state(now)  # packing drew from the generator: put it back where it was
+
+    def _pack_epoch_at(self, packing: dict) -> None:
+        """Re-pack a saved epoch from the generator state it started with, then resume inside it."""
         self._batch_generator.set_state(packing["epoch_start_state"])
         self._packed.pack_epoch()
         self._packed.cursor = int(packing["cursor"])
-        self._batch_generator.set_state(now)  # packing drew from the generator: put it back where it was
 
     def _set_host_state(self, state: dict) -> None:
         """Inverse of `_host_state`."""
         self._released_packing = None
         packing = state.get("packing")
         if self._packed is not None and packing is not None:
-            # Re-pack the saved epoch from the generator state it started with, then resume inside it.
-            self._batch_generator.set_state(packing["epoch_start_state"])
-            self._packed.pack_epoch()
-            self._packed.cursor = int(packing["cursor"])
+            self._pack_epoch_at(packing)
         elif self._packed is not None:
             self._packed.rows = None  # no epoch packed yet at that point: the next batch packs one
         self._batch_generator.set_state(state["batch_generator"])
