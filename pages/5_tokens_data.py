@@ -124,9 +124,15 @@ with c3:
     if "batch_size" not in state.locked_fields(PREFIX):
         batch_max = tokens_data.batch_size_limit(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
                                                  settings.max_length, settings.stride)
-    if batch_max is not None and settings.batch_size > batch_max:  # fewer windows than a batch
+    # (the size this page set, the user's own choice): a size lowered for a short text comes back
+    set_by_page, wanted = st.session_state.get(f"{PREFIX}.batch_lowered", (None, None))
+    if settings.batch_size != set_by_page:
+        wanted = None  # the user (or a link) chose a size since: that is the choice now
+    batch_size, wanted = tokens_data.fitted_batch_size(settings.batch_size, wanted, batch_max)
+    if batch_size != settings.batch_size:
         batch_was = settings.batch_size
-        state.set_field(PREFIX, "batch_size", batch_max)
+        state.set_field(PREFIX, "batch_size", batch_size)
+    st.session_state[f"{PREFIX}.batch_lowered"] = (batch_size, wanted)
     state.number_field(settings, "batch_size", prefix=PREFIX, max_value=batch_max,
                        help="Windows per batch (the lesson uses 8); at most the number of windows.")
 with c4:
@@ -138,10 +144,15 @@ with c5:
     state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
                 help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
 
-if batch_was is not None:
+if batch_was is not None and settings.batch_size < batch_was:
     st.warning(f"batch_size {batch_was} is larger than the number of windows ({batch_max}): with "
-               f"drop_last=True the loader would give no batch at all, so batch_size is now {batch_max}.",
+               f"drop_last=True the loader would give no batch at all, so batch_size is now {batch_max}."
+               + (f" It goes back to {wanted} when the text makes that many windows." if wanted else ""),
                icon=":material/vertical_align_bottom:")
+elif batch_was is not None:
+    st.info(f"The text makes {batch_max} windows now: batch_size is back to {settings.batch_size}"
+            + (f" (on its way back to the {wanted} you chose)." if wanted else ", the size you chose."),
+            icon=":material/vertical_align_top:")
 view, loader_ok = None, False
 with friendly_errors("the windows"):
     view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: tokens_cache.loader_view(text, settings),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -248,20 +249,59 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
+_DECIMAL_COMMA = re.compile(r"[+\-−]?\d*,\d+([eE][+\-]?\d+)?")  # 0,55 where a point is meant
+HEADER_WORDS = ("token", "tokens", "name", "word", "words")  # a first column titled as the names
+
+
 def _sniff_delimiter(line: str) -> str:
+    """The separator of one line: a tab (pasted from a spreadsheet), a semicolon (a spreadsheet
+    set to a language that writes 0,55 for 0.55, so its commas are decimal commas), or a comma."""
     if "\t" in line:
-        return "\t"  # pasted from a spreadsheet
-    if ";" in line and "," not in line:
-        return ";"
+        return "\t"
+    unquoted = re.sub(r'"[^"]*"', "", line)  # a comma inside a quoted name separates nothing
+    if ";" in unquoted and all(_DECIMAL_COMMA.fullmatch(cell.strip())
+                               for cell in unquoted.split(";") if "," in cell):
+        return ";"  # every comma left is inside a number like 0,55
     return ","
+
+
+def _split_line(line: str) -> list[str]:
+    """One CSV line's cells, stripped; in a semicolon line 0,55 is read as 0.55."""
+    delimiter = _sniff_delimiter(line)
+    cells = [cell.strip() for cell in next(csv.reader([line], delimiter=delimiter))]
+    if delimiter == ";":
+        cells = [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in cells]
+    return cells
+
+
+def _is_header(first: list[str], more_lines: bool) -> bool:
+    """Whether the first line names the columns: `token,d1,d2` (no numbers after the first cell),
+    or `token,1,2` / `name,0,1` (a names title, then the dimensions numbered in order)."""
+    if not more_lines or len(first) < 2:
+        return False
+    if not any(_looks_numeric(c) for c in first[1:]):
+        return True
+    if first[0].lower() not in HEADER_WORDS:
+        return False
+    try:
+        numbers = [int(c) for c in first[1:]]
+    except ValueError:
+        return False
+    return numbers in (list(range(len(numbers))), list(range(1, len(numbers) + 1)))
+
+
+def _finite_number(text: str) -> bool:
+    return _looks_numeric(text) and math.isfinite(float(text.replace("−", "-")))
 
 
 def parse_embeddings_csv(text: str) -> EmbeddingTable:
     """Embeddings from pasted CSV: one line per token, `name, v1, v2, ...`.
 
-    Commas, semicolons or tabs separate values; blank lines are skipped; a first line whose
-    values are all text (like `token,d1,d2`) is a header. Lines of numbers only get token names
-    t1, t2, ... Every line must have the same number of values. Errors name the line.
+    Commas, semicolons or tabs separate values (each line is looked at on its own; with
+    semicolons, 0,55 means 0.55); blank lines are skipped; a first line like `token,d1,d2` or
+    `token,1,2` is a header. Lines of numbers only get token names t1, t2, ... (unless the header
+    or the first column says they are names, like tokens called `nan`). Every line must have the
+    same number of values. Errors name the line.
     """
     if not isinstance(text, str) or not text.strip():
         raise EmbeddingError("the CSV box is empty: paste lines like “journey, 0.55, 0.87, 0.66”")
@@ -269,15 +309,14 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
         raise EmbeddingError(f"the CSV text is too long ({len(text):,} characters; "
                              f"the limit is {MAX_CSV_CHARS:,})")
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    delimiter = _sniff_delimiter(lines[0][1])
     try:
-        parsed = [(n, [cell.strip() for cell in row])
-                  for (n, _), row in zip(lines, csv.reader([line for _, line in lines],
-                                                           delimiter=delimiter))]
+        parsed = [(n, _split_line(line)) for n, line in lines]
     except csv.Error as exc:
         raise EmbeddingError(f"the CSV could not be read: {exc}") from exc
     first = parsed[0][1]
-    if len(parsed) > 1 and len(first) > 1 and not any(_looks_numeric(c) for c in first[1:]):
+    names_titled = False
+    if _is_header(first, len(parsed) > 1):
+        names_titled = first[0].lower() in HEADER_WORDS
         parsed = parsed[1:]  # a header line such as "token,d1,d2,d3"
     first_line, expected = parsed[0][0], len(parsed[0][1])
     ragged = [f"line {n} has {len(cells)}" for n, cells in parsed if len(cells) != expected]
@@ -285,7 +324,10 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
         raise EmbeddingError(
             f"the lines have different numbers of values: line {first_line} has {expected}, but "
             + ", ".join(ragged[:4]) + ". Every line needs a token name, then one value per dimension")
-    numbers_only = all(_looks_numeric(c) for _, cells in parsed for c in cells)
+    numbers_only = (not names_titled
+                    and all(_looks_numeric(c) for _, cells in parsed for c in cells)
+                    # a first column of only nan / inf words is names, not values
+                    and any(_finite_number(cells[0]) for _, cells in parsed))
     if numbers_only:
         tokens = [f"t{i + 1}" for i in range(len(parsed))]
         rows = [cells for _, cells in parsed]

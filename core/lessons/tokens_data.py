@@ -165,6 +165,20 @@ def batch_size_limit(n_tokens: int, max_length: int, stride: int) -> int | None:
     return min(64, count_windows(n_tokens, max_length, stride))
 
 
+def fitted_batch_size(current: int, wanted: int | None, limit: int | None) -> tuple[int, int | None]:
+    """The batch_size to use when the windows allow at most `limit`, and the one to come back to.
+
+    `wanted` is the size the user chose before it was lowered (None: `current` is their choice).
+    A batch larger than the windows is lowered to `limit`; when the text grows again the size
+    goes back up, as far as the user's own choice, so a short draft does not leave it at 2 for
+    good. Returns (batch_size, wanted), wanted None once the choice is in force again."""
+    target = current if wanted is None else wanted
+    if limit is None:  # the window settings are wrong: change nothing until they are fixed
+        return current, wanted
+    size = max(1, min(target, limit))
+    return size, (target if size < target else None)
+
+
 def window_count_formula(n_tokens: int, max_length: int, stride: int) -> str:
     """The count of windows written out: ⌊(n − max_length − 1) / stride⌋ + 1 = N."""
     n = count_windows(n_tokens, max_length, stride)

@@ -95,6 +95,17 @@ def test_csv_edit_updates_the_result_and_the_table_shape():
     assert "**3 tokens × 2 dimensions**, shape `(3, 2)`" in markdown(at)
 
 
+def test_csv_from_a_decimal_comma_spreadsheet_with_tokens_named_nan_and_inf():
+    at = open_walk()
+    apply_csv(at, "token;d1;d2\nnan;1;0\ninf;0,5;0,25\n")
+    s = settings_of(at)
+    assert s.tokens == ["nan", "inf"] and s.embeddings == [[1.0, 0.0], [0.5, 0.25]]
+    assert "CSV applied: 2 tokens × 2 dimensions." in "\n".join(x.value for x in at.success)
+    assert not at.error
+    again = open_walk(query=core_settings.to_params(s))  # the link keeps the names as names
+    assert settings_of(again).tokens == ["nan", "inf"] and not again.error
+
+
 def test_random_add_remove_dimension_and_reset():
     at = open_walk()
     open_expander(at, f"{PREFIX}.embeddings_open.0")  # the editor is collapsed (presenter layout)

@@ -216,6 +216,30 @@ def test_batch_size_above_the_windows_is_lowered_with_a_notice():
     assert at.text_input(key=key("batch_size")).value == "39"
 
 
+def test_a_batch_size_lowered_for_a_short_text_comes_back_when_the_text_grows():
+    at = fresh()
+    at.radio(key=key("text_choice")).set_value("book").run()  # 4 windows: 8 is lowered to 4
+    assert ("batch_size 8 is larger than the number of windows (4): with drop_last=True the loader "
+            "would give no batch at all, so batch_size is now 4. It goes back to 8 when the text "
+            "makes that many windows.") in warnings(at)
+    assert at.text_input(key=key("batch_size")).value == "4"
+    at.radio(key=key("text_choice")).set_value("paragraph").run()  # 40 windows again: the 8 comes back
+    assert_no_exception(at)
+    assert "The text makes 40 windows now: batch_size is back to 8, the size you chose." in \
+        [i.value for i in at.info]
+    assert at.text_input(key=key("batch_size")).value == "8"
+    assert metrics(at)["Batches"] == "5" and not at.warning
+
+
+def test_a_batch_size_chosen_after_it_was_lowered_is_the_one_kept():
+    at = fresh()
+    at.radio(key=key("text_choice")).set_value("book").run()  # 8 lowered to 4
+    at.text_input(key=key("batch_size")).input("3").run()  # the student's own choice now
+    at.radio(key=key("text_choice")).set_value("paragraph").run()
+    assert at.text_input(key=key("batch_size")).value == "3"
+    assert not [i for i in at.info if "batch_size is back" in i.value]
+
+
 def test_max_length_longer_than_the_text():
     at = fresh()
     at.radio(key=key("text_choice")).set_value("book").run()

@@ -565,3 +565,15 @@ def test_a_views_distinct_ids_and_their_key():
     assert view.distinct_ids_key == tokens_data.ids_key(tuple(sorted(set(view.token_ids))))
     assert tokens_data.ids_key((1, 2, 3)) != tokens_data.ids_key((1, 2, 4))
     assert tokens_data.ids_key((1, 2)) != tokens_data.ids_key((1, 2, 0))  # lengths count
+
+
+@pytest.mark.parametrize("current, wanted, limit, expected", [
+    (8, None, 40, (8, None)),   # fits: nothing changes
+    (8, None, 4, (4, 8)),       # a short text: lowered, the 8 remembered
+    (4, 8, 6, (6, 8)),          # the text grows a little: up to its windows, still on the way to 8
+    (6, 8, 40, (8, None)),      # enough windows again: the user's 8 is back
+    (4, 8, None, (4, 8)),       # the window settings are wrong: nothing moves until they are fixed
+    (64, None, 1, (1, 64)),     # one window: a batch of one
+])
+def test_fitted_batch_size_lowers_and_comes_back(current, wanted, limit, expected):
+    assert tokens_data.fitted_batch_size(current, wanted, limit) == expected

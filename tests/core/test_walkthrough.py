@@ -177,6 +177,42 @@ class TestParseEmbeddingsCsv:
         with pytest.raises(EmbeddingError, match="NaN"):
             emb.parse_embeddings_csv("a,nan\nb,1")
 
+    def test_semicolons_with_decimal_commas(self):
+        # a spreadsheet set to a language that writes 0,55: semicolons separate, commas are points
+        table = emb.parse_embeddings_csv("token;d1;d2\njourney;0,55;−0,87\nstarts;1;2,5e-1\n")
+        assert table.tokens == ["journey", "starts"]
+        assert table.embeddings == [[0.55, -0.87], [1.0, 0.25]]
+        assert emb.parse_embeddings_csv('"x, y";1;2\nz;0,5;1').tokens == ["x, y", "z"]
+        # a semicolon inside a name of a comma file is part of the name
+        assert emb.parse_embeddings_csv("a;b,0.1,0.2\nc,0.3,0.4").tokens == ["a;b", "c"]
+
+    def test_each_line_has_its_own_separator(self):
+        # the header written with semicolons, the rows with commas: read, not "no dimension"
+        table = emb.parse_embeddings_csv("token;d1;d2\njourney,0.55,0.87\nstarts\t0.22\t0.58")
+        assert table.tokens == ["journey", "starts"] and table.embeddings == [[0.55, 0.87], [0.22, 0.58]]
+
+    @pytest.mark.parametrize("header", ["token,1,2", "token,0,1", "Name,1,2", "word;0;1"])
+    def test_numbered_dimensions_in_the_header(self, header):
+        table = emb.parse_embeddings_csv(f"{header}\njourney,0.55,0.87\nstarts,0.22,0.58")
+        assert table.tokens == ["journey", "starts"]
+        assert table.embeddings == [[0.55, 0.87], [0.22, 0.58]]
+
+    def test_a_token_called_token_with_numbers_that_are_not_a_header_stays(self):
+        table = emb.parse_embeddings_csv("token,0.5,0.25\njourney,0.55,0.87")
+        assert table.tokens == ["token", "journey"]
+
+    @pytest.mark.parametrize("text, tokens", [
+        ("nan,0.1,0.2\ninf,0.3,0.4", ["nan", "inf"]),  # a first column of nan / inf words is names
+        ("token,d1\nnan,0.5\n-inf,1", ["nan", "-inf"]),  # the header says the column holds names
+        ("NaN,0.1", ["NaN"]),
+    ])
+    def test_tokens_named_nan_or_inf(self, text, tokens):
+        assert emb.parse_embeddings_csv(text).tokens == tokens
+
+    def test_nan_among_numbers_is_still_a_bad_value(self):
+        with pytest.raises(EmbeddingError, match="Line 1 \\(“t1”\\), column d2: “nan” is not a number"):
+            emb.parse_embeddings_csv("0.5,nan\n0.2,0.1")
+
 
 class TestTableEdits:
     def test_random_is_reproducible_and_rounded(self):
