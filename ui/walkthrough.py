@@ -476,8 +476,8 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
         st.text_area("CSV: one line per token, name then values", key=f"{PREFIX}.csv_text",
                      height=160, disabled=is_locked,
                      placeholder="token,d1,d2,d3\nYour,0.43,0.15,0.89\njourney,0.55,0.87,0.66",
-                     help="Commas, semicolons or tabs (with semicolons, 0,55 is read as 0.55); a header "
-                          "line is optional; lines of numbers only get names t1, t2, ...")
+                     help="Commas, semicolons or tabs (with semicolons or tabs, 0,55 is read as "
+                          "0.55); a header line is optional; lines of numbers only get names t1, t2, ...")
         st.button("Apply CSV", key=f"{PREFIX}.apply_csv", on_click=_on_apply_csv, disabled=is_locked)
         st.download_button("Download as CSV", key=f"{PREFIX}.download_csv", on_click="ignore",
                            data=lambda: emb.embeddings_to_csv(settings.tokens, settings.embeddings),

@@ -266,10 +266,11 @@ def _sniff_delimiter(line: str) -> str:
 
 
 def _split_line(line: str) -> list[str]:
-    """One CSV line's cells, stripped; in a semicolon line 0,55 is read as 0.55."""
+    """One CSV line's cells, stripped; in a semicolon or tab line 0,55 is read as 0.55 (copied
+    from a spreadsheet in a language that writes decimal commas)."""
     delimiter = _sniff_delimiter(line)
     cells = [cell.strip() for cell in next(csv.reader([line], delimiter=delimiter))]
-    if delimiter == ";":
+    if delimiter != ",":
         cells = [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in cells]
     return cells
 
@@ -298,7 +299,7 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
     """Embeddings from pasted CSV: one line per token, `name, v1, v2, ...`.
 
     Commas, semicolons or tabs separate values (each line is looked at on its own; with
-    semicolons, 0,55 means 0.55); blank lines are skipped; a first line like `token,d1,d2` or
+    semicolons or tabs, 0,55 means 0.55); blank lines are skipped; a first line like `token,d1,d2` or
     `token,1,2` is a header. Lines of numbers only get token names t1, t2, ... (unless the header
     or the first column says they are names, like tokens called `nan`). Every line must have the
     same number of values. Errors name the line.

@@ -183,6 +183,8 @@ class TestParseEmbeddingsCsv:
         assert table.tokens == ["journey", "starts"]
         assert table.embeddings == [[0.55, -0.87], [1.0, 0.25]]
         assert emb.parse_embeddings_csv('"x, y";1;2\nz;0,5;1').tokens == ["x, y", "z"]
+        # copied from such a spreadsheet: tabs, and the same decimal commas
+        assert emb.parse_embeddings_csv("a\t0,5\t1\nb\t2\t−0,75").embeddings == [[0.5, 1], [2, -0.75]]
         # a semicolon inside a name of a comma file is part of the name
         assert emb.parse_embeddings_csv("a;b,0.1,0.2\nc,0.3,0.4").tokens == ["a;b", "c"]
 
