@@ -150,9 +150,10 @@ if batch_was is not None and settings.batch_size < batch_was:
                + (f" It goes back to {wanted} when the text makes that many windows." if wanted else ""),
                icon=":material/vertical_align_bottom:")
 elif batch_was is not None:
-    st.info(f"The text makes {batch_max} windows now: batch_size is back to {settings.batch_size}"
-            + (f" (on its way back to the {wanted} you chose)." if wanted else ", the size you chose."),
-            icon=":material/vertical_align_top:")
+    st.info(f"The text makes {batch_max} windows now: batch_size is {settings.batch_size}, on its way back "
+            f"to the {wanted} you chose." if wanted else
+            f"The text makes enough windows again: batch_size is back to {settings.batch_size}, the size "
+            "you chose.", icon=":material/vertical_align_top:")
 view, loader_ok = None, False
 with friendly_errors("the windows"):
     view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: tokens_cache.loader_view(text, settings),

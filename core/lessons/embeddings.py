@@ -240,13 +240,17 @@ def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:
     return warnings
 
 
+def _number(text: str) -> float | None:
+    """A CSV cell as the number it was meant as (inf and nan included), or None for text."""
+    try:
+        return float(str(text).strip().replace("−", "-"))
+    except ValueError:
+        return None
+
+
 def _looks_numeric(text: str) -> bool:
     """Whether a CSV cell was meant as a number (inf and nan included, so they get reported)."""
-    try:
-        float(str(text).strip().replace("−", "-"))
-    except ValueError:
-        return False
-    return True
+    return _number(text) is not None
 
 
 _DECIMAL_COMMA = re.compile(r"[+\-−]?\d*,\d+([eE][+\-]?\d+)?")  # 0,55 where a point is meant
@@ -275,24 +279,20 @@ def _split_line(line: str) -> list[str]:
     return cells
 
 
-def _is_header(first: list[str], more_lines: bool) -> bool:
+def _is_header(first: list[str], names_titled: bool) -> bool:
     """Whether the first line names the columns: `token,d1,d2` (no numbers after the first cell),
     or `token,1,2` / `name,0,1` (a names title, then the dimensions numbered in order)."""
-    if not more_lines or len(first) < 2:
+    if len(first) < 2:
         return False
     if not any(_looks_numeric(c) for c in first[1:]):
         return True
-    if first[0].lower() not in HEADER_WORDS:
+    if not names_titled:
         return False
     try:
         numbers = [int(c) for c in first[1:]]
     except ValueError:
         return False
     return numbers in (list(range(len(numbers))), list(range(1, len(numbers) + 1)))
-
-
-def _finite_number(text: str) -> bool:
-    return _looks_numeric(text) and math.isfinite(float(text.replace("−", "-")))
 
 
 def parse_embeddings_csv(text: str) -> EmbeddingTable:
@@ -309,16 +309,18 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
     if len(text) > MAX_CSV_CHARS:
         raise EmbeddingError(f"the CSV text is too long ({len(text):,} characters; "
                              f"the limit is {MAX_CSV_CHARS:,})")
+    text = text.removeprefix("\ufeff")  # the byte-order mark a spreadsheet's "CSV UTF-8" starts with
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     try:
         parsed = [(n, _split_line(line)) for n, line in lines]
     except csv.Error as exc:
         raise EmbeddingError(f"the CSV could not be read: {exc}") from exc
     first = parsed[0][1]
-    names_titled = False
-    if _is_header(first, len(parsed) > 1):
-        names_titled = first[0].lower() in HEADER_WORDS
+    names_titled = first[0].lower() in HEADER_WORDS
+    if len(parsed) > 1 and _is_header(first, names_titled):
         parsed = parsed[1:]  # a header line such as "token,d1,d2,d3"
+    else:
+        names_titled = False  # "token" is the name of a token here, not a column title
     first_line, expected = parsed[0][0], len(parsed[0][1])
     ragged = [f"line {n} has {len(cells)}" for n, cells in parsed if len(cells) != expected]
     if ragged:
@@ -328,7 +330,7 @@ def parse_embeddings_csv(text: str) -> EmbeddingTable:
     numbers_only = (not names_titled
                     and all(_looks_numeric(c) for _, cells in parsed for c in cells)
                     # a first column of only nan / inf words is names, not values
-                    and any(_finite_number(cells[0]) for _, cells in parsed))
+                    and any(math.isfinite(_number(cells[0])) for _, cells in parsed))
     if numbers_only:
         tokens = [f"t{i + 1}" for i in range(len(parsed))]
         rows = [cells for _, cells in parsed]

@@ -225,10 +225,22 @@ def test_a_batch_size_lowered_for_a_short_text_comes_back_when_the_text_grows():
     assert at.text_input(key=key("batch_size")).value == "4"
     at.radio(key=key("text_choice")).set_value("paragraph").run()  # 40 windows again: the 8 comes back
     assert_no_exception(at)
-    assert "The text makes 40 windows now: batch_size is back to 8, the size you chose." in \
+    assert "The text makes enough windows again: batch_size is back to 8, the size you chose." in \
         [i.value for i in at.info]
     assert at.text_input(key=key("batch_size")).value == "8"
     assert metrics(at)["Batches"] == "5" and not at.warning
+
+
+def test_a_batch_size_comes_back_step_by_step_as_far_as_the_windows_allow():
+    at = _own(fresh())
+    at.text_area(key="tokens.own_text").set_value("one two three four five six " * 3).run()
+    assert at.text_input(key=key("batch_size")).value == metrics(at)["Windows"] != "8"  # lowered
+    at.text_area(key="tokens.own_text").set_value("one two three four five six " * 5).run()
+    n_windows = int(metrics(at)["Windows"])
+    assert 4 < n_windows < 8  # more windows than the book's sentence, still fewer than 8
+    assert (f"The text makes {n_windows} windows now: batch_size is {n_windows}, on its way back to "
+            "the 8 you chose.") in [i.value for i in at.info]
+    assert at.text_input(key=key("batch_size")).value == str(n_windows)
 
 
 def test_a_batch_size_chosen_after_it_was_lowered_is_the_one_kept():

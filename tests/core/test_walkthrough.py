@@ -188,6 +188,11 @@ class TestParseEmbeddingsCsv:
         # a semicolon inside a name of a comma file is part of the name
         assert emb.parse_embeddings_csv("a;b,0.1,0.2\nc,0.3,0.4").tokens == ["a;b", "c"]
 
+    def test_a_byte_order_mark_is_not_part_of_the_first_name(self):
+        # a spreadsheet's "CSV UTF-8" export starts with U+FEFF
+        assert emb.parse_embeddings_csv("\ufeffa,1\nb,2").tokens == ["a", "b"]
+        assert emb.parse_embeddings_csv("\ufefftoken,d1\na,1").tokens == ["a"]
+
     def test_each_line_has_its_own_separator(self):
         # the header written with semicolons, the rows with commas: read, not "no dimension"
         table = emb.parse_embeddings_csv("token;d1;d2\njourney,0.55,0.87\nstarts\t0.22\t0.58")
