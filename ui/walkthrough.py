@@ -347,7 +347,7 @@ def _on_apply_csv() -> None:
     try:
         table = emb.parse_embeddings_csv(text)
     except ValueError as exc:
-        _fail(f"The CSV was not applied: {exc}. The last valid embeddings are kept.")
+        _fail(f"The CSV was not applied: {str(exc).rstrip('.')}. The last valid embeddings are kept.")
         return
     _set_table(table.tokens, table.embeddings,
                f"CSV applied: {table.shape[0]} tokens × {table.shape[1]} dimensions.")

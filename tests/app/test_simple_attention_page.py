@@ -106,6 +106,17 @@ def test_csv_from_a_decimal_comma_spreadsheet_with_tokens_named_nan_and_inf():
     assert settings_of(again).tokens == ["nan", "inf"] and not again.error
 
 
+def test_a_refused_csv_reads_as_one_plain_sentence_and_keeps_the_table():
+    at = open_walk()
+    before = list(settings_of(at).tokens), [list(r) for r in settings_of(at).embeddings]
+    apply_csv(at, "a,1e400\nb,1")
+    message = "\n".join(e.value for e in at.error)
+    assert ("The CSV was not applied: Line 1 (“a”), column d1: ∞ cannot be used; attention needs "
+            "finite numbers. The last valid embeddings are kept.") in message
+    assert ".." not in message
+    assert (list(settings_of(at).tokens), [list(r) for r in settings_of(at).embeddings]) == before
+
+
 def test_random_add_remove_dimension_and_reset():
     at = open_walk()
     open_expander(at, f"{PREFIX}.embeddings_open.0")  # the editor is collapsed (presenter layout)
