@@ -205,6 +205,13 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
     return number
 
 
+def forget_number(key: str) -> None:
+    """Let a checked_number box start again from the `value` its next draw gives (its text, the
+    value it kept and any refusal go), e.g. when what the box describes has changed."""
+    for name in (key, REFUSED.format(key=key), KEPT.format(key=key)):
+        st.session_state.pop(name, None)
+
+
 def number_now(key: str, kind: type, rules: dict, fallback: int | float) -> int | float:
     """The value a number box holds: what its text reads as when that is valid, else `fallback`.
     For callbacks (a button beside the box), which may run before the box's own check."""

@@ -463,6 +463,10 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
                   disabled=is_locked or d_in <= 1, icon=":material/remove:")
         st.button("Reset to the book's example", key=f"{PREFIX}.reset_book", on_click=_on_reset_book,
                   disabled=is_locked, icon=":material/menu_book:")
+    if st.session_state.get(f"{PREFIX}.random_shape") != (len(settings.tokens), d_in):
+        for key in (RANDOM_TOKENS, RANDOM_DIMS):  # the table changed size (CSV, edit, link): the boxes follow
+            state.forget_number(key)
+        st.session_state[f"{PREFIX}.random_shape"] = (len(settings.tokens), d_in)
     with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         for label, key, start in (("Tokens", RANDOM_TOKENS, len(settings.tokens)),
                                   ("Dimensions", RANDOM_DIMS, d_in)):

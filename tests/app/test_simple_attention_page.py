@@ -102,6 +102,8 @@ def test_csv_from_a_decimal_comma_spreadsheet_with_tokens_named_nan_and_inf():
     assert s.tokens == ["nan", "inf"] and s.embeddings == [[1.0, 0.0], [0.5, 0.25]]
     assert "CSV applied: 2 tokens × 2 dimensions." in "\n".join(x.value for x in at.success)
     assert not at.error
+    # the size boxes of "Random embeddings" say the new table's size, not the book's 6 × 3
+    assert [at.text_input(key=f"{PREFIX}.random_{k}").value for k in ("tokens", "dims")] == ["2", "2"]
     again = open_walk(query=core_settings.to_params(s))  # the link keeps the names as names
     assert settings_of(again).tokens == ["nan", "inf"] and not again.error
 
@@ -131,6 +133,8 @@ def test_random_add_remove_dimension_and_reset():
     first = numbers(at, "ω =")
     at.button(key=f"{PREFIX}.add_dim").click().run()
     assert len(settings_of(at).embeddings[0]) == 6
+    # the size boxes of "Random embeddings" follow the table (8 tokens, now 6 dimensions)
+    assert [at.text_input(key=f"{PREFIX}.random_{k}").value for k in ("tokens", "dims")] == ["8", "6"]
     assert numbers(at, "ω =") == first  # a new dimension of zeros changes no score
     at.button(key=f"{PREFIX}.remove_dim").click().run()
     at.button(key=f"{PREFIX}.remove_dim").click().run()
