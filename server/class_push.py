@@ -100,7 +100,9 @@ def runtime_session(session_id: str) -> Any | None:
 
     if not Runtime.exists():
         return None
-    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
+    # AppTest leaves its stand-in Runtime in place after a run: it has no session manager
+    sessions = getattr(Runtime.instance(), "_session_mgr", None)
+    info = sessions.get_active_session_info(session_id) if sessions is not None else None
     return None if info is None else info.session
 
 

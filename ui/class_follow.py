@@ -43,6 +43,7 @@ TRIED_KEY = "class.follow_tried"  # a Tried: the last go_to
 FOLLOW_TRIES = 3  # goes to one lecturer place at most this often when the move was lost
 PUBLISHED_KEY = "class.published"  # what this lecturer session last published
 MOVE_KEY = "class.follow_move"  # set just before the tick reruns the page: nobody clicked for that run
+LEFT_KEY = "class.left_notice"  # why the tick took this student out of the class (shown on the next run)
 LOCAL_PARAMS = ("lecture", classroom.JOIN_PARAM)  # per-browser parameters, never published
 
 # the pages outside the lesson catalogue, by url path
@@ -121,6 +122,9 @@ def follow_panel(url: str) -> None:
     seat = classroom.member_seat()
     if seat is None or classroom.lecturer_key() is None or classroom.lecturer_seat() is not None:
         class_push.forget()
+        left = st.session_state.pop(LEFT_KEY, None)
+        if left is not None:  # the tick just took the student out of the class: say why, once
+            st.sidebar.warning(left, icon=":material/groups:")
         return
     ss = st.session_state
     ss.setdefault(FOLLOWING_KEY, bool(ss.get(FOLLOW_KEY, True)))
@@ -160,10 +164,12 @@ def _follow_tick(code: str, url: str) -> None:
     own slow timer as a safety net, or once a second where the server cannot wake it."""
     try:
         pulse = classroom.class_store().pulse(code)
-    except ClassroomError:
-        classroom.leave(classroom.MemberSeat)  # the class ended or was deleted: working alone again
-        st.caption("This class has ended.")
-        return
+    except ClassroomError as exc:
+        # the class ended or was deleted: working alone again, with the same words a class poll uses
+        # (the page is drawn again at once: a class poll on it goes, and the sidebar says why)
+        classroom.leave(classroom.MemberSeat)
+        st.session_state[LEFT_KEY] = left_words(exc)
+        st.rerun(scope="app")
     except Exception:  # noqa: BLE001 - the database is unreachable: try again on the next tick
         log.exception("reading the lecturer's place failed")
         st.caption("The class cannot be reached right now; trying again.")
@@ -188,6 +194,11 @@ def _follow_tick(code: str, url: str) -> None:
         st.button("Catch up", key="class.catch_up", icon=":material/fast_forward:",
                   help="Go to the lecturer's page and step now.",
                   on_click=st.session_state.__setitem__, args=(CATCH_UP_KEY, True))
+
+
+def left_words(exc: Exception) -> str:
+    """What a student is told when their class is gone (ui.class_polls says the same)."""
+    return f"You are no longer in a class: {exc}"
 
 
 def move_was_lost(version: int, url: str) -> bool:

@@ -60,7 +60,7 @@ def class_poll(qid: str, prompt: str, options: Sequence, format_func: Callable[[
             st.warning(str(exc), icon=":material/groups:")
             return True
         classroom.leave(type(seat))  # the class ended or was deleted: back to working alone
-        st.warning(f"You are no longer in a class: {exc}", icon=":material/groups:")
+        st.warning(f"You are no longer in a class: {exc}", icon=":material/groups:")  # as ui.class_follow.left_words
         return None
 
 

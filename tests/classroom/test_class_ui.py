@@ -243,16 +243,34 @@ def test_too_many_answers_get_a_message_and_the_student_stays(klass, monkeypatch
 
 
 def test_a_deleted_class_leaves_the_student_working_alone(klass):
+    """Whichever notices first (the follow panel's tick or the page's class poll; which runs first
+    depends on how the page was reached), the student is told, alone again, and the poll is gone."""
     store, code, lecturer, (ada, _) = klass
     page, query = POLL_STEPS[0]
     at = open_as(ada, page, query)
     store.delete_class(code, lecturer.token)
     at.run()
     no_exception(at)
-    assert "You are no longer in a class" in texts(at.warning)
+    assert f"You are no longer in a class: There is no class with the code {code}" in texts(at.warning)
     assert MEMBER_SEAT not in at.session_state
     at.run()
     assert "Class poll" not in texts(at.markdown)
+
+
+def test_the_follow_tick_finds_the_class_gone_and_says_so(klass):
+    """The follow panel's tick (on every page of a class member) notices first: it takes the student
+    out of the class and draws the page again, whose sidebar says why in the poll's words."""
+    store, code, lecturer, (ada, _) = klass
+    at = open_as(ada, None)
+    assert f"Class {code}" in texts(at.sidebar.markdown)
+    store.delete_class(code, lecturer.token)
+    at = open_as(ada, None)  # a fresh session: AppTest runs the entry (and its sidebar) on a first run only
+    no_exception(at)
+    assert f"You are no longer in a class: There is no class with the code {code}" in texts(at.sidebar.warning)
+    assert MEMBER_SEAT not in at.session_state
+    assert class_follow.LEFT_KEY not in at.session_state  # said once
+    assert "You are no longer in a class" in texts(at.warning)  # the whole page's warnings hold it too
+    assert f"Class {code}" not in texts(at.sidebar.markdown)
 
 
 def test_without_a_class_the_page_asks_nobody(klass):

@@ -235,3 +235,15 @@ def test_it_installs_on_this_streamlit_and_can_be_switched_off(monkeypatch):
 def test_outside_a_server_nothing_is_watched():
     assert class_push.watch(Store(), "ABC") is False  # no script run (AppTest has no server either)
     class_push.forget()  # and forgetting is harmless
+
+
+def test_the_stand_in_runtime_an_apptest_leaves_behind_has_no_sessions(monkeypatch):
+    """AppTest swaps in a mock Runtime without a session manager and leaves it after its run: a
+    later follow panel must read "no server", not log an AttributeError on every run."""
+    from unittest.mock import MagicMock
+
+    from streamlit.runtime.runtime import Runtime
+
+    monkeypatch.setattr(Runtime, "_instance", MagicMock(spec=Runtime))
+    assert Runtime.exists()
+    assert class_push.runtime_session("any-session") is None
