@@ -84,14 +84,23 @@ def sample_for_page(run: Run, settings: SampleSettings) -> list[SampledName]:
 
 def in_alphabet(text: str, tokenizer: CharTokenizer, what: str) -> str:
     """`text` lower-cased and trimmed, or ValueError if it holds "." or characters outside the vocab."""
-    text = str(text).strip().lower()
+    text = str(text).strip()
     if BOUNDARY_TOKEN in text:
         raise ValueError(f'{what} must not contain "." (it marks the start and end of a name).')
-    unknown = sorted(set(text) - set(tokenizer.vocab))
+    vocab = set(tokenizer.vocab)
+    unknown = sorted({c for c in text if _lowered(c) not in vocab})
     if unknown:
         raise ValueError(f"{what} has characters the model never saw: "
                          + ", ".join(repr(c) for c in unknown) + " (names use the letters a–z).")
-    return text
+    return "".join(_lowered(c) for c in text)
+
+
+def _lowered(char: str) -> str:
+    """`char` in lower case when that is one character that turns back into it, else `char` itself.
+    str.lower alone turns "İ" into "i" plus a combining dot (two characters, and an error message
+    naming a lone dot) and the Kelvin sign "K" into a plain "k": neither is a letter a student typed."""
+    low = char.lower()
+    return low if len(low) == 1 and low.upper() == char else char
 
 
 def clean_prefix(prefix: str, tokenizer: CharTokenizer) -> str:

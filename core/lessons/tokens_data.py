@@ -137,8 +137,9 @@ def loader_problems(n_tokens: int, max_length: int, stride: int, batch_size: int
     if problems:
         return problems
     if n_tokens <= max_length:
+        has = f"{n_tokens} token" if n_tokens == 1 else f"{n_tokens} tokens"
         problems.append(
-            f"max_length {max_length} is too long for this text: it has {n_tokens} tokens, and one "
+            f"max_length {max_length} is too long for this text: it has {has}, and one "
             f"window needs max_length + 1 = {max_length + 1} (the inputs plus one more for the last "
             "target). Use a smaller max_length or a longer text.")
         return problems

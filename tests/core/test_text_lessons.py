@@ -577,3 +577,9 @@ def test_a_views_distinct_ids_and_their_key():
 ])
 def test_fitted_batch_size_lowers_and_comes_back(current, wanted, limit, expected):
     assert tokens_data.fitted_batch_size(current, wanted, limit) == expected
+
+
+def test_a_one_token_text_is_called_one_token():
+    settings = tokens_data.TokensDataSettings(max_length=4, stride=1, batch_size=1)
+    with pytest.raises(ValueError, match="it has 1 token, and one window"):
+        tokens_data.build_loader_view("Hello", settings)
