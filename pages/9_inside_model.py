@@ -14,6 +14,9 @@ from ui.layout import friendly_errors
 from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
 
 PREFIX = "inside"
+# The last name that could be read, as text: after a typo the page reads it again with the model
+# picked now. (Keeping its Inspection instead showed one model's maps under another's label.)
+LAST_NAME_KEY = "inside.last_valid"
 
 st.title("Inside the model")
 st.markdown(
@@ -24,10 +27,24 @@ st.markdown(
 settings, book, run = training.model_page(PREFIX, lesson.InsideSettings, "look inside")
 
 config = run.trainer.config.model
-if settings.layer >= config.n_layer:
-    set_field(PREFIX, "layer", 0)
-if settings.head >= config.n_head:
-    set_field(PREFIX, "head", 0)
+
+
+def _fit_to_model(settings: lesson.InsideSettings, run: runs.Run) -> None:
+    """Layer and head within the picked model. A link, or a bigger model picked before, can ask
+    for a map this model does not have: the first one is shown instead, and the notice says so."""
+    config = run.trainer.config.model
+    asked = (settings.layer, settings.head)
+    for field, n in (("layer", config.n_layer), ("head", config.n_head)):
+        if getattr(settings, field) >= n:
+            set_field(PREFIX, field, 0)
+            setattr(settings, field, 0)  # also when a lesson locked it: this model has no such map
+    if (settings.layer, settings.head) != asked:
+        st.info(f"Layer {asked[0] + 1}, head {asked[1] + 1} is not in {run.label} "
+                f"({count(config.n_layer, 'layer')} × {count(config.n_head, 'head')}), so "
+                f"layer {settings.layer + 1}, head {settings.head + 1} is shown.", icon=":material/info:")
+
+
+_fit_to_model(settings, run)
 
 name_col, layer_col, head_col = st.columns([2, 1, 1])
 with name_col:
@@ -51,14 +68,25 @@ def _inspect(run: runs.Run, name: str) -> lesson.Inspection:
     return cache[key]
 
 
+def _last_valid(run: runs.Run) -> lesson.Inspection | None:
+    """After a typo: the last name that could be read, read by `run` (the model shown), or None."""
+    name = st.session_state.get(LAST_NAME_KEY)
+    if not isinstance(name, str):  # none yet
+        return None
+    try:
+        inspection = _inspect(run, name)
+    except ValueError:  # not in this model's alphabet (an uploaded checkpoint): the typo's error is shown
+        return None
+    st.caption("Showing the last name that could be read: “" + "".join(inspection.tokens[1:]) + "”.")
+    return inspection
+
+
 inspection = None
 with friendly_errors("the attention maps"):
     inspection = _inspect(run, settings.name)
-    st.session_state["inside.last_valid"] = inspection
+    st.session_state[LAST_NAME_KEY] = settings.name
 if inspection is None:
-    inspection = st.session_state.get("inside.last_valid")
-    if inspection is not None:
-        st.caption("Showing the last name that could be read: “" + "".join(inspection.tokens[1:]) + "”.")
+    inspection = _last_valid(run)
 
 if inspection is not None:
     if inspection.truncated:

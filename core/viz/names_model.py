@@ -76,7 +76,12 @@ def attention_grid_chart(inspection: Inspection, *, lecture: bool = False,
 
 def attention_head_chart(inspection: Inspection, layer: int, head: int, *,
                          lecture: bool = False) -> alt.TopLevelMixin:
-    """One head, large, with the weight written in every cell."""
+    """One head, large, with the weight written in every cell. A layer or head the model does
+    not have is a ValueError (numpy would wrap a negative index round to another head)."""
+    n_layer, n_head = inspection.attn.shape[:2]
+    if not (0 <= layer < n_layer and 0 <= head < n_head):
+        raise ValueError(f"layer {layer + 1}, head {head + 1} is not in this model "
+                         f"({n_layer} layers × {n_head} heads).")
     return heatmap(inspection.attn[layer, head], inspection.tokens, inspection.tokens,
                    title=f"Layer {layer + 1}, head {head + 1}: attention weights",
                    x_title="key (the character attended to)", y_title="query (the position reading)",

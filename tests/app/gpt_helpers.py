@@ -46,9 +46,11 @@ def start_and_finish(at, reruns: int) -> runs.Run:
     return current(at)
 
 
-def tiny_trained_book(steps: int = 20, owner: str = "apptest", **changes) -> runs.RunBook:
-    """A RunBook holding one finished tiny run, trained in the test process."""
-    book = runs.RunBook(owner=owner)
+def tiny_trained_book(steps: int = 20, owner: str = "apptest", book: runs.RunBook | None = None,
+                      **changes) -> runs.RunBook:
+    """A RunBook holding one finished tiny run, trained in the test process; with `book`, that
+    run is added to it (and made current), as a second run trained on the Train page would be."""
+    book = book if book is not None else runs.RunBook(owner=owner)
     settings = train_settings.TrainSettings(**{**{k: int(v) for k, v in TINY.items()}, "max_steps": steps,
                                      "val_interval": 10, **changes})
     run = book.create(settings)

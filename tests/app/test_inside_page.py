@@ -1,5 +1,6 @@
 """AppTest of the Inside-the-model page: the empty state, attention maps of every layer and head,
-next-character distributions, embeddings and PCA, bad input, the URL."""
+next-character distributions, embeddings and PCA, bad input (its fallback read by the model picked),
+the URL, and a layer or head the model picked does not have (lowered, with a notice)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,59 @@ def test_url_round_trip_and_clamped_layer():
     assert len(attention_rows(again)) == len(attention_rows(at))
     clamped = with_model(query={"layer": "7"})  # the model has 2 layers
     assert clamped.session_state["inside"].layer == 0
+
+
+def two_models():
+    """The page with two trained runs: run 1 (2 layers x 2 heads), run 2 (3 layers x 4 heads), run 1 picked."""
+    at = open_page(PAGE)
+    book = tiny_trained_book(n_layer=2)
+    at.session_state["gpt.runbook"] = tiny_trained_book(book=book, n_layer=3, n_head=4)
+    at.run()
+    first, second = (r.run_id for r in book.trained()[::-1])  # the picker lists the newest first
+    at.selectbox(key="inside.model").set_value(first).run()
+    assert_no_exception(at)
+    return at, book.get(first), book.get(second)
+
+
+def test_after_a_typo_another_model_shows_its_own_maps():
+    """The fallback after a typo is the last valid *name*, read again by the model picked: a
+    typo then a model switch once showed the old model's maps under the new label, and layer 3
+    (which the old maps lack) raised an IndexError."""
+    at, _, second = two_models()
+    at.text_input(key=_key(at, "name")).input("ava").run()  # a name run 2 has not read yet
+    at.text_input(key=_key(at, "name")).input("ava!").run()
+    assert "last name that could be read" in texts(at.caption)
+    at.selectbox(key="inside.model").set_value(second.run_id).run()
+    assert_no_exception(at)
+    rows = attention_rows(at)
+    assert len(rows) == 3 * 4 * 4 * 4  # run 2's 3 layers x 4 heads, for ".ava"
+    expected = inside_model.inspect_name(second.model, second.tokenizer, "ava").attn  # (3, 4, T, T)
+    shown = rows["weight"].fillna(0).to_numpy()  # masked cells may carry no value
+    assert np.allclose(np.sort(shown), np.sort(expected.ravel()), atol=1e-5)
+    assert "last name that could be read" in texts(at.caption)
+    at.selectbox(key=_key(at, "layer")).set_value(2).run()
+    at.selectbox(key=_key(at, "head")).set_value(3).run()
+    assert_no_exception(at)
+    assert "Layer 3, head 4: attention weights" in chart_titles(at)
+    assert at.text_input(key=_key(at, "name")).value == "ava!"  # the typo stays to be corrected
+
+
+def test_a_switch_to_a_smaller_model_lowers_layer_and_head_with_a_notice():
+    at, first, second = two_models()
+    at.selectbox(key="inside.model").set_value(second.run_id).run()
+    at.selectbox(key=_key(at, "layer")).set_value(2).run()
+    at.selectbox(key=_key(at, "head")).set_value(3).run()
+    at.selectbox(key="inside.model").set_value(first.run_id).run()
+    assert_no_exception(at)
+    assert "Layer 3, head 4" in texts(at.info) and "layer 1, head 1 is shown" in texts(at.info)
+    assert "Layer 1, head 1: attention weights" in chart_titles(at)
+
+
+def test_a_link_beyond_the_model_says_what_is_shown_instead():
+    at = with_model(query={"layer": "5", "head": "7"})  # the model has 2 layers and 2 heads
+    notice = texts(at.info)
+    assert "layer 6, head 8" in notice.lower() and "layer 1, head 1 is shown" in notice
+    assert "Layer 1, head 1: attention weights" in chart_titles(at)
+    assert (at.session_state["inside"].layer, at.session_state["inside"].head) == (0, 0)
+    fine = with_model(query={"layer": "1"})
+    assert fine.session_state["inside"].layer == 1 and "is shown" not in texts(fine.info)

@@ -453,6 +453,15 @@ def test_inspection_shapes_causality_and_truncation():
             inside_model.inspect_name(run.model, run.tokenizer, bad)
 
 
+def test_enlarged_head_only_for_a_layer_and_head_the_model_has():
+    run = trained(5, n_layer=2)
+    ins = inside_model.inspect_name(run.model, run.tokenizer, "emma")  # 2 layers x 2 heads
+    assert "Layer 2, head 2" in str(names_charts.attention_head_chart(ins, 1, 1).to_dict())
+    for layer, head in [(2, 0), (0, 2), (-1, 0)]:  # -1 would wrap round to layer 2
+        with pytest.raises(ValueError, match="not in this model"):
+            names_charts.attention_head_chart(ins, layer, head)
+
+
 def test_mask_off_model_reads_the_future():
     run = trained(5, causal=False)
     ins = inside_model.inspect_name(run.model, run.tokenizer, "emma")
