@@ -13,8 +13,9 @@ says how a page shows the field (`label`, `help`, `step`, `format`, `widget`, `c
 core.training.TrainConfig) carry it once and the Train page's settings are derived from them
 (`derive_settings`): one declaration per hyper-parameter.
 A dataclass may also define `problems(self) -> list[str]` for rules that span fields
-(e.g. "the query token must exist"); when it returns problems the whole object falls back to
-its defaults, because half-applied settings would show the student something nobody chose.
+(e.g. "the query token must exist"); when a link or a lesson breaks one, the fewest fields that
+resolve it go back to their defaults and the rest is kept, with a notice naming what changed
+(a blocked combination in a shared link must not cost the students every other setting).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+import itertools
 import json
 import math
 import re
@@ -335,14 +337,70 @@ def _fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
     return [(f, hints[f.name]) for f in dataclasses.fields(cls)]
 
 
+def problems_of(obj: Any) -> list[str]:
+    """The cross-field problems of a settings object (its `problems()`; none when it has no rules)."""
+    return obj.problems() if hasattr(obj, "problems") else []
+
+
+MAX_GIVING_WAY = 2  # fields set back together to resolve a clash; more than that resets them all
+MAX_TRIES = 600  # settings objects built while looking for them (a hostile link stays cheap)
+
+
+def _giving_way(cls: type, values: dict[str, Any]) -> tuple[str, ...] | None:
+    """The fewest fields of `values` (at most MAX_GIVING_WAY) that, set back to their defaults,
+    leave no cross-field problem; None when there are none to find within MAX_TRIES.
+
+    Later fields give way first (`values` is in declaration order): a field declared after
+    another usually depends on it (heads divide the width, eval_iters fits in fit_iters), so
+    `?d_embed=16&n_head=3` keeps the width the link chose and sets the heads back.
+    """
+    names = list(reversed(values))
+    tries = 0
+    for size in range(1, min(MAX_GIVING_WAY, len(names)) + 1):
+        for dropped in itertools.combinations(names, size):
+            tries += 1
+            if tries > MAX_TRIES:
+                return None
+            kept = {k: v for k, v in values.items() if k not in dropped}
+            if not problems_of(cls(**kept)):
+                return dropped
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value in a notice, kept short (a table of numbers is not spelled out)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = _to_text(value)
+    return text if len(text) <= 30 else text[:29] + "…"
+
+
+def _set_back_words(cls: type, values: dict[str, Any], dropped: Sequence[str]) -> str:
+    """The notice's words: “so n_head went back from 3 to its default (2); every other setting was kept”."""
+    default = cls()
+    changes = []
+    for name in reversed(dropped):  # in the order the fields are declared
+        verb = "went back from" if not changes else "from"  # "… went back from 3 … and b from 4 …"
+        changes.append(f"{name} {verb} {_shown(values[name])} to its default ({_shown(getattr(default, name))})")
+    return f"so {' and '.join(changes)}; every other setting was kept"
+
+
 def _finish(cls: type, values: dict[str, Any], errors: list[str]):
+    """The settings object for checked `values`. When its fields clash (`problems()`), the fewest
+    fields that resolve the clash go back to their defaults and every other value is kept, with
+    a notice naming them: a shared link or lesson keeps what it can instead of losing it all.
+    Only when no small set of fields resolves it does everything go back to the defaults."""
     obj = cls(**values)
-    problems = obj.problems() if hasattr(obj, "problems") else []
-    if problems:
-        errors.extend(problems)
+    problems = problems_of(obj)
+    if not problems:
+        return obj
+    errors.extend(problems)
+    dropped = _giving_way(cls, values)
+    if dropped is None:
         errors.append("the settings were reset to the defaults")
-        obj = cls()
-    return obj
+        return cls()
+    errors.append(_set_back_words(cls, values, dropped))
+    return cls(**{k: v for k, v in values.items() if k not in dropped})
 
 
 def _apply(cls: type, source: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:

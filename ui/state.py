@@ -6,7 +6,8 @@ widgets with `bound(st.slider, "Query token", settings, "query", ...)`, and call
 widget keys are seeded from it whenever Streamlit has dropped them (page switch), so values
 survive navigation; a generation counter in the widget keys lets a lesson load or a reset
 replace every widget value at once. The first visit reads the URL, so a shared link
-reproduces what the lecturer showed; bad parameters fall back to defaults with a notice.
+reproduces what the lecturer showed; bad parameters fall back to defaults with a notice, and a
+combination the page blocks is never written to the URL (the last one that works stays there).
 
 Every number box of the app is `checked_number` (a settings field: `number_field`, bounds from its
 spec): typed text is checked here, never changed into another number in the browser.
@@ -66,8 +67,9 @@ def page_settings(prefix: str, cls: type) -> Any:
             ss[f"{prefix}.__notice"] = errors
     notice = ss.pop(f"{prefix}.__notice", None)
     if notice:
+        # a clash between fields names what went back to its default and says the rest was kept
         st.warning("Some settings in the link could not be used and were set to their defaults: "
-                   + "; ".join(notice[:6]), icon=":material/warning:")
+                   + "; ".join(n.rstrip(".") for n in notice[:6]) + ".", icon=":material/warning:")
     return ss[prefix]
 
 
@@ -313,9 +315,27 @@ def set_field(prefix: str, field: str, value: Any) -> None:
     st.session_state.pop(widget_key(prefix, field), None)
 
 
+def _last_valid_key(obj: Any) -> str:
+    return f"__last_valid_params.{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def shareable_params(obj: Any) -> dict[str, str]:
+    """The query params a link should hold for `obj`: its own, or, while its fields clash (the page
+    blocks it and says why), those of the last combination this session had that worked. A
+    blocked combination in the address bar would be shared or reloaded as it is, and the link
+    would then open with some settings set back (core.settings._finish)."""
+    key = _last_valid_key(obj)
+    if core_settings.problems_of(obj):
+        return dict(st.session_state.get(key, {}))
+    params = core_settings.to_params(obj)
+    st.session_state[key] = params
+    return dict(params)
+
+
 def sync_url(obj: Any) -> None:
-    """Mirror the settings into the address bar, keeping global params (lecture mode)."""
-    wanted = core_settings.to_params(obj)
+    """Mirror the settings into the address bar, keeping global params (lecture mode). A blocked
+    combination is not mirrored: the address keeps the last one that works (shareable_params)."""
+    wanted = shareable_params(obj)
     current = st.query_params.to_dict()
     for key in GLOBAL_PARAMS:
         if key in current:

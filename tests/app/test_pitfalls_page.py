@@ -267,6 +267,25 @@ def test_bad_link_values_fall_back_with_a_notice():
     assert "pitfall" in notice and "context_size" in notice
 
 
+def test_a_link_with_eval_iters_over_fit_iters_keeps_its_other_fields_with_a_notice():
+    at = open_pitfall("fit_indent", fit_iters="50", eval_iters="80", seed="7")
+    assert at.selectbox[0].value == "fit_indent"  # the link still opens its pitfall
+    boxes = (number_box(at, "train_iters").value, number_box(at, "eval_iters").value, number_box(at, "Seed").value)
+    assert boxes == ("50", "10", "7")
+    notice = " ".join(w.value for w in at.warning)
+    assert "eval_iters (80) must not exceed fit_iters (50)" in notice
+    assert "eval_iters went back from 80 to its default (10); every other setting was kept" in notice
+    assert not at.error and metrics(at)["Optimizer steps: buggy"] == "5"  # the link's 50 iterations
+
+
+def test_a_blocked_fit_never_reaches_the_link():
+    at = open_pitfall("fit_indent", fit_iters="50", eval_iters="25")
+    number_box(at, "eval_iters").input("80").run()  # more than train_iters: blocked, with a message
+    assert_no_exception(at)
+    assert at.error
+    assert (at.query_params.get("fit_iters"), at.query_params.get("eval_iters")) == ("50", "25")
+
+
 def test_a_lesson_lock_disables_the_pitfall_menu():
     at = open_pitfall("vocab_order")
     # what a loaded lesson with locked=["pitfall"] leaves in the session (ui.state.replace_settings)

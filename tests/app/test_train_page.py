@@ -284,6 +284,37 @@ def test_url_round_trip():
     assert again.metric[0].value == at.metric[0].value
 
 
+def _heads_box(at):
+    return next(n for n in at.text_input if n.label == "Heads per layer")
+
+
+def test_a_link_holding_a_blocked_combination_keeps_its_other_fields_with_a_notice():
+    # TINY holds d_embed=16, which 3 heads do not divide: such a link is in the wild already
+    at = tiny_page(n_head="3", lr="0.004")
+    default_heads = train_settings.TrainSettings().n_head
+    settings = at.session_state["train"]
+    assert (settings.d_embed, settings.lr, settings.n_layer, settings.context_size) == (16, 0.004, 1, 8)
+    assert settings.n_head == default_heads and _heads_box(at).value == str(default_heads)
+    notice = texts(at.warning)
+    assert "must be divisible by the number of heads (3)" in notice
+    assert f"n_head went back from 3 to its default ({default_heads}); every other setting was kept" in notice
+    assert not at.error and not at.button(key="train.start").disabled  # the kept settings can train
+    assert at.query_params.get("d_embed") == "16" and "n_head" not in at.query_params
+
+
+def test_a_blocked_combination_never_reaches_the_link():
+    at = tiny_page(lr="0.004")
+    _heads_box(at).set_value("3").run()  # 16 is not divisible by 3: blocked, with a message
+    assert_no_exception(at)
+    assert "divisible" in texts(at.error)
+    # the last combination that works stays in the link (2 heads, the default, so no n_head param)
+    assert "n_head" not in at.query_params and at.query_params.get("d_embed") == "16"
+    again = open_page(PAGE, query=dict(at.query_params))  # a reload, or the link shared
+    assert_no_exception(again)
+    assert "could not be used" not in texts(again.warning)
+    assert (again.session_state["train"].n_head, again.session_state["train"].lr) == (2, 0.004)
+
+
 def test_when_every_training_slot_is_taken_the_page_waits_its_turn():
     import contextlib
 

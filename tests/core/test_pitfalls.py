@@ -43,8 +43,12 @@ def test_settings_round_trip_and_cross_field_rule():
     assert back == settings and not errors
     bad, errors = from_params(pf.PitfallsSettings, {"pitfall": "nonsense", "adamw_lr": "0.5"})
     assert bad.pitfall == "overview" and bad.adamw_lr == 0.003 and len(errors) == 2
-    reset, errors = from_params(pf.PitfallsSettings, {"fit_iters": "20", "eval_iters": "50"})
-    assert reset == pf.PitfallsSettings() and any("eval_iters" in e for e in errors)
+    # a clash sets back the field that gives way (eval_iters), never the rest of the link
+    kept, errors = from_params(pf.PitfallsSettings, {"pitfall": "fit_indent", "fit_iters": "20",
+                                                     "eval_iters": "50", "seed": "7"})
+    assert kept == pf.PitfallsSettings(pitfall="fit_indent", fit_iters=20, seed=7)
+    assert errors == ["eval_iters (50) must not exceed fit_iters (20)",
+                      "so eval_iters went back from 50 to its default (10); every other setting was kept"]
 
 
 def test_every_pitfall_has_a_catalogue_entry():

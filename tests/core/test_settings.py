@@ -70,10 +70,38 @@ def test_bad_values_fall_back_to_default_with_a_notice(params, field):
     assert errors and field in errors[0]
 
 
-def test_cross_field_problem_resets_everything():
-    obj, errors = cs.from_params(Demo, {"query": "2", "tokens": '["a","b"]'})
-    assert obj == Demo()
+def test_a_clash_between_fields_sets_back_only_the_field_that_gives_way():
+    # query 2 needs a third token: the later field (tokens) gives way, the rest of the link stays
+    obj, errors = cs.from_params(Demo, {"query": "2", "tokens": '["a","b"]', "causal": "0", "variant": "v1"})
+    assert obj == Demo(query=2, causal=False, variant="v1")
     assert any("query token" in e for e in errors)
+    assert errors[-1] == ('so tokens went back from ["a","b"] to its default (["a","b","c"]); '
+                          "every other setting was kept")
+
+
+@dataclass
+class Equal:
+    """Three fields that must be equal: from x=1, y=2, z=3 no one or two defaults (0) resolve it."""
+    x: int = cs.spec(0, min=0, max=9)
+    y: int = cs.spec(0, min=0, max=9)
+    z: int = cs.spec(0, min=0, max=9)
+
+    def problems(self):
+        return [] if self.x == self.y == self.z else ["x, y and z must be equal"]
+
+
+def test_a_clash_no_small_set_of_fields_resolves_resets_everything():
+    obj, errors = cs.from_params(Equal, {"x": "1", "y": "2", "z": "3"})
+    assert obj == Equal() and errors == ["x, y and z must be equal", "the settings were reset to the defaults"]
+
+
+def test_a_lesson_with_clashing_fields_keeps_the_others():
+    text = cs.to_lesson(Demo(causal=False), name="n", page="p")
+    lesson = json.loads(text)
+    lesson["settings"]["query"] = 5  # no sixth token
+    loaded, errors = cs.from_lesson(Demo, json.dumps(lesson), page="p")
+    assert loaded.settings == Demo(causal=False)  # query gives way: tokens and table are the defaults
+    assert "query went back from 5 to its default (1)" in errors[-1]
 
 
 def test_oversized_and_zip_bomb_values_are_refused():

@@ -529,7 +529,8 @@ def test_bad_link_values_fall_back_to_defaults():
     obj, errors = core_settings.from_params(tokens_data.TokensDataSettings, {"stride": "0", "max_length": "abc"})
     assert obj == tokens_data.TokensDataSettings() and len(errors) == 2
     obj, errors = core_settings.from_params(small_lm.SmallLMSettings, {"ce_logits": "[1,2]", "ce_target": "5"})
-    assert obj == small_lm.SmallLMSettings() and errors
+    # the target has no class among 2 logits: it gives way (its default 1 fits), the logits stay
+    assert obj == small_lm.SmallLMSettings(ce_logits=[1.0, 2.0]) and "ce_target went back" in errors[-1]
 
 
 def test_too_many_windows_is_refused_before_building_them():

@@ -39,6 +39,27 @@ def test_every_preset_fits_the_declared_bounds_and_survives_a_link(name):
     assert train_settings.to_train_config(back) == PRESETS[name]()
 
 
+def test_a_link_with_heads_that_do_not_divide_the_width_keeps_every_other_field():
+    # ?n_head=3&d_embed=16 is blocked on the page; opening it must not cost the link's other fields
+    link = {"n_head": "3", "d_embed": "16", "lr": "0.004", "n_layer": "1", "optimizer": "sgd"}
+    settings, errors = core_settings.from_params(train_settings.TrainSettings, link)
+    default = train_settings.TrainSettings()
+    assert (settings.d_embed, settings.lr, settings.n_layer, settings.optimizer) == (16, 0.004, 1, "sgd")
+    assert settings.n_head == default.n_head and not train_settings.settings_problems(settings)
+    assert "divisible" in errors[0]
+    assert errors[-1] == (f"so n_head went back from 3 to its default ({default.n_head}); "
+                          "every other setting was kept")
+
+
+def test_two_clashes_in_one_link_set_back_one_field_each():
+    link = {"n_head": "3", "d_embed": "16", "pack_length": "4", "seed": "5"}
+    settings, errors = core_settings.from_params(train_settings.TrainSettings, link)
+    default = train_settings.TrainSettings()
+    assert (settings.d_embed, settings.seed) == (16, 5)
+    assert (settings.n_head, settings.pack_length) == (default.n_head, default.pack_length)
+    assert "n_head went back from 3" in errors[-1] and "pack_length from 4" in errors[-1]
+
+
 def test_none_values_have_a_page_value_and_come_back():
     config = dataclasses.replace(PRESETS["lecture"](), grad_clip=None, pack_length=None, val_batches=None)
     settings = train_settings.settings_from_config(config)
