@@ -88,10 +88,15 @@ with c4:
 with st.expander("Training settings", icon=":material/tune:"):
     c1, c2, c3, c4 = st.columns(4)
     with c1:
+        # a rate from a link or a lesson that is not one of the usual steps becomes a step of its
+        # own (snapped to the nearest step, lr=0.5 trained with 0.1 and nothing said so). The rate
+        # the slider started with stays a step, so the student can go back to it and the slider
+        # keeps its steps while it is moved; a lesson load (a new widget key) starts over.
+        given = ss.setdefault(state.widget_key(PREFIX, "lr") + ".given", settings.lr)
         state.bound(st.select_slider, "Learning rate (Adam)", settings, "lr", prefix=PREFIX,
-                    options=[1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1],
-                    to_widget=lambda v: min([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1],
-                                            key=lambda o: abs(o - v)))
+                    options=small_lm.lr_options(given, settings.lr), format_func=lambda v: f"{v:g}",
+                    help="A link or a lesson may set any rate from 1e-05 to 1; it then shows "
+                         "among the usual steps.")
     with c2:
         state.number_field(settings, "seed", prefix=PREFIX, label="Seed",
                            help="Initial weights, batch order, evaluation batches.")
@@ -199,6 +204,23 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
         (st.success if best < 0.6 * bigram_val else st.info)(message)
 
 
+def bigram_caption(race_: small_lm.SmallLMRace, table: small_lm.ShownTable) -> str:
+    """The bigram chart's caption; a cut table says so (its rows no longer add up to 1)."""
+    V = table.vocab_size
+    sums = f"each row sums to 1 over all {V:,} next characters" if table.is_cut else "each row sums to 1"
+    text = (f"The bigram model's |V|×|V| = {(V, V)} table after softmax: row = current character, "
+            f"column = next; {sums}. Step {race_.step:,}, seed {race_.config.seed}.")
+    return f"{text} {table.note()}".strip()
+
+
+def embedding_caption(race_: small_lm.SmallLMRace, table: small_lm.ShownTable) -> str:
+    """The embedding chart's caption; a cut table says which rows it shows."""
+    shape = (table.vocab_size, table.values.shape[1])
+    text = (f"The attention model's |V|×C = {shape} token embedding: one learned vector per "
+            f"character (red negative, blue positive). Step {race_.step:,}, seed {race_.config.seed}.")
+    return f"{text} {table.note()}".strip()
+
+
 st.header("3 · Train side by side")
 if race is None:
     st.warning("No models yet: choose a corpus that is long enough (see the message above).")
@@ -275,33 +297,30 @@ else:
 
     # -----------------------------------------------------------------------------------------
     st.header("5 · What each model stores")
-    labels = small_lm.vocab_labels(race.tokenizer.vocab)
+    # a large vocabulary (pasted Chinese text: thousands of characters) is drawn as its most
+    # frequent characters; the whole |V|×|V| table made a chart Streamlit could not send
     left, right = st.columns(2)
     with friendly_errors("the tables"):
         with left:
-            probs = race.bigram_probabilities()  # (V, V)
+            bigram = race.bigram_table_shown()  # (n, n) of the (V, V) table
+            V = race.tokenizer.vocab_size
             show_model_chart(race, lambda: lesson_charts.compact_heatmap(
-                            probs, labels, labels, title=f"Bigram table {probs.shape}",
+                            bigram.values, bigram.chars, bigram.chars, title=f"Bigram table {(V, V)}",
                             x_title="next character", y_title="current character", domain=(0.0, 1.0),
                             lecture=lecture),
-                        ("bigram_table", probs, tuple(labels)),
-                        name="bigram table",
-                       caption=(f"The bigram model's |V|×|V| = {probs.shape} table after softmax: row = "
-                                f"current character, column = next; each row sums to 1. Step "
-                                 f"{race.step:,}, seed {race.config.seed}."),
+                        ("bigram_table", bigram.values, tuple(bigram.chars), V),
+                        name="bigram table", caption=bigram_caption(race, bigram),
                         key=f"{PREFIX}.bigram")
         with right:
-            emb = race.embedding_table()  # (V, C)
-            limit = float(abs(emb).max()) or 1.0
+            emb = race.embedding_shown()  # (n, C) of the (V, C) embedding
+            shape = (race.tokenizer.vocab_size, emb.values.shape[1])
+            limit = float(abs(emb.values).max()) or 1.0
             show_model_chart(race, lambda: lesson_charts.compact_heatmap(
-                            emb, labels, [f"d{j}" for j in range(emb.shape[1])],
-                            title=f"Token embedding {emb.shape}", x_title="dimension", y_title="character",
+                            emb.values, emb.chars, [f"d{j}" for j in range(shape[1])],
+                            title=f"Token embedding {shape}", x_title="dimension", y_title="character",
                             diverging=True, scheme="redblue", domain=(-limit, limit), lecture=lecture),
-                        ("embedding_table", emb, tuple(labels)),
-                        name="embedding table",
-                       caption=(f"The attention model's |V|×C = {emb.shape} token embedding: one "
-                                f"learned vector per character (red negative, blue positive). Step "
-                                 f"{race.step:,}, seed {race.config.seed}."),
+                        ("embedding_table", emb.values, tuple(emb.chars), shape),
+                        name="embedding table", caption=embedding_caption(race, emb),
                         key=f"{PREFIX}.embedding")
         params = race.n_params()
         st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}"

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from core import budget
 from core.data import encode_corpus, get_batch, train_val_split_tensor
 from core.lessons.text import TextProblem, visible
 from core.live_training import Outcome, SteppedTraining
@@ -73,9 +74,44 @@ MODEL_LABELS = {
 VAL_FRAC = 0.1  # the slides' 90/10 split by position
 SAMPLE_CHUNK = 100  # characters: samples are drawn in whole chunks and cut (SmallLMRace.generate)
 
+# The learning-rate slider's usual steps. A link or a lesson may set any rate the settings accept
+# (SmallLMSettings.lr); `lr_options` then adds it, so the slider never shows another rate.
+LR_STEPS = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)
 
-def check_corpus(text: str, block_size: int) -> None:
-    """Raise TextProblem if a 90/10 split of `text` cannot give a block of `block_size` + 1."""
+# Most distinct characters a corpus may have. The bigram table has |V|² entries and Adam keeps two
+# more copies: 3,000 characters are 9 million weights (~150 MB with Adam) and ~0.25 s per
+# training step on one core; 4,000 took twice as long. A text of common Chinese or Japanese fits.
+MAX_VOCABULARY = 3_000
+
+# The tables of section 5 draw at most this many characters (the most frequent ones): a heatmap
+# of more is unreadable, and 3,000 characters made a bigram chart of hundreds of MB, beyond what
+# Streamlit sends to a browser (server.maxMessageSize: 100 MB in .streamlit/config.toml).
+TABLE_CHARS = 50
+
+
+def lr_options(*rates: float) -> list[float]:
+    """The learning-rate slider's options: the usual steps, plus each of `rates` that is another
+    valid rate (from a link or a lesson), so the student trains with the rate they were given."""
+    return sorted({*LR_STEPS, *rates})
+
+
+def max_vocabulary(limits: budget.Limits | None = None) -> int:
+    """Most distinct characters a corpus may have on this server: MAX_VOCABULARY, and no more than
+    a bigram table (|V|² weights, the largest model here) within the server's largest model
+    (budget.LIMITS.max_params: 400,000 on a hosted server, so 632 characters)."""
+    limits = budget.LIMITS if limits is None else limits
+    return min(MAX_VOCABULARY, math.isqrt(limits.max_params))
+
+
+def check_corpus(text: str, block_size: int, limits: budget.Limits | None = None) -> None:
+    """Raise TextProblem if a 90/10 split of `text` cannot give a block of `block_size` + 1, or
+    if the text has more distinct characters than the models may learn here (max_vocabulary)."""
+    n_distinct, most = len(set(text)), max_vocabulary(limits)
+    if n_distinct > most:
+        raise TextProblem(
+            f"The corpus has {n_distinct:,} distinct characters; these models learn at most "
+            f"{most:,} on this server (the bigram table alone would have {n_distinct ** 2:,} weights). "
+            "Use a shorter excerpt, or a text with fewer kinds of characters.")
     n_train = int(len(text) * (1 - VAL_FRAC))
     n_val = len(text) - n_train
     need = block_size + 1
@@ -153,6 +189,7 @@ class SmallLMRace(SteppedTraining):
         self.history: list[dict] = []  # {"step", "model", "split", "loss"}
         self.lock = threading.Lock()  # held while a slice trains; ui.live holds it while drawing
         self._samples: dict[tuple, tuple[int, str]] = {}  # -> (characters drawn, text)
+        self._bigram_floor: float | None = None  # computed on first use (bigram_floor)
         self._record_eval()
 
     def adopt(self, config: RaceConfig) -> bool:
@@ -243,15 +280,18 @@ class SmallLMRace(SteppedTraining):
 
         A bigram model sees only the current character, so the best it can do is predict the
         next-character frequencies observed after it; their entropy is its floor, whatever it trains.
+        Counted over the pairs that occur, not a |V|×|V| table: with 3,000 characters that table
+        was 72 MB and 0.2 s on every redraw of the loss curves. Kept: the training text never changes.
         """
-        V = self.tokenizer.vocab_size
-        ids = self.train_data.numpy()
-        counts = np.zeros((V, V))
-        np.add.at(counts, (ids[:-1], ids[1:]), 1)
-        row_totals = counts.sum(axis=1, keepdims=True)
-        probs = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
-        nonzero = counts > 0
-        return float(-(counts[nonzero] * np.log(probs[nonzero])).sum() / counts.sum())
+        if self._bigram_floor is None:
+            V = self.tokenizer.vocab_size
+            ids = self.train_data.numpy().astype(np.int64)
+            # each (current, next) pair as one number, counted
+            pairs, counts = np.unique(ids[:-1] * V + ids[1:], return_counts=True)
+            followers = np.bincount(ids[:-1], minlength=V)  # how often each character has a next one
+            probs = counts / followers[pairs // V]  # P(next | current) of each pair that occurs
+            self._bigram_floor = float(-(counts * np.log(probs)).sum() / counts.sum())
+        return self._bigram_floor
 
     @torch.no_grad()
     def bigram_probabilities(self) -> np.ndarray:
@@ -263,6 +303,34 @@ class SmallLMRace(SteppedTraining):
     def embedding_table(self) -> np.ndarray:
         """The attention model's token embedding, (V, C)."""
         return self.models["attention"].token_embedding.weight.detach().numpy().copy()  # (V, C)
+
+    def frequent_ids(self, limit: int = TABLE_CHARS) -> np.ndarray:
+        """Ids of the corpus' `limit` most frequent characters, in vocabulary order (every id
+        when the vocabulary is no larger). Ties go to the lower id, so the choice never wobbles."""
+        V = self.tokenizer.vocab_size
+        if V <= limit:
+            return np.arange(V)
+        counts = np.bincount(torch.cat([self.train_data, self.val_data]).numpy(), minlength=V)
+        most_frequent_first = np.argsort(-counts, kind="stable")
+        return np.sort(most_frequent_first[:limit])
+
+    @torch.no_grad()
+    def bigram_table_shown(self, limit: int = TABLE_CHARS) -> "ShownTable":
+        """The part of the bigram table to draw: P(next | current) for the `limit` most frequent
+        characters, as rows and as columns. Each row's softmax is over every next character, so
+        a cut table's rows sum to less than 1."""
+        ids = self.frequent_ids(limit)
+        rows = self.models["bigram"].logits_table.weight[torch.from_numpy(ids)]  # (n, V)
+        probs = torch.softmax(rows, dim=-1)[:, torch.from_numpy(ids)].numpy()  # (n, n)
+        return ShownTable(probs, self._labels(ids), self.tokenizer.vocab_size)
+
+    def embedding_shown(self, limit: int = TABLE_CHARS) -> "ShownTable":
+        """The rows of the token embedding to draw: those of the `limit` most frequent characters."""
+        ids = self.frequent_ids(limit)
+        return ShownTable(self.embedding_table()[ids], self._labels(ids), self.tokenizer.vocab_size)
+
+    def _labels(self, ids: np.ndarray) -> list[str]:
+        return vocab_labels([self.tokenizer.vocab[i] for i in ids])
 
     def n_params(self) -> dict[str, int]:
         return {name: model.num_params() for name, model in self.models.items()}
@@ -292,6 +360,26 @@ class SmallLMRace(SteppedTraining):
                 text = self.tokenizer.decode(out[0])
             self._samples[key] = (drawn, text)
         return text[:len(start) + n_chars]  # one character per id
+
+
+@dataclass(frozen=True)
+class ShownTable:
+    """A model's table as the page draws it: whole, or cut to the most frequent characters."""
+
+    values: np.ndarray  # (shown, ...) one row per shown character
+    chars: list[str]  # the shown characters, made visible (vocab_labels), in vocabulary order
+    vocab_size: int  # characters in the whole vocabulary
+
+    @property
+    def is_cut(self) -> bool:
+        return len(self.chars) < self.vocab_size
+
+    def note(self) -> str:
+        """What a caption says of a cut table ("" when the whole table is drawn)."""
+        if not self.is_cut:
+            return ""
+        return (f"Showing the {len(self.chars)} most frequent of {self.vocab_size:,} characters "
+                "(a larger table is unreadable and too big to send to the browser).")
 
 
 def check_prompt(prompt: str, tokenizer: CharTokenizer) -> str:

@@ -3,12 +3,14 @@ cross-entropy by hand and the URL round trip."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
 import pytest
 import torch
 
+from core import budget
 from core import settings as core_settings
 from core.lessons import small_lm
 from core.lessons import text as texts
@@ -284,3 +286,91 @@ def test_model_and_sampling_controls():
     at.text_input(key=key("max_steps")).input("20").run()
     assert at.get("progress")[0].proto.text.endswith("of 20")
     assert_no_exception(at)
+
+
+# ---------------------------------------------------------------- a learning rate off the slider's steps
+def lr_slider(at):
+    return next(s for s in at.select_slider if s.key.endswith(".lr"))
+
+
+def test_a_learning_rate_from_a_link_is_used_as_given():
+    at = fresh(query={"lr": "0.5"})  # not a slider step: it was snapped to 0.1 without a word
+    assert lr_slider(at).value == 0.5 and "0.5" in lr_slider(at).options  # as the slider shows it
+    assert at.session_state["small_lm.race"].config.lr == 0.5
+    assert "Adam lr 0.5," in " ".join(c.value for c in at.caption)
+    assert core_settings.to_params(at.session_state[PREFIX]) == {"lr": "0.5"}  # the link survives
+    assert not at.warning and not at.error
+    lr_slider(at).set_value(0.03).run()  # a usual step
+    at.run()
+    assert at.session_state["small_lm.race"].config.lr == 0.03
+    assert "0.5" in lr_slider(at).options  # the link's rate stays a step: the student may go back
+    lr_slider(at).set_value(0.5).run()
+    assert at.session_state["small_lm.race"].config.lr == 0.5
+    assert_no_exception(at)
+
+
+@pytest.mark.parametrize("value, message", [("5", "lr must be at most 1.0, got 5.0"),
+                                            ("abc", "expected a number, got 'abc'")])
+def test_a_learning_rate_out_of_range_is_reported(value, message):
+    at = fresh(query={"lr": value})
+    assert message in " ".join(w.value for w in at.warning)
+    assert at.session_state["small_lm.race"].config.lr == 0.01 == lr_slider(at).value  # the default
+
+
+def test_a_learning_rate_from_a_lesson_file_is_used_as_given():
+    from ui import layout
+
+    lesson = core_settings.to_lesson(small_lm.SmallLMSettings(lr=0.2), name="fast", page="small-lm",
+                                     locked=["lr"])
+    at = fresh()
+    at.session_state[layout.panel_key(PREFIX)] = True  # open "Lesson presets"
+    at.run()
+    uploader = next(u for u in at.file_uploader if u.key == f"{PREFIX}.lesson_file")
+    uploader.upload("fast.json", lesson.encode(), "application/json").run()
+    assert_no_exception(at)
+    assert lr_slider(at).value == 0.2 and at.session_state["small_lm.race"].config.lr == 0.2
+    at.run()  # locked: the slider is set from the lesson on every run, and keeps 0.2
+    assert lr_slider(at).value == 0.2 and at.session_state["small_lm.race"].config.lr == 0.2
+
+
+# ---------------------------------------------------------------- a vocabulary of thousands of characters
+MAX_CHART_BYTES = 3_000_000  # the whole bigram table of 3,000 characters was a 532 MB message
+
+
+def many_characters(n_distinct: int, length: int = 20_000) -> str:
+    """Text of `n_distinct` CJK characters, each at least once (pasted Chinese text)."""
+    chars = [chr(0x4E00 + i) for i in range(n_distinct)]
+    return "".join(chars) + "".join(chars[(i * 7919) % n_distinct] for i in range(length))
+
+
+def use_own_text(at, text: str):
+    at.radio(key=key("corpus")).set_value("own").run()
+    at.text_area(key="small_lm.own_text").set_value(text).run()
+    assert_no_exception(at)
+    return at
+
+
+@pytest.fixture
+def room_for_3000_characters(monkeypatch):
+    """A server whose largest model holds a 3,000 × 3,000 bigram table (MAX_VOCABULARY is the cap)."""
+    monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, max_params=small_lm.MAX_VOCABULARY ** 2))
+
+
+@pytest.mark.usefixtures("room_for_3000_characters")
+def test_own_text_of_3000_characters_draws_the_most_frequent_ones():
+    at = use_own_text(fresh(), many_characters(small_lm.MAX_VOCABULARY))
+    assert not at.error
+    assert metrics(at)["Vocabulary |V|"] == "3001"  # the text's 3,000 and the tokenizer's "."
+    captions = " ".join(c.value for c in at.caption)
+    assert captions.count("Showing the 50 most frequent of 3,001 characters") == 2  # both tables
+    assert "each row sums to 1 over all 3,001 next characters" in captions
+    sizes = [len(c.proto.SerializeToString()) for c in at.get("vega_lite_chart")]
+    assert len(sizes) == 4 and max(sizes) < MAX_CHART_BYTES  # what Streamlit sends per chart
+    assert at.session_state["small_lm.race"].tokenizer.vocab_size == 3001  # trains on all of them
+
+
+@pytest.mark.usefixtures("room_for_3000_characters")
+def test_own_text_with_too_many_characters_is_refused_with_the_limit():
+    at = use_own_text(fresh(), many_characters(small_lm.MAX_VOCABULARY + 1))
+    assert "3,001 distinct characters; these models learn at most 3,000 on this server" in errors(at)
+    assert at.session_state["small_lm.race"].text == texts.builtin_text("pangram")  # kept
