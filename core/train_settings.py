@@ -70,6 +70,18 @@ def settings_problems(settings) -> list[str]:
     return problems
 
 
+def settings_cautions(settings) -> list[str]:
+    """Settings that run but probably not as the student meant (a warning, never a block)."""
+    cautions = []
+    if settings.warmup_steps > settings.max_steps > 0:
+        peak = settings.lr * settings.max_steps / settings.warmup_steps  # the last step's rate
+        cautions.append(f"The warm-up ({settings.warmup_steps:,} steps) is longer than the run "
+                        f"({settings.max_steps:,} steps): the learning rate climbs the whole run and "
+                        f"ends at {peak:.3g} instead of reaching lr {settings.lr:g}. Use fewer warm-up "
+                        "steps or more steps.")
+    return cautions
+
+
 TrainSettings = core_settings.derive_settings(
     "TrainSettings", SOURCES,
     defaults=page_values(PRESETS["quick_demo"]()),  # the page opens on the quick-demo preset

@@ -107,6 +107,8 @@ problems = train_settings.settings_problems(settings)
 for problem in problems:
     st.error(problem, icon=":material/block:")
 blocked = bool(problems)
+for caution in train_settings.settings_cautions(settings):
+    st.warning(caution, icon=":material/warning:")
 shown_before_training = [train_settings.settings_problems]  # what computed the numbers above
 n_params = None
 if not problems:

@@ -85,6 +85,16 @@ def test_bad_settings_get_a_message_and_block_training():
     assert at.button(key="train.start").disabled
 
 
+
+def test_a_warm_up_longer_than_the_run_is_a_warning_not_a_block():
+    at = tiny_page(warmup_steps="500", max_steps="200")
+    assert_no_exception(at)
+    assert "The warm-up (500 steps) is longer than the run (200 steps)" in texts(at.warning)
+    assert not at.button(key="train.start").disabled  # it runs: the student may mean it
+    at = tiny_page(warmup_steps="100", max_steps="200")
+    assert "warm-up" not in texts(at.warning)
+
+
 # ------------------------------------------------------------------------------ a live run
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from core import settings as core_settings, train_settings
-from core.training import PRESETS, TrainConfig
+from core.training import PRESETS, TrainConfig, learning_rate
 from core.models import GPTConfig
 from core.settings import spec
 
@@ -117,3 +117,13 @@ def test_lesson_files_carry_every_derived_field_and_its_rules():
     lesson, errors = core_settings.from_lesson(train_settings.TrainSettings, bad, page="train")
     assert lesson.settings.n_layer == train_settings.TrainSettings().n_layer
     assert any("n_layer must be at most 8" in e for e in errors)
+
+
+@pytest.mark.parametrize("warmup, steps, cautioned", [(300, 200, True), (200, 200, False), (0, 200, False)])
+def test_a_warm_up_longer_than_the_run_is_cautioned_with_the_rate_it_ends_at(warmup, steps, cautioned):
+    settings = train_settings.TrainSettings(warmup_steps=warmup, max_steps=steps, lr=0.003)
+    cautions = train_settings.settings_cautions(settings)
+    assert bool(cautions) is cautioned
+    if cautioned:  # the last step (index steps - 1) has lr * steps / warmup: core.training.learning_rate
+        config = train_settings.to_train_config(settings)
+        assert f"ends at {learning_rate(config, steps - 1):.3g}" in cautions[0]
