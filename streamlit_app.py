@@ -28,6 +28,7 @@ from core import budget  # noqa: E402
 from server import config_cache, housekeeping, rerun_race, stale_ticks  # noqa: E402
 from ui import class_follow, live, nav  # noqa: E402
 from ui.layout import apply_lecture_style
+from ui.state import switched_on
 from ui.state import ENTRY_FLAG
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/neurology:", layout="wide")
@@ -52,8 +53,8 @@ sections.setdefault("For teachers", []).append(
 page = st.navigation(sections)
 
 # Lecture mode is global: read once from the link, then kept by the sidebar toggle's key.
-if "lecture_mode" not in st.session_state:
-    st.session_state["lecture_mode"] = st.query_params.get("lecture") == "1"
+if "lecture_mode" not in st.session_state:  # ?lecture=1, or true/yes/on as every switch in a link
+    st.session_state["lecture_mode"] = switched_on(st.query_params.get("lecture"))
 st.sidebar.toggle("Lecture mode", key="lecture_mode",
                   help="Larger text, projector-friendly colour-blind-safe palette, less chrome.")
 if st.session_state["lecture_mode"]:

@@ -32,7 +32,7 @@ def lecturer_controls(store, seat) -> None:
     st.subheader("Class challenge")
     if current is not None and current.is_open:
         st.markdown(f"**Open:** {escape_markdown(current.title)}: at most **{current.max_params:,}** parameters and "
-                    f"**{current.max_seconds:.0f} s** of training. Students submit from the Train page.")
+                    f"**{current.max_seconds:g} s** of training. Students submit from the Train page.")
         if st.button("Close the challenge", key="class.close_challenge", icon=":material/lock:"):
             with friendly_errors("closing the challenge"):
                 store.close_challenge(seat.code, seat.token, current.id)
@@ -68,7 +68,7 @@ def submit_panel(run) -> None:
         return
     with st.container(border=True, key="class_submit"):
         st.markdown(f"**Class challenge:** {escape_markdown(current.title)}: at most {current.max_params:,} parameters "
-                    f"and {current.max_seconds:.0f} s of training. The server scores your run on held-out names.")
+                    f"and {current.max_seconds:g} s of training. The server scores your run on held-out names.")
         ready = run is not None and run.status != "running" and run.step > 0
         if st.button("Submit this run to the class challenge", key="class.submit", type="primary",
                      disabled=not ready, icon=":material/upload:",
@@ -99,7 +99,7 @@ def _board(store, code: str, seat) -> None:
         return
     state = "open" if current.is_open else "closed"
     st.subheader(f"Leaderboard ({state})")
-    st.caption(f"{current.title}: at most {current.max_params:,} parameters and {current.max_seconds:.0f} s "
+    st.caption(f"{current.title}: at most {current.max_params:,} parameters and {current.max_seconds:g} s "
                "of training; validation loss computed by the server on held-out names (lower is better).")
     entries = store.leaderboard(code, current.id)
     if entries:

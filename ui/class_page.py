@@ -6,11 +6,14 @@ Nicknames are always drawn with st.text or in a dataframe cell, never as Markdow
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import pandas as pd
 import streamlit as st
 
 from core.classroom.qr import qr_png
-from core.classroom.security import check_lecturer_key, normalize_code
+from core.classroom.security import check_lecturer_key, code_problem, normalize_code
 from ui import class_challenge, classroom
 from ui.classroom import LecturerSeat, MemberSeat
 from ui.layout import friendly_errors
@@ -31,6 +34,17 @@ CODE_CSS = """<style>
 </style>"""
 
 
+@contextmanager
+def _refused(doing: str) -> Iterator[None]:
+    """A refused class action in plain words ("Could not join the class: ..."); anything else is
+    left to ui.layout.friendly_errors (logged, never a traceback)."""
+    with friendly_errors(doing):
+        try:
+            yield
+        except ValueError as exc:  # ClassroomError: a message written for the person who clicked
+            st.error(f"Could not {doing}: {exc}", icon=":material/block:")
+
+
 def join_section(store) -> None:
     """A student's view: the join form, or their seat in the class."""
     seat = classroom.member_seat()
@@ -48,14 +62,16 @@ def join_section(store) -> None:
     if seat is not None:  # the class ended or was deleted
         classroom.leave(MemberSeat)
         st.warning("Your class has ended.")
+    linked = st.query_params.get(classroom.JOIN_PARAM)
+    if linked is not None and code_problem(linked):  # a join link that was cut or mistyped
+        st.warning(f"The join link's code could not be used. {code_problem(linked)}", icon=":material/link_off:")
     with st.form("class.join_form"):
-        code = st.text_input("Join code", value=normalize_code(st.query_params.get(classroom.JOIN_PARAM, "")),
-                             max_chars=16, key="class.join_code")
+        code = st.text_input("Join code", value=normalize_code(linked), max_chars=16, key="class.join_code")
         nickname = st.text_input("Nickname (shown to the class; nothing else about you is stored)",
                                  max_chars=200, key="class.nickname")
         joined = st.form_submit_button("Join", type="primary")
     if joined:
-        with friendly_errors("joining the class"):
+        with _refused("join the class"):
             member, token = store.join(code, nickname)
             classroom.take_seat(MemberSeat(normalize_code(code), token, member.nickname))
             st.rerun()
@@ -69,7 +85,11 @@ def lecturer_section(store, key: str) -> None:
         return
     if seat is not None:
         classroom.leave(LecturerSeat)
-        st.warning("Your class has ended.")
+        if store.find_class(seat.code) is not None:  # still running: its key and code were used elsewhere
+            st.warning(f"Class {seat.code} was reopened in another browser window, which now runs it. To take "
+                       "it back here, enter the lecturer key and its join code below.", icon=":material/swap_horiz:")
+        else:
+            st.warning("Your class has ended.")
     with st.form("class.start_form"):
         given = st.text_input("Lecturer key", type="password", key="class.key")
         reopen = st.text_input("Join code of a class you started (empty: start a new class)", max_chars=16,
@@ -79,7 +99,7 @@ def lecturer_section(store, key: str) -> None:
         if not check_lecturer_key(given, key):
             st.error("That is not the lecturer key.")
             return
-        with friendly_errors("starting the class"):
+        with _refused("start the class"):
             store.purge_expired()
             if reopen.strip():
                 code = normalize_code(reopen)
@@ -119,7 +139,7 @@ def class_view(store, seat: LecturerSeat) -> None:
             st.caption(f"This class and everything in it are deleted {days:.0f} days after it started, or now:")
         confirm = st.checkbox("Yes, delete this class and all its answers", key="class.confirm_delete")
         if st.button("Delete this class", key="class.delete", disabled=not confirm):
-            with friendly_errors("deleting the class"):
+            with _refused("delete the class"):
                 store.delete_class(seat.code, seat.token)
                 classroom.leave(LecturerSeat)
                 st.rerun()

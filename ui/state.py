@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import unicodedata
 from typing import Any, Callable, Iterator
 
 import streamlit as st
@@ -313,6 +314,13 @@ def set_field(prefix: str, field: str, value: Any) -> None:
         return
     setattr(obj, field, value)
     st.session_state.pop(widget_key(prefix, field), None)
+
+
+def switched_on(value: Any) -> bool:
+    """A switch in a link (e.g. ?lecture=): on for 1, true, yes or on, in any case or width
+    (a phone keyboard may type a full-width "１"); off for anything else."""
+    text = unicodedata.normalize("NFKC", str(value or "")).strip().lower()
+    return text in ("1", "true", "yes", "on")
 
 
 def _last_valid_key(obj: Any) -> str:

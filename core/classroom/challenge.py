@@ -86,8 +86,8 @@ def evaluate_submission(data: bytes, limits: ChallengeLimits, *, trained_seconds
     if not math.isfinite(seconds) or seconds < 0:
         raise SubmissionError("The run's training time is unknown, so it cannot enter.")
     if seconds > limits.max_seconds:
-        raise SubmissionError(f"The run trained for {seconds:.0f} s; this challenge allows at most "
-                              f"{limits.max_seconds:.0f} s.")
+        raise SubmissionError(f"The run trained for {seconds:.1f} s; this challenge allows at most "
+                              f"{limits.max_seconds:g} s.")
     data_split = names_data(config.context_size)  # the Train page's split, shared and cached
     if checkpoint.tokenizer != data_split.tokenizer:
         raise SubmissionError("This model was trained on another alphabet than the class's names.")

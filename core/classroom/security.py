@@ -104,6 +104,23 @@ def normalize_code(text: str | None) -> str:
     return code
 
 
+def code_problem(text: str | None) -> str | None:
+    """Why `text` cannot be a join code, in words for the person who typed it; None when it can."""
+    typed = re.sub(r"[\s\-]", "", str(text or "")).upper()
+    if not typed:
+        return "The join code is empty: type the code the lecturer shows."
+    if len(typed) > 16:
+        return f"That is not a join code: codes have {CODE_LENGTH} characters, this has {len(typed):,}."
+    look_alikes = sorted(set(typed) & set("0O1IL"))
+    if look_alikes:
+        return ("That is not a join code: it has " + " and ".join(look_alikes) + ", and codes leave out "
+                "0, O, 1, I and L (they are easy to mix up). Check the code on the lecturer's screen.")
+    if any(char not in CODE_ALPHABET for char in typed):
+        return (f"That is not a join code: codes have {CODE_LENGTH} letters and digits (A–Z and 2–9). "
+                "Check the code on the lecturer's screen.")
+    return None
+
+
 def new_token() -> str:
     """A secret for a lecturer or a member session (kept in that session only)."""
     return secrets.token_urlsafe(24)

@@ -42,8 +42,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from core.classroom.security import (ClassroomError, NotAllowed, RateLimiter, class_ttl_s, clean_nickname,
-                                     new_join_code, new_token, nickname_key, normalize_code, token_hash,
-                                     token_matches)
+                                     code_problem, new_join_code, new_token, nickname_key, normalize_code,
+                                     token_hash, token_matches)
 
 log = logging.getLogger(__name__)
 
@@ -693,8 +693,10 @@ class ClassroomStore:
         if row is None or row.expires_at <= self.clock():
             if missing_ok:
                 return None
-            shown = f"the code {normalized}" if normalized else "that code"  # a code's letters are safe to show
-            raise ClassroomError(f"There is no class with {shown} (it may have ended).")
+            if not normalized:  # what was typed cannot be a code at all: say why
+                raise ClassroomError(code_problem(code) or "There is no class with that code.")
+            # a code's letters are safe to show
+            raise ClassroomError(f"There is no class with the code {normalized} (it may have ended).")
         return row
 
     def _lecturer_row(self, conn: Connection, code: str, lecturer_token: str):

@@ -14,6 +14,15 @@ def test_home_renders_title_and_guide():
     assert "Lecture mode" in text and "Show the code" in text
 
 
+@pytest.mark.parametrize("value, on", [("true", True), ("Yes", True), ("ON", True), ("\uff11", True),
+                                       ("0", False), ("false", False), ("nope", False)])
+def test_lecture_mode_reads_a_link_switch_as_every_other_switch(value, on):
+    at = open_page(query={"lecture": value})
+    assert_no_exception(at)
+    assert at.session_state["lecture_mode"] is on
+    assert at.query_params.get("lecture") == ("1" if on else None)  # a link then says lecture=1
+
+
 def test_lecture_mode_from_link_is_kept():
     at = open_page(query={"lecture": "1"})
     assert_no_exception(at)

@@ -165,6 +165,9 @@ def test_training_time_over_the_limit_is_refused(checkpoint_bytes):
         evaluate_submission(checkpoint_bytes, limits, trained_seconds=31)
     with pytest.raises(SubmissionError, match="unknown"):
         evaluate_submission(checkpoint_bytes, limits, trained_seconds=float("nan"))
+    halves = ChallengeLimits(max_params=100_000, max_seconds=1.5)  # a limit is never shown rounded
+    with pytest.raises(SubmissionError, match=r"trained for 1\.6 s; this challenge allows at most 1\.5 s"):
+        evaluate_submission(checkpoint_bytes, halves, trained_seconds=1.6)
 
 
 def test_only_finished_runs_trained_here_enter(checkpoint_bytes, finished_run):

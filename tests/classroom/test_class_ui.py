@@ -448,3 +448,13 @@ def test_sqlalchemy_is_loaded_only_when_a_class_needs_the_store():
     result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_challenge_time_limit_is_shown_as_typed(klass):
+    store, code, lecturer, _ = klass
+    lect = open_as(lecturer, "pages/11_class.py")
+    lect.text_input(key="class.max_seconds").input("1.5")
+    button(lect, "Open the challenge").click().run()
+    no_exception(lect)
+    assert store.current_challenge(code).max_seconds == 1.5
+    assert "**1.5 s** of training" in texts(lect.markdown)  # before: rounded to "2 s"

@@ -149,3 +149,21 @@ def test_class_lifetime_defaults_to_seven_days_and_is_configurable(monkeypatch):
     for bad in (0, -1, float("nan")):
         with pytest.raises(ClassroomError):
             security.class_ttl_s(bad)
+
+
+@pytest.mark.parametrize("typed, says", [
+    ("", "is empty"),
+    ("  - ", "is empty"),
+    ("K0QMPX", "it has 0, and codes leave out"),
+    ("kilo12", "it has 1 and I and L"),
+    ("ab#cde", "6 letters and digits"),
+    ("Q" * 17, "this has 17"),
+])
+def test_why_a_typed_code_cannot_be_a_code(typed, says):
+    assert says in security.code_problem(typed)
+    assert security.normalize_code(typed) == ""  # the two agree on what is not a code
+
+
+@pytest.mark.parametrize("typed", ["K7QMPX", "k7q-mpx", " k7q mpx "])
+def test_a_code_as_a_student_types_it_has_no_problem(typed):
+    assert security.code_problem(typed) is None and security.normalize_code(typed) == "K7QMPX"
