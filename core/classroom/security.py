@@ -71,10 +71,12 @@ def configured_lecturer_key(secrets_map: Mapping | None = None) -> str | None:
 
 def check_lecturer_key(given: str | None, configured: str | None,
                        wrong_delay_s: float = WRONG_KEY_DELAY_S) -> bool:
-    """True if `given` is the configured key (constant-time compare); after a wrong key, a short wait."""
+    """True if `given` is the configured key (constant-time compare); after a wrong key, a short wait.
+    Spaces around `given` do not count: a pasted key often brings them, and the configured key
+    never has any (configured_lecturer_key strips it)."""
     if not configured:
         return False
-    ok = hmac.compare_digest(_digest(str(given or "")), _digest(configured))
+    ok = hmac.compare_digest(_digest(str(given or "").strip()), _digest(configured))
     if not ok and wrong_delay_s > 0:
         time.sleep(wrong_delay_s)
     return ok

@@ -15,7 +15,8 @@ from core.classroom.security import ClassroomError, RateLimited, RateLimiter, cl
 
 def test_lecturer_key_compare_accepts_only_the_exact_key():
     assert security.check_lecturer_key("s3cret key", "s3cret key", wrong_delay_s=0)
-    for wrong in ("s3cret", "s3cret key ", "S3CRET KEY", "", None):
+    assert security.check_lecturer_key("  s3cret key \t", "s3cret key", wrong_delay_s=0)  # pasted with spaces
+    for wrong in ("s3cret", "s3cretkey", "s3cret  key", "S3CRET KEY", "", None):
         assert not security.check_lecturer_key(wrong, "s3cret key", wrong_delay_s=0)
     assert not security.check_lecturer_key("anything", None, wrong_delay_s=0)  # class mode off
     assert not security.check_lecturer_key("", "", wrong_delay_s=0)
