@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import difflib
 import functools
 import itertools
 import json
@@ -457,27 +458,85 @@ def to_lesson(obj: Any, *, name: str, page: str, locked: set[str] | list[str] = 
 
 @dataclasses.dataclass
 class LoadedLesson:
-    """A loaded lesson: settings object, its name and the locked field names."""
+    """A loaded lesson: settings object, its name and the locked field names.
+
+    `ignored` names what the file held that this page cannot use (a mistyped setting or lock
+    name): the rest still loads, but a teacher must hear that "max_lenght" did nothing."""
 
     settings: Any
     name: str
     locked: set[str]
+    ignored: list[str] = dataclasses.field(default_factory=list)
+
+
+MAX_IGNORED_SHOWN = 6  # a notice names this many unknown keys; a file of thousands stays one line
+BOMS_UTF16 = (b"\xff\xfe", b"\xfe\xff")  # Notepad's "Unicode" / "Unicode big endian"
+
+
+def _decode_lesson(data: bytes | str) -> str:
+    """The file's text. utf-8-sig drops the byte-order mark Windows Notepad writes before UTF-8
+    (strict utf-8 refused those files); a UTF-16 file is decoded from its own mark."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    return data.decode("utf-16" if data[:2] in BOMS_UTF16 else "utf-8-sig")
+
+
+def _did_you_mean(name: str, known: set[str]) -> str:
+    """"; did you mean max_length?" for a near miss of a known name, else ""."""
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _unknown_names(names: Sequence[str], known: set[str], prefix: str, what: str) -> list[str]:
+    """One notice per name that is not in `known`, kept short (the names come from the file)."""
+    unknown = [str(n) for n in names if n not in known]
+    notes = [f"{prefix}{n[:40]} (not {what} of this page{_did_you_mean(n[:40], known)})"
+             for n in unknown[:MAX_IGNORED_SHOWN]]
+    if len(unknown) > MAX_IGNORED_SHOWN:
+        notes.append(f"and {len(unknown) - MAX_IGNORED_SHOWN} more")
+    return notes
+
+
+def _read_locks(raw: Any, known: set[str]) -> tuple[set[str], list[str]]:
+    """The locked field names, and notices for what could not be used. A `locked` that is not a
+    list locks nothing (a string is not guessed at: "stride" and "s,t,r" read alike to a loop),
+    and says so: a teacher who wrote "locked": "stride" believes the control is locked."""
+    if not isinstance(raw, list):
+        return set(), [f"locked (it must be a list of control names, like [\"stride\"], not "
+                       f"{_json_kind(raw)}; no control was locked)"]
+    names = [x for x in raw if isinstance(x, str)]
+    odd = [f"locked: {_shown(x)} (not a control name)" for x in raw if not isinstance(x, str)]
+    return set(names) & known, _unknown_names(names, known, "lock ", "a control") + odd[:2]
+
+
+def _json_kind(value: Any) -> str:
+    """A JSON value's kind in a teacher's words ("text", not "str")."""
+    kinds = [(bool, "true/false"), (str, "text"), (dict, "an object"), ((int, float), "a number")]
+    return next((word for kind, word in kinds if isinstance(value, kind)), "null")
+
+
+def _lesson_name(raw: Any) -> str:
+    """The lesson's title: one line of at most 80 characters (it is shown in a notice)."""
+    if not isinstance(raw, str):
+        return "lesson"
+    return " ".join(raw.split())[:80] or "lesson"  # line breaks would start new Markdown blocks
 
 
 def from_lesson(cls: type, data: bytes | str, *, page: str) -> tuple[LoadedLesson, list[str]]:
-    """Parse and validate a lesson file; raise SettingsError when nothing usable is in it."""
+    """Parse and validate a lesson file; raise SettingsError when nothing usable is in it.
+    Returns the lesson and the notices for values that fell back to their defaults; what the file
+    held that the page has no use for is listed in `LoadedLesson.ignored`."""
     if len(data) > MAX_LESSON_BYTES:
         raise SettingsError(f"the lesson file is too large ({len(data):,} bytes; "
                             f"the limit is {MAX_LESSON_BYTES:,})")
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        lesson = json.loads(text)
+        lesson = json.loads(_decode_lesson(data))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise SettingsError("this is not a lesson file (it is not valid UTF-8 JSON)") from exc
+        raise SettingsError("this is not a lesson file (it is not valid JSON text in UTF-8 or UTF-16)") from exc
     if not isinstance(lesson, dict) or lesson.get("format") != LESSON_FORMAT:
         raise SettingsError("this is not an Attention Lab lesson file")
     if lesson.get("version") != LESSON_VERSION:
-        raise SettingsError(f"unsupported lesson version {lesson.get('version')!r}")
+        raise SettingsError(f"unsupported lesson version {_shown(lesson.get('version'))}")
     if lesson.get("page") != page:
         raise SettingsError(f"this lesson is for the page {str(lesson.get('page'))[:40]!r}, "
                             f"not this one ({page!r})")
@@ -487,8 +546,6 @@ def from_lesson(cls: type, data: bytes | str, *, page: str) -> tuple[LoadedLesso
     errors: list[str] = []
     obj = _finish(cls, _apply(cls, settings, errors), errors)
     known = {f.name for f in dataclasses.fields(cls)}
-    locked_raw = lesson.get("locked", [])
-    locked = {x for x in locked_raw if isinstance(x, str) and x in known} \
-        if isinstance(locked_raw, list) else set()
-    name = lesson.get("name") if isinstance(lesson.get("name"), str) else "lesson"
-    return LoadedLesson(obj, name[:80], locked), errors
+    locked, lock_notes = _read_locks(lesson.get("locked", []), known)
+    ignored = _unknown_names(list(settings), known, "", "a setting") + lock_notes
+    return LoadedLesson(obj, _lesson_name(lesson.get("name")), locked, ignored), errors

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 import streamlit as st
 
 from core import settings as core_settings
+from core.classroom.security import escape_markdown
 from ui import state
 
 log = logging.getLogger("attention_lab")
@@ -171,10 +172,19 @@ def load_lesson_bytes(prefix: str, cls: type, page: str, data: bytes) -> bool:
     try:
         lesson, errors = core_settings.from_lesson(cls, data, page=page)
     except core_settings.SettingsError as exc:
-        st.error(f"Lesson not loaded: {exc}. Your current settings are unchanged.", icon=":material/block:")
+        st.error(f"Lesson not loaded: {_md(exc)}. Your current settings are unchanged.", icon=":material/block:")
         return False
     state.replace_settings(prefix, lesson.settings, lesson.locked)
     if errors:
-        st.warning("Lesson loaded with defaults for: " + "; ".join(errors[:6]), icon=":material/warning:")
-    st.success(f"Lesson “{lesson.name}” loaded.", icon=":material/check_circle:")
+        st.warning("Lesson loaded with defaults for: " + _md("; ".join(errors[:6])), icon=":material/warning:")
+    if lesson.ignored:  # a mistyped setting or lock did nothing: the teacher must hear which
+        st.warning("Not used from this lesson: " + _md("; ".join(lesson.ignored)), icon=":material/warning:")
+    st.success(f"Lesson “{_md(lesson.name)}” loaded.", icon=":material/check_circle:")
     return True
+
+
+def _md(text: Any) -> str:
+    """Text from a lesson file, made literal inside a Markdown notice. The name, setting names
+    and values are the file author's: unescaped, `**x**`, `:red[x]` or `![](http://...)` would be
+    drawn, and an image link would make every student's browser fetch a remote address."""
+    return escape_markdown(str(text))

@@ -14,6 +14,7 @@ import json
 import pytest
 
 from core import settings as cs
+from core.lessons.small_lm import SmallLMSettings
 from tests.app.conftest import assert_no_exception, open_page
 from ui import layout, nav
 
@@ -151,3 +152,62 @@ def test_a_loaded_lesson_takes_effect_and_stays(page, page_id):
     at.run()  # the next rerun must keep the lesson's value
     assert_no_exception(at)
     assert getattr(at.session_state[prefix], field) == value, (page, field)
+
+
+# ---------------------------------------------------------------- what a lesson file cannot use
+SMALL_LM = "pages/6_small_lm.py"
+
+
+def _upload_small_lm_lesson(data: bytes):
+    """The Small LM page with "Lesson presets" open and `data` uploaded as a lesson file."""
+    at = open_page(SMALL_LM)
+    at.session_state[layout.panel_key("small_lm")] = True
+    at.run()
+    lesson_uploader(at, "small_lm").upload("lesson.json", data, "application/json").run()
+    assert_no_exception(at)
+    return at
+
+
+def _small_lm_lesson(settings: dict, **extra) -> bytes:
+    return json.dumps({"format": cs.LESSON_FORMAT, "version": cs.LESSON_VERSION, "page": "small-lm",
+                       "settings": settings, **extra}).encode()
+
+
+def test_unknown_settings_and_locks_of_a_lesson_are_named():
+    at = _upload_small_lm_lesson(_small_lm_lesson({"temprature": 2.0, "seed": 7},
+                                                  locked=["seed", "temprature"]))
+    assert at.session_state["small_lm"].seed == 7  # what it can, the lesson still sets
+    assert at.session_state["small_lm.__locked"] == {"seed"}
+    notice = " ".join(w.value for w in at.warning)
+    assert "temprature \\(not a setting of this page; did you mean temperature?\\)" in notice
+    assert "lock temprature \\(not a control of this page; did you mean temperature?\\)" in notice
+    assert at.success  # loaded, with the notice beside it
+
+
+def test_a_locked_that_is_not_a_list_is_reported_on_the_page():
+    at = _upload_small_lm_lesson(_small_lm_lesson({"seed": 7}, locked="seed"))
+    assert at.session_state["small_lm.__locked"] == set()
+    assert "no control was locked" in " ".join(w.value for w in at.warning)
+
+
+def test_a_lesson_saved_by_notepad_with_a_byte_order_mark_loads():
+    lesson = cs.to_lesson(SmallLMSettings(seed=7), name="bom", page="small-lm")
+    for data in (lesson.encode("utf-8-sig"), lesson.encode("utf-16")):
+        at = _upload_small_lm_lesson(data)
+        assert not at.error, [e.value for e in at.error]
+        assert at.session_state["small_lm"].seed == 7 and at.success
+
+
+def test_a_lesson_name_is_shown_as_plain_text():
+    name = "**bold** :red[x] ![i](http://example.com/a.png) <img src=x>"
+    at = _upload_small_lm_lesson(_small_lm_lesson({"seed": 7}, name=name))
+    shown = at.success[0].value
+    assert "\\*\\*bold\\*\\*" in shown and "\\:red\\[x\\]" in shown  # every marker escaped
+    assert "![" not in shown and "](" not in shown and "<img" not in shown
+
+
+def test_a_refused_lesson_is_quoted_as_plain_text():
+    data = json.dumps({"format": cs.LESSON_FORMAT, "version": cs.LESSON_VERSION,
+                       "page": "![i](http://example.com/a.png)", "settings": {}}).encode()
+    at = _upload_small_lm_lesson(data)
+    assert at.error and "](" not in at.error[0].value

@@ -160,6 +160,65 @@ def test_lesson_with_bad_values_loads_defaults_for_them():
     assert len(errors) == 2 and lesson.locked == set()
 
 
+def _lesson_text(settings, **extra) -> str:
+    return json.dumps({"format": "attention-lab-lesson", "version": 1, "page": "p",
+                       "settings": settings, **extra})
+
+
+def test_unknown_settings_in_a_lesson_are_named_with_a_guess():
+    text = _lesson_text({"querry": 0, "causal": False})
+    lesson, errors = cs.from_lesson(Demo, text, page="p")
+    assert lesson.settings == Demo(causal=False) and errors == []  # what it can, it applies
+    assert lesson.ignored == ["querry (not a setting of this page; did you mean query?)"]
+
+
+def test_unknown_lock_names_are_named_and_known_ones_kept():
+    text = _lesson_text({"query": 0}, locked=["query", "casual", "zzzzzz", 7])
+    lesson, _ = cs.from_lesson(Demo, text, page="p")
+    assert lesson.locked == {"query"}
+    assert lesson.ignored == ["lock casual (not a control of this page; did you mean causal?)",
+                              "lock zzzzzz (not a control of this page)",
+                              "locked: 7 (not a control name)"]
+
+
+@pytest.mark.parametrize("locked, kind", [("causal", "text"), ({"causal": True}, "an object"),
+                                          (None, "null"), (1, "a number"), (True, "true/false")])
+def test_a_locked_that_is_not_a_list_is_reported(locked, kind):
+    lesson, _ = cs.from_lesson(Demo, _lesson_text({}, locked=locked), page="p")
+    assert lesson.locked == set()
+    assert len(lesson.ignored) == 1 and f"not {kind}; no control was locked" in lesson.ignored[0]
+
+
+def test_a_lesson_full_of_unknown_keys_gives_a_short_notice():
+    lesson, _ = cs.from_lesson(Demo, _lesson_text({f"k{i}" + "x" * 100: 1 for i in range(1000)}), page="p")
+    assert len(lesson.ignored) == cs.MAX_IGNORED_SHOWN + 1 and lesson.ignored[-1] == "and 994 more"
+    assert max(len(note) for note in lesson.ignored) < 120
+
+
+def test_a_saved_lesson_loads_without_notices():
+    lesson, errors = cs.from_lesson(Demo, cs.to_lesson(Demo(), name="n", page="p", locked=["query"]), page="p")
+    assert errors == [] and lesson.ignored == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be"])
+def test_a_lesson_saved_with_a_byte_order_mark_loads(encoding):
+    text = cs.to_lesson(Demo(query=0), name="Café", page="p")
+    data = text.encode(encoding)
+    if not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        data = "\ufeff".encode(encoding) + data  # what Notepad writes before UTF-16 text
+    lesson, errors = cs.from_lesson(Demo, data, page="p")
+    assert lesson.settings == Demo(query=0) and lesson.name == "Café" and errors == []
+    lesson, _ = cs.from_lesson(Demo, "\ufeff" + text, page="p")  # text read by a BOM-unaware reader
+    assert lesson.name == "Café"
+
+
+def test_a_lesson_name_is_one_line():
+    lesson, _ = cs.from_lesson(Demo, _lesson_text({}, name="# Title\n\n---\nmore"), page="p")
+    assert lesson.name == "# Title --- more"
+    lesson, _ = cs.from_lesson(Demo, _lesson_text({}, name=" \n "), page="p")
+    assert lesson.name == "lesson"
+
+
 def test_a_typed_number_is_taken_exactly_or_refused_with_the_reason():
     from core.settings import SettingsError, number_range, parse_number_text
 
