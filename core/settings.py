@@ -194,13 +194,26 @@ def _parse_number(value: Any, kind: type) -> int | float:
     if isinstance(value, bool):
         raise SettingsError("expected a number, got true/false")
     try:
-        number = kind(value) if kind is float else int(str(value).strip())
-    except (TypeError, ValueError) as exc:
+        number = kind(value) if kind is float else _whole_number(value)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise SettingsError(f"expected {'a number' if kind is float else 'a whole number'}, "
                             f"got {str(value)[:40]!r}") from exc
     if kind is float and not math.isfinite(number):
         raise SettingsError("expected a finite number")
     return number
+
+
+def _whole_number(value: Any) -> int:
+    """A whole number from a link or a lesson: "4" and also "4.0" or 4.0 (a number box takes 4.0
+    as 4, and a spreadsheet or a JSON writer may add the ".0"); never 4.5 or "nan"."""
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        number = float(text)  # ValueError for what is no number at all
+        if not number.is_integer():  # 4.5, and nan or inf, which are not whole either
+            raise ValueError(text) from None
+        return int(number)
 
 
 def _number_words(value: int | float, kind: type) -> str:

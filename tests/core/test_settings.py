@@ -243,3 +243,23 @@ def test_a_typed_number_is_taken_exactly_or_refused_with_the_reason():
         parse_number_text("0,5", float, {})
     assert number_range(int, steps) == "a whole number from 1 to 100,000"
     assert number_range(float, {"min": 0.0, "max": 1.0}) == "a number from 0 to 1"
+
+
+
+@pytest.mark.parametrize("given", ["2.0", " 2 ", "2e0", "+2.000"])
+def test_a_link_may_write_a_whole_number_with_a_point_zero(given):
+    obj, errors = cs.from_params(Demo, {"query": given})
+    assert obj.query == 2 and errors == []
+
+
+def test_a_lesson_may_hold_a_whole_number_as_a_json_float():
+    lesson = json.loads(cs.to_lesson(Demo(query=2), name="x", page="p"))
+    lesson["settings"]["query"] = 2.0  # what some JSON writers put for 2
+    loaded, errors = cs.from_lesson(Demo, json.dumps(lesson), page="p")
+    assert loaded.settings.query == 2 and errors == []
+
+
+@pytest.mark.parametrize("given", ["1.5", "nan", "inf", "two", "1e400"])
+def test_a_whole_number_field_still_refuses_what_is_not_whole(given):
+    obj, errors = cs.from_params(Demo, {"query": given})
+    assert obj.query == Demo().query and errors and "whole number" in errors[0]
