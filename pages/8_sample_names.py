@@ -45,13 +45,32 @@ def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> lesson.SampleRes
     return result
 
 
+def _link(settings: lesson.SampleSettings, result: lesson.SampleResult | None,
+          refused: bool) -> lesson.SampleSettings:
+    """What the address bar holds. While the model refuses the settings (a prefix it cannot read),
+    a link with them would reopen the error on every reload or share, so it holds the last draw's
+    settings (with the name and step in view) or, with no draw yet, the settings less the prefix."""
+    if not refused:
+        return settings
+    if result is None:
+        return dataclasses.replace(settings, prefix=lesson.SampleSettings().prefix)
+    return dataclasses.replace(result.settings, chosen=settings.chosen, step=settings.step)
+
+
+def _corrected(field: str, value: int, notice: str) -> None:
+    """A name or step this draw does not have (from a link, a lesson, or fewer names asked for):
+    show `value` instead and say so, rather than quietly showing something else."""
+    set_field(PREFIX, field, value)  # a locked field keeps the lesson's value (and so its notice)
+    st.warning(notice, icon=":material/warning:")
+
+
 result, refused = None, True
 with friendly_errors("the sampled names"):
     result, refused = _sampled(run, settings), False
 if result is None:
     result = st.session_state.get(LAST_KEY)
-    if result is None:
-        sync_url(settings)
+    if result is None:  # nothing drawn yet: the error above is all there is to show
+        sync_url(_link(settings, None, refused))
         st.stop()
     # every figure, number and name below is this earlier draw; the caption says which
     st.caption(f"Showing the last names that could be sampled: {result.describe()}.")
@@ -62,7 +81,7 @@ if result is None:
 samples = list(result.samples)
 
 if not class_polls.ask(questions.novel_name()):  # in a class: the labels wait for the poll
-    sync_url(settings)
+    sync_url(_link(settings, result, refused))
     st.stop()
 shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
@@ -93,28 +112,34 @@ if run is None:  # the earlier draw's model has changed since: its probabilities
     st.info("The model that drew these names has trained on (or was let go) since, so what it "
             "weighed for them cannot be shown. Correct the setting above to sample from the "
             "current model.", icon=":material/info:")
-    sync_url(dataclasses.replace(result.settings, chosen=settings.chosen, step=settings.step))
+    sync_url(_link(settings, result, refused))
     st.stop()
 names = [s.name for s in samples]
-if settings.chosen >= len(names):
-    set_field(PREFIX, "chosen", 0)
-bound(st.selectbox, "Name to take apart", settings, "chosen", prefix=PREFIX,
-      options=list(range(len(names))),
-      format_func=lambda i: f"{names[i] or '(empty)'} ({lesson.LABEL_TITLES[samples[i].label]})")
-name = names[settings.chosen]
+chosen, notice = lesson.name_in_range(settings.chosen, names)
+if notice:
+    _corrected("chosen", chosen, notice)
+# to_widget: a locked out-of-range value (set_field leaves it) shows as the name actually taken apart
+chosen = lesson.name_in_range(
+    bound(st.selectbox, "Name to take apart", settings, "chosen", prefix=PREFIX,
+          options=list(range(len(names))), to_widget=lambda i: lesson.name_in_range(i, names)[0],
+          format_func=lambda i: f"{names[i] or '(empty)'} ({lesson.LABEL_TITLES[samples[i].label]})"),
+    names)[0]
+name = names[chosen]
 with friendly_errors("the next-character probabilities"):
     steps = lesson.name_steps(run, name)
-    if settings.step > len(name):
-        set_field(PREFIX, "step", 0)
-    if len(name) >= 1:
-        bound(st.slider, "Step", settings, "step", prefix=PREFIX, min_value=0, max_value=len(name),
-              help="Step t: the model has read “.” and the first t letters and weighs the next one.")
-    else:
-        settings.step = 0
+    step, notice = lesson.step_in_range(settings.step, name)
+    if notice:
+        _corrected("step", step, notice)
+    if len(name) >= 1:  # an empty name has step 0 only: no slider to move
+        step = lesson.step_in_range(
+            bound(st.slider, "Step", settings, "step", prefix=PREFIX, min_value=0, max_value=len(name),
+                  to_widget=lambda t: lesson.step_in_range(t, name)[0],
+                  help="Step t: the model has read “.” and the first t letters and weighs the next one."),
+            name)[0]
     training.show_cached_chart(
-        lambda: names_charts.step_bars_chart(steps, settings.step, lecture=lecture_mode()),
-        (run.run_id, run.step, name, settings.step), name="Next-character probabilities at one step", key="sample.bars",
-        caption=(f"Probability of each next character after “{steps.contexts[settings.step]}” "
+        lambda: names_charts.step_bars_chart(steps, step, lecture=lecture_mode()),
+        (run.run_id, run.step, name, step), name="Next-character probabilities at one step", key="sample.bars",
+        caption=(f"Probability of each next character after “{steps.contexts[step]}” "
                  f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
                  "distribution before temperature and top-k."))
     training.show_cached_chart(
@@ -129,5 +154,4 @@ with friendly_errors("the next-character probabilities"):
 show_code([lesson.sample_result, lesson.sample_for_page, sample_names, label_shares, lesson.name_steps,
            next_char_distributions])
 # a refused setting stays in its box to be corrected, but the link keeps the names shown
-sync_url(dataclasses.replace(result.settings, chosen=settings.chosen, step=settings.step)
-         if refused else settings)
+sync_url(_link(settings, result, refused))

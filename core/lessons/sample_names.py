@@ -108,6 +108,29 @@ def clean_prefix(prefix: str, tokenizer: CharTokenizer) -> str:
     return in_alphabet(prefix, tokenizer, "the prefix")
 
 
+def name_in_range(chosen: int, names: list[str]) -> tuple[int, str | None]:
+    """The sampled name to take apart: `chosen`, or the last one with a notice saying why when
+    `chosen` is beyond this draw (a link or lesson written for more names, or fewer names asked
+    for since). The notice numbers names from 1, as people count the rows of the table."""
+    if chosen < len(names):
+        return chosen, None
+    last = len(names) - 1  # n is at least 1 (SampleSettings.n), so there is a last name
+    return last, (f"Name {chosen + 1} is not among the {len(names)} sampled names, so the last one, "
+                  f"name {last + 1} (“{names[last] or '(empty)'}”), is shown.")
+
+
+def step_in_range(step: int, name: str) -> tuple[int, str | None]:
+    """The step of `name` to show: `step`, or the last one with a notice saying why. Steps are
+    numbered from 0, as on the page's Step slider: step t has read “.” and t letters, so a name
+    of L letters has steps 0 to L (the last one weighs the end of the name)."""
+    last = len(name)
+    if step <= last:
+        return step, None
+    count = "only step 0" if last == 0 else f"{last + 1} steps (0 to {last})"
+    return last, (f"“{name or '(empty)'}” has {count}, so there is no step {step}; "
+                  f"the last one, step {last}, is shown.")
+
+
 def samples_table(samples: list[SampledName]) -> pd.DataFrame:
     """One row per sampled name: the name, its length and where it stands."""
     return pd.DataFrame({"name": [s.name or "(empty)" for s in samples],

@@ -9,6 +9,7 @@ import pytest
 
 from core import runs, settings as core_settings, train_settings
 from core.lessons import sample_names
+from ui import layout
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.gpt_helpers import book_of, chart_rows, chart_titles, texts, tiny_trained_book
 
@@ -197,3 +198,77 @@ def test_refusal_icon_and_where_column_render_in_a_plain_browser():
     assert at.error and all(e.icon == ":material/block:" for e in at.error)  # not an emoji: no font needed
     config = json.loads(at.dataframe[0].proto.columns)
     assert config["where"]["width"] == "large"  # the "where" column gets room for its words
+
+
+# ------------------------------------------ a name or step the draw lacks; a refused link prefix
+
+def _drawn(at) -> list[str]:
+    """The names the page drew with its default settings, as the model spells them."""
+    return [s.name for s in sample_names.sample_for_page(book_of(at).current, sample_names.SampleSettings())]
+
+
+def _taken_apart(at) -> str:
+    """The name the step-by-step table takes apart (its "next" column spells it, then ".")."""
+    return "".join(at.dataframe[1].value["next"])[:-1]
+
+
+def test_a_link_to_a_name_beyond_the_draw_shows_the_last_name_and_says_so():
+    """Audit: ?chosen=150 with 20 names was set back to name 0 with no word, and left the link."""
+    at = with_model(query={"chosen": "150"})
+    last = _drawn(at)[-1]
+    assert "Name 151 is not among the 20 sampled names, so the last one, name 20" in texts(at.warning)
+    assert _taken_apart(at) == last and at.selectbox(key=_key(at, "chosen")).value == 19
+    assert at.query_params.get("chosen") in (["19"], "19")  # the link says what is shown
+
+
+def test_a_link_to_a_step_beyond_the_name_shows_the_last_step_and_says_so():
+    """Audit: ?step=55 was set back to step 0 with no word, and left the link."""
+    at = with_model(query={"step": "55"})
+    first = _drawn(at)[0]
+    last = len(first)  # steps 0..len(name), numbered from 0 as on the slider
+    assert f"has {last + 1} steps (0 to {last}), so there is no step 55" in texts(at.warning)
+    assert at.slider(key=_key(at, "step")).value == last
+    assert any(t.startswith(f"After “.{first}”") for t in chart_titles(at))
+    assert at.query_params.get("step") in ([str(last)], str(last))
+
+
+@pytest.mark.parametrize("locked", [[], ["chosen", "step"]])
+def test_a_lesson_naming_a_name_and_step_the_draw_lacks_says_so(locked):
+    """Audit: a lesson saying "name 150, step 40" showed name 0, step 0 under "Lesson loaded";
+    with those fields locked the page crashed (IndexError), as set_field leaves a locked value."""
+    at = with_model()
+    at.session_state[layout.panel_key("sample")] = True  # open "Lesson presets": its uploader exists
+    at.run()
+    data = core_settings.to_lesson(sample_names.SampleSettings(chosen=150, step=40), name="far",
+                                   page="sample", locked=locked)
+    uploader = next(u for u in at.file_uploader if u.key == "sample.lesson_file")
+    uploader.upload("far.json", data.encode(), "application/json").run()
+    assert_no_exception(at)
+    last = _drawn(at)[-1]
+    notices = texts(at.warning)
+    assert "Name 151 is not among the 20 sampled names" in notices
+    assert f"so there is no step 40; the last one, step {len(last)}, is shown" in notices
+    assert _taken_apart(at) == last and at.selectbox(key=_key(at, "chosen")).value == 19
+    assert at.slider(key=_key(at, "step")).value == len(last)
+
+
+@pytest.mark.parametrize("prefix, message", [("a.b", 'must not contain "."'), ("ab cd", "never saw: ' '"),
+                                             ("\x00", "never saw: '\\x00'")])
+def test_a_refused_link_prefix_is_not_kept_in_the_link(prefix, message):
+    """Audit: the refused prefix stayed in the address bar, so a reload or a share reopened the error."""
+    at = with_model(query={"prefix": prefix, "n": "7"})
+    assert message in texts(at.error)
+    assert at.text_input(key=_key(at, "prefix")).value == prefix  # left in its box to be corrected
+    assert "prefix" not in at.query_params and at.query_params.get("n") in (["7"], "7")
+    at.run()  # a rerun keeps both the error and the cleaned link
+    assert message in texts(at.error) and "prefix" not in at.query_params
+
+
+def test_a_prefix_refused_after_a_draw_leaves_the_last_good_prefix_in_the_link():
+    """The other way in: a good link, then a refused prefix typed; the link keeps the good one."""
+    at = with_model(query={"prefix": "ma"})
+    good = names(at)
+    at.text_input(key=_key(at, "prefix")).input("m.a").run()
+    assert_no_exception(at)
+    assert 'must not contain "."' in texts(at.error) and names(at) == good
+    assert at.query_params.get("prefix") in (["ma"], "ma")
