@@ -41,6 +41,43 @@ def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bo
                 (), figure=figure, name="sliding windows", caption=caption)
 
 
+def locked_batch_for_text(settings: tokens_data.TokensDataSettings,
+                          batch_max: int | None) -> tokens_data.TokensDataSettings:
+    """The settings the loader uses when a lesson locks batch_size: the lesson's size, or the
+    number of windows when this text makes fewer. A lock cannot be changed from the page (not
+    even by a "Use batch_size" button: ui.state.set_field ignores locked fields), so without
+    this a lesson's 64 left a short text on an error; the lesson's value itself stays in
+    `settings`, and applies again to a text that makes that many windows."""
+    if batch_max is None or settings.batch_size <= batch_max:
+        return settings
+    return dataclasses.replace(settings, batch_size=batch_max)
+
+
+def fit_batch_to_text(settings: tokens_data.TokensDataSettings,
+                      batch_max: int | None) -> tuple[int | None, int | None]:
+    """Lower the user's batch_size to the windows of a short text, and bring it back as the text
+    grows (tokens_data.fitted_batch_size). Returns (the size before a change this run, else None;
+    the size it is on its way back to, else None)."""
+    # (the size this page set, the user's own choice): a size lowered for a short text comes back
+    set_by_page, wanted = st.session_state.get(f"{PREFIX}.batch_lowered", (None, None))
+    if settings.batch_size != set_by_page:
+        wanted = None  # the user (or a link) chose a size since: that is the choice now
+    batch_size, wanted = tokens_data.fitted_batch_size(settings.batch_size, wanted, batch_max)
+    batch_was = settings.batch_size if batch_size != settings.batch_size else None
+    if batch_was is not None:
+        state.set_field(PREFIX, "batch_size", batch_size)
+    st.session_state[f"{PREFIX}.batch_lowered"] = (batch_size, wanted)
+    return batch_was, wanted
+
+
+def locked_batch_notice(locked_size: int, used_size: int) -> None:
+    """Say why the windows use another batch_size than the one the lesson fixed."""
+    st.warning(f"The lesson fixed batch_size at {locked_size}, but this text only makes {used_size} "
+               f"windows: with drop_last=True a batch of {locked_size} would give no batch at all, so "
+               f"the windows below use batch_size {used_size}. The lesson's {locked_size} applies "
+               "again to a text that makes that many windows.", icon=":material/lock:")
+
+
 st.title("Tokens & data loaders")
 st.markdown(
     "Attention works on vectors, not on letters. This lesson follows one text all the way: "
@@ -119,21 +156,19 @@ with c2:
     state.number_field(settings, "stride", prefix=PREFIX,
                        help="How far the next window starts (the lesson uses 5). "
                             "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
-batch_max, batch_was = None, None
+batch_locked = "batch_size" in state.locked_fields(PREFIX)
+# computed for a locked batch_size too: a lesson's size can be too large for the text as well
+batch_max = tokens_data.batch_size_limit(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
+                                         settings.max_length, settings.stride)
+loader_settings = settings  # what the windows are made with (a locked batch_size may be lowered)
+batch_was, wanted = None, None
 with c3:
-    if "batch_size" not in state.locked_fields(PREFIX):
-        batch_max = tokens_data.batch_size_limit(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
-                                                 settings.max_length, settings.stride)
-    # (the size this page set, the user's own choice): a size lowered for a short text comes back
-    set_by_page, wanted = st.session_state.get(f"{PREFIX}.batch_lowered", (None, None))
-    if settings.batch_size != set_by_page:
-        wanted = None  # the user (or a link) chose a size since: that is the choice now
-    batch_size, wanted = tokens_data.fitted_batch_size(settings.batch_size, wanted, batch_max)
-    if batch_size != settings.batch_size:
-        batch_was = settings.batch_size
-        state.set_field(PREFIX, "batch_size", batch_size)
-    st.session_state[f"{PREFIX}.batch_lowered"] = (batch_size, wanted)
-    state.number_field(settings, "batch_size", prefix=PREFIX, max_value=batch_max,
+    if batch_locked:  # the lesson's value stays in settings; only this text's windows use less
+        loader_settings = locked_batch_for_text(settings, batch_max)
+    else:
+        batch_was, wanted = fit_batch_to_text(settings, batch_max)
+    # a locked box shows the size in use (its object's value); the notice below names the lesson's
+    state.number_field(loader_settings, "batch_size", prefix=PREFIX, max_value=batch_max,
                        help="Windows per batch (the lesson uses 8); at most the number of windows.")
 with c4:
     state.number_field(settings, "seed", prefix=PREFIX, label="Shuffle seed",
@@ -144,7 +179,9 @@ with c5:
     state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
                 help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
 
-if batch_was is not None and settings.batch_size < batch_was:
+if loader_settings is not settings:
+    locked_batch_notice(settings.batch_size, loader_settings.batch_size)
+elif batch_was is not None and settings.batch_size < batch_was:
     st.warning(f"batch_size {batch_was} is larger than the number of windows ({batch_max}): with "
                f"drop_last=True the loader would give no batch at all, so batch_size is now {batch_max}."
                + (f" It goes back to {wanted} when the text makes that many windows." if wanted else ""),
@@ -156,9 +193,10 @@ elif batch_was is not None:
             "you chose.", icon=":material/vertical_align_top:")
 view, loader_ok = None, False
 with friendly_errors("the windows"):
-    view, loader_ok = keep_last_good(f"{PREFIX}.good_view", lambda: tokens_cache.loader_view(text, settings),
-                                     "the windows")
-if not loader_ok and settings.max_length >= 1 and settings.stride >= 1:
+    view, loader_ok = keep_last_good(f"{PREFIX}.good_view",
+                                     lambda: tokens_cache.loader_view(text, loader_settings), "the windows")
+# never offered for a locked batch_size: set_field ignores it, so the button would do nothing
+if not loader_ok and not batch_locked and settings.max_length >= 1 and settings.stride >= 1:
     n_windows_now = core_data.count_windows(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
                                             settings.max_length, settings.stride)
     if 1 <= n_windows_now < settings.batch_size:
@@ -344,6 +382,10 @@ link = dataclasses.replace(settings)
 if view is not None and not loader_ok:
     link.max_length, link.stride, link.batch_size = (view.settings.max_length, view.settings.stride,
                                                      view.settings.batch_size)
+if not loader_ok:
+    # On a first visit there is no last valid view (a link opened on values this text refuses):
+    # the refused window field goes back to its default, or a reload would show the error again.
+    link = tokens_data.windows_that_work(link, tokens_cache.token_summary(text, settings.allow_special).n_bpe)
 if frames is not None and not name_ok:
     link.name, link.name_context = frames[0], frames[1]
 state.sync_url(link)

@@ -180,6 +180,25 @@ def fitted_batch_size(current: int, wanted: int | None, limit: int | None) -> tu
     return size, (target if size < target else None)
 
 
+def windows_that_work(settings: TokensDataSettings, n_tokens: int) -> TokensDataSettings:
+    """`settings` with the window field the text refuses (max_length, else stride) set back to its
+    default, or both when one is not enough; unchanged when the text can be cut into windows.
+
+    For the page's link: a link holding the refused value would reopen on the same error when it
+    is reloaded or shared. A batch_size above the windows is left as it is, because the page
+    lowers it itself (with a notice) when the link is opened."""
+    def works(s: TokensDataSettings) -> bool:
+        return batch_size_limit(n_tokens, s.max_length, s.stride) is not None
+
+    if works(settings):
+        return settings
+    default = TokensDataSettings()
+    tries = [{"max_length": default.max_length}, {"stride": default.stride},
+             {"max_length": default.max_length, "stride": default.stride}]
+    candidates = [dataclasses.replace(settings, **fields) for fields in tries]
+    return next((c for c in candidates if works(c)), candidates[-1])
+
+
 def window_count_formula(n_tokens: int, max_length: int, stride: int) -> str:
     """The count of windows written out: ⌊(n − max_length − 1) / stride⌋ + 1 = N."""
     n = count_windows(n_tokens, max_length, stride)

@@ -363,3 +363,62 @@ def test_lecture_mode_shows_every_heatmap():
     # signed numbers on a scale with two ends (the projector's colour-blind-safe one)
     assert all('"blueorange"' in c.proto.spec for c in charts(at)[1:])
     assert 'font-size:1.15rem' in html(at)  # bigger chips on the projector
+
+
+# ---------------------------------------------------------------- a lesson that locks batch_size
+def _load_lesson(at, locked: list[str], **settings):
+    """Load a lesson file through the sidebar's "Lesson presets", as a lecturer does."""
+    from ui import layout
+
+    lesson = core_settings.to_lesson(tokens_data.TokensDataSettings(**settings), name="big batch",
+                                     page="tokens-data", locked=locked)
+    at.session_state[layout.panel_key(PREFIX)] = True  # open "Lesson presets"
+    at.run()
+    uploader = next(u for u in at.file_uploader if u.key == f"{PREFIX}.lesson_file")
+    uploader.upload("big.json", lesson.encode(), "application/json").run()
+    assert_no_exception(at)
+    return at
+
+
+def test_a_locked_batch_size_too_large_for_the_text_is_used_lowered_with_a_notice():
+    # 203 tokens cut into windows of 8, stride 8: 25 windows, fewer than the lesson's 64
+    at = _load_lesson(fresh(), ["batch_size"], batch_size=64, max_length=8, stride=8)
+    assert not at.error  # no "batch size is larger than the 25 windows" dead end
+    assert ("The lesson fixed batch_size at 64, but this text only makes 25 windows" in warnings(at))
+    assert metrics(at)["Windows"] == "25" and metrics(at)["Batches"] == "1"
+    assert at.dataframe[1].value.shape == (25, 8)  # x of the batch: the windows the text has
+    assert not [b for b in at.button if b.key == f"{PREFIX}.fit_batch"]  # no button that does nothing
+    box = at.text_input(key=key("batch_size", gen=1))
+    assert box.disabled and box.value == "25"  # the size in use, still locked
+    assert at.session_state[PREFIX].batch_size == 64  # the lesson's value is kept for a longer text
+    at.text_input(key=key("stride", gen=1)).input("4").run()  # 49 windows: still lowered
+    assert "this text only makes 49 windows" in warnings(at) and metrics(at)["Batches"] == "1"
+    at.text_input(key=key("stride", gen=1)).input("2").run()  # 98 windows: the lesson's 64 holds
+    assert "The lesson fixed" not in warnings(at) and not at.error
+    assert at.dataframe[1].value.shape == (64, 8)
+
+
+def test_a_locked_batch_size_that_fits_is_left_alone():
+    at = _load_lesson(fresh(), ["batch_size"], batch_size=16)
+    assert not at.error and "The lesson fixed" not in warnings(at)
+    assert metrics(at)["Batches"] == "2" and at.dataframe[1].value.shape == (16, 4)
+
+
+# ---------------------------------------------------------------- a link the page refuses
+def test_a_refused_link_value_leaves_the_address_bar():
+    # max_length 256 leaves 203 tokens too short for one window: the error stays on the page, but a
+    # reload or a shared copy of the address must not open on it again
+    at = open_page(PAGE, query={"max_length": "256", "stride": "1"})
+    assert_no_exception(at)
+    assert "max_length 256 is too long for this text" in errors(at)
+    assert "max_length" not in at.query_params
+    again = open_page(PAGE, query=dict(at.query_params))  # the reload
+    assert_no_exception(again)
+    assert "too long for this text" not in errors(again)
+    assert metrics(again)["Windows"] == metrics(open_page(PAGE, query={"stride": "1"}))["Windows"]
+
+
+def test_a_link_that_works_stays_in_the_address_bar():
+    at = open_page(PAGE, query={"max_length": "8", "stride": "2"})
+    assert not at.error
+    assert (at.query_params.get("max_length"), at.query_params.get("stride")) == ("8", "2")

@@ -580,6 +580,20 @@ def test_fitted_batch_size_lowers_and_comes_back(current, wanted, limit, expecte
     assert tokens_data.fitted_batch_size(current, wanted, limit) == expected
 
 
+@pytest.mark.parametrize("fields, n_tokens, expected", [
+    ({"max_length": 8, "stride": 2}, 203, (8, 2)),      # the text can be cut: kept as it is
+    ({"max_length": 256, "stride": 1}, 203, (4, 1)),    # too long for the text: max_length goes back
+    ({"max_length": 4, "stride": 1}, 400_000, (4, 5)),  # too many window ids: stride goes back
+    ({"max_length": 200, "stride": 1}, 400_000, (4, 5)),  # neither alone is enough: both go back
+    ({"max_length": 8, "stride": 8, "batch_size": 64}, 203, (8, 8)),  # the page lowers a batch itself
+])
+def test_windows_that_work_drops_only_what_the_text_refuses(fields, n_tokens, expected):
+    settings = tokens_data.TokensDataSettings(**fields)
+    fixed = tokens_data.windows_that_work(settings, n_tokens)
+    assert (fixed.max_length, fixed.stride) == expected
+    assert fixed.batch_size == settings.batch_size  # only window fields are set back
+
+
 def test_a_one_token_text_is_called_one_token():
     settings = tokens_data.TokensDataSettings(max_length=4, stride=1, batch_size=1)
     with pytest.raises(ValueError, match="it has 1 token, and one window"):
