@@ -30,12 +30,11 @@ def test_lecture_mode_from_link_is_kept():
     assert at.toggle(key="lecture_mode").value is True
     css = [m.value for m in at.markdown if "<style>" in m.value]
     assert css and "font-size" in css[0]
-    # AppTest drops entry-point widgets from its tree after the first run when st.navigation is
-    # used, so the switch is flipped through session state, exactly what the toggle writes.
-    at.session_state["lecture_mode"] = False
-    at.run()
+    # the sidebar switch itself (every AppTest run goes through the entry: tests/conftest.py)
+    at.toggle(key="lecture_mode").set_value(False).run()
     assert_no_exception(at)
     assert not [m for m in at.markdown if "<style>" in m.value]
+    assert "lecture" not in at.query_params
 
 
 def test_run_times_are_logged_when_asked(tmp_path, monkeypatch):

@@ -64,8 +64,8 @@ def test_a_run_finished_by_the_worker_ends_like_one_finished_in_ticks():
 
 def test_a_whole_page_run_stops_the_worker_and_the_train_page_lets_it_go_on():
     """streamlit_app.py calls stop_workers() at the start of every whole-page run, before the page
-    runs (AppTest runs the entry point only on its first run, so the call is made here as the
-    entry point makes it; the browser test runs it for real)."""
+    runs. The call is made here on its own, so the worker can be seen stopped before the Train
+    page's next tick lets it go on (the browser test checks a real page switch)."""
     from ui.live import stop_workers
 
     at = tiny_page()

@@ -1,7 +1,7 @@
 """Browser test of a run trained in a worker thread (what a CUDA run does when not hosted; forced on
 for the CPU here with ATTENTION_LAB_BACKGROUND_TRAINING=1), on a real server: the page redraws while
 the worker trains, and a visit to another page stops the worker at once. That stop comes from
-streamlit_app.py, which AppTest runs only on its first run, so only a real server can check it."""
+streamlit_app.py while the worker's thread runs beside the server's: a real server checks it."""
 
 from __future__ import annotations
 

@@ -268,13 +268,15 @@ def test_the_follow_tick_finds_the_class_gone_and_says_so(klass):
     # the page's store is another object than this test's: its last read of the class's pulse is
     # shared for PULSE_MAX_AGE_S (as a move made on another replica would be), so outwait it
     time.sleep(class_db.PULSE_MAX_AGE_S + 0.1)
-    at = open_as(ada, None)  # a fresh session: AppTest runs the entry (and its sidebar) on a first run only
+    at.run()  # the student's next run: the follow tick finds the class gone
     no_exception(at)
     assert f"You are no longer in a class: There is no class with the code {code}" in texts(at.sidebar.warning)
     assert MEMBER_SEAT not in at.session_state
     assert class_follow.LEFT_KEY not in at.session_state  # said once
     assert "You are no longer in a class" in texts(at.warning)  # the whole page's warnings hold it too
     assert f"Class {code}" not in texts(at.sidebar.markdown)
+    at.run()
+    assert "You are no longer in a class" not in texts(at.warning)  # said once, then working alone
 
 
 def test_without_a_class_the_page_asks_nobody(klass):
@@ -346,10 +348,8 @@ def test_a_student_exploring_freely_stays_and_can_catch_up(klass):
     at = open_as(ada, None, state={class_follow.FOLLOW_KEY: False})
     assert [t.value for t in at.title][:1] != ["Multi-head attention"]
     assert "The lecturer is on Multi-head attention, step “concat”." in texts(at.sidebar.caption)
-    button(at, "Catch up")
-    # AppTest runs streamlit_app.py (which draws the follow panel) only on a session's first run, so
-    # the click is replayed as the flag its callback sets (the browser test clicks the real button)
-    at = open_as(ada, None, state={class_follow.FOLLOW_KEY: False, class_follow.CATCH_UP_KEY: True})
+    button(at, "Catch up").click().run()  # the real button (every AppTest run draws the panel)
+    no_exception(at)
     assert at.session_state["walkthrough"].mh_step == "concat"
     assert [t.value for t in at.title][:1] == ["Multi-head attention"]
 
