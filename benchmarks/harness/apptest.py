@@ -7,7 +7,7 @@ from benchmarks.harness.server import ROOT
 ENTRY = str(ROOT / "streamlit_app.py")
 
 
-def _entry_point_every_run() -> None:
+def entry_point_every_run() -> None:
     """Make every AppTest run go through streamlit_app.py, as every run on a real server does.
 
     AppTest resets `PagesManager.uses_pages_directory` before each run, and with a `pages/` folder
@@ -38,7 +38,7 @@ def open_app_test(page: str | None = None, *, query: dict[str, str] | None = Non
     changes and `at.run()`."""
     from streamlit.testing.v1 import AppTest
 
-    _entry_point_every_run()
+    entry_point_every_run()
     at = AppTest.from_file(ENTRY, default_timeout=timeout)
     if query:
         at.query_params.update(query)
