@@ -325,6 +325,17 @@ def extend(run: Run, extra_steps: int, lr: float | None = None) -> None:
 # -- the session's runs ----------------------------------------------------------------------------
 
 
+def _first_to_go(others: list[Run]) -> Run:
+    """Beyond MAX_RUNS: the oldest run that never trained, else the oldest one."""
+    untrained = [r for r in others if not _holds_a_model(r)]
+    return (untrained or others)[0]
+
+
+def _holds_a_model(run: Run) -> bool:
+    """A run someone trained (here, or uploaded): letting it go loses a model."""
+    return run.step > 0 or bool(run.origin)
+
+
 @dataclass(eq=False)
 class RunBook:
     """The runs of one session (kept in its session state; freed with it)."""
@@ -361,13 +372,19 @@ class RunBook:
         self.current_id = run.run_id
         self.dropped = []
         while len(self.runs) > MAX_RUNS:
-            others = [r for r in self.runs if r.run_id != self.current_id]
-            untrained = [r for r in others if r.step == 0 and not r.origin]
-            gone = (untrained or others)[0]
-            if gone.step > 0 or gone.origin:
+            gone = _first_to_go([r for r in self.runs if r.run_id != self.current_id])
+            if _holds_a_model(gone):
                 self.dropped.append(gone.label)
             self.runs.remove(gone)
         self.relabel()
+
+    def next_to_go(self) -> Run | None:
+        """The trained run the next new run would let go (the page warns before Start), or None
+        (room left, or the run to go never trained)."""
+        if len(self.runs) < MAX_RUNS:
+            return None
+        gone = _first_to_go(self.runs)  # the new run will be current: every kept run is an "other"
+        return gone if _holds_a_model(gone) else None
 
     def remove(self, run_id: int) -> None:
         self.runs = [r for r in self.runs if r.run_id != run_id]

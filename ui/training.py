@@ -57,9 +57,12 @@ def start_new_run(book: runs.RunBook, settings: train_settings.TrainSettings) ->
     except ValueError as exc:
         st.error(f"Training not started: {exc}", icon=":material/block:")
         return None
-    if book.dropped:
-        st.info(dropped_words(book), icon=":material/info:")
+    if book.dropped:  # kept for the run after the click's st.rerun, which would wipe it here
+        st.session_state[DROPPED_KEY] = dropped_words(book)
     return run
+
+
+DROPPED_KEY = "train.dropped_notice"  # what the last new run let go, shown once after its rerun
 
 
 def dropped_words(book: runs.RunBook) -> str:
@@ -159,6 +162,11 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
     Each click reruns the whole page, so the ticking fragment starts or stops with it."""
     run = book.current
     state_now = run_state(run)
+    dropped = st.session_state.pop(DROPPED_KEY, None)
+    if dropped:
+        st.info(dropped, icon=":material/info:")
+    if not blocked:
+        _warn_before_letting_go(book)
     with st.container(horizontal=True, vertical_alignment="bottom"):
         if state_now == "running":
             if st.button("Pause", key="train.pause", icon=":material/pause:", type="primary",
@@ -190,6 +198,22 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
             broken = dataclasses.replace(settings, causal=False)
             if start_new_run(book, broken) is not None:
                 st.rerun()
+
+
+def _warn_before_letting_go(book: runs.RunBook) -> None:
+    """When the next new run would let a trained run go: say so before the click, with that run's
+    checkpoint to download (the Download button under the chart is the current run's only)."""
+    going = book.next_to_go()
+    if going is None:
+        return
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(f"A session keeps {runs.MAX_RUNS} runs: a new run lets {going.label} go. "
+                   "Download it first to keep its model.")
+        if going.step > 0:
+            st.download_button(f"Download {going.label} (.pt)", data=lambda: runs.run_to_checkpoint(going),
+                               file_name=f"names-gpt-run{going.run_id}-step{going.step}.pt",
+                               mime="application/octet-stream", key="train.download_going",
+                               on_click="ignore", icon=":material/download:", type="tertiary")
 
 
 def forget_run_buttons(book: runs.RunBook) -> None:

@@ -14,6 +14,7 @@ from core import budget, runs, settings as core_settings, train_settings
 from core.lessons import sample_names
 from core.device import resolve_device
 from tests.app.conftest import ROOT, assert_no_exception, open_page
+from tests.app.gpt_helpers import TINY
 from tests.app.gpt_helpers import (
     book_of, current, loss_rows, start_and_finish, texts, tiny_page, tiny_trained_book)
 from tests.helpers import chart_rows
@@ -93,6 +94,29 @@ def test_a_warm_up_longer_than_the_run_is_a_warning_not_a_block():
     assert not at.button(key="train.start").disabled  # it runs: the student may mean it
     at = tiny_page(warmup_steps="100", max_steps="200")
     assert "warm-up" not in texts(at.warning)
+
+
+
+def test_a_trained_run_is_not_let_go_without_a_word():
+    """Six trained runs kept: the page says before Start which one a new run lets go, with its
+    checkpoint to download, and after Start that it went (the click's rerun had wiped that notice)."""
+    book = None
+    for _ in range(runs.MAX_RUNS):
+        book = tiny_trained_book(steps=5, book=book)
+    oldest = book.runs[0]
+    at = open_page(PAGE, query=TINY)
+    at.session_state["gpt.runbook"] = book
+    at.run()
+    assert_no_exception(at)
+    assert f"a new run lets {oldest.label} go" in texts(at.caption)
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert f"Download {oldest.label} (.pt)" in labels  # the run to go can be kept first
+    at.button(key="train.start").click().run()
+    assert_no_exception(at)
+    assert oldest not in book_of(at).runs
+    assert f"so {oldest.label} was let go" in texts(at.info)
+    at.run()
+    assert "was let go" not in texts(at.info)  # said once
 
 
 # ------------------------------------------------------------------------------ a live run

@@ -262,8 +262,19 @@ def test_beyond_the_limit_an_untrained_run_goes_first_and_a_trained_one_is_named
         if run.step == 0:
             run.trainer.train(n_steps=1)
     label = keeper.label
+    assert book.next_to_go() is keeper  # the page warns before the click
     book.create(tiny(seed=99))
     assert keeper not in book.runs and book.dropped == [label]  # the oldest trained one, by name
+    assert book.next_to_go() is None  # the new run never trained: it would go next, and costs no model
+
+
+def test_next_to_go_is_none_while_there_is_room_or_an_untrained_run():
+    book = runs.RunBook(owner="t")
+    book.add(trained(3))
+    assert book.next_to_go() is None  # room left
+    for i in range(runs.MAX_RUNS - 1):
+        book.create(tiny(seed=i))  # untrained
+    assert len(book.runs) == runs.MAX_RUNS and book.next_to_go() is None
 
 
 # ------------------------------------------------------------------------------ labels
