@@ -587,6 +587,10 @@ def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
             + "".join(checkpoint.tokenizer.vocab)[:40] + ") than the names here ("
             + "".join(data.tokenizer.vocab) + "), so its character ids mean something else")
     trainer = Trainer(config, data)
+    saved_on = str(getattr(checkpoint.config, "device", "auto")).lower().partition(":")[0]
+    if saved_on not in ("auto", trainer.device.type):  # shown where a link's absent device is shown
+        trainer.device_message = (f"This checkpoint was trained on {saved_on.upper()}, which this machine "
+                                  f"does not offer: it trains further on the {trainer.device.type.upper()}.")
     state = trainer.state_dict()
     history = _clean_history(checkpoint.history, trainer.history)
     state["model"] = {k: v.clone() for k, v in checkpoint.model.state_dict().items()}

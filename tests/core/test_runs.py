@@ -359,6 +359,16 @@ def test_checkpoint_round_trip_gives_identical_samples():
     assert back.step == 25  # an uploaded model trains on
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_a_checkpoint_trained_on_cuda_says_it_trains_on_here_on_the_cpu():
+    run = trained(5, device="cuda")  # asked for CUDA, trained on the CPU: its config still says cuda
+    back = runs.run_from_checkpoint(runs.run_to_checkpoint(run), "gpu.pt")
+    assert back.trainer.device.type == "cpu"
+    assert back.trainer.device_message == ("This checkpoint was trained on CUDA, which this machine does "
+                                           "not offer: it trains further on the CPU.")
+    assert not runs.run_from_checkpoint(runs.run_to_checkpoint(trained(5)), "cpu.pt").trainer.device_message
+
+
 @pytest.mark.parametrize("data, message", [
     (b"not a checkpoint at all", "not a PyTorch checkpoint"),
     (b"PK\x03\x04" + b"\x00" * 100, "corrupt"),
