@@ -134,8 +134,7 @@ def softmax_step(steps) -> None:
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = walkthrough.predict_then_reveal(
-        settings, wt.question_id("self_top", settings.tokens, settings.embeddings, query,
-                                 projection.W_query.tolist(), projection.W_key.tolist()),
+        settings, walkthrough.scores_question_id("self_top", settings, projection, query),
         f"with these weights, which token does “{q_name}” attend to most?",
         list(range(num_tokens)), lambda i: labels[i], lambda g: g in top,
         f"“{labels[top[0]]}” gets α = {wt.fmt_number(float(weights[query, top[0]]))}. With trainable "

@@ -40,9 +40,7 @@ with bar.controls:  # compact rows: the popover should fit a projector's screen
         state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                     help="model.train(): dropout active. model.eval(): dropout off.")
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
-        state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
-                    max_value=0.9, step=0.05, from_widget=lambda v: round(float(v), 2), width=300,
-                    help="Probability of zeroing each attention weight (only in training mode).")
+        walkthrough.dropout_slider(settings, width=300)
         state.number_field(settings, "dropout_seed", prefix=PREFIX, label="Dropout seed", width=210)
     st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")
     projection = walkthrough.projection_controls(settings, d_in)
@@ -131,8 +129,8 @@ def weights_step(steps) -> None:
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = walkthrough.predict_then_reveal(
-        settings, wt.question_id("causal_top", settings.tokens, settings.embeddings, query,
-                                 projection.W_query.tolist(), settings.causal),
+        settings, walkthrough.scores_question_id("causal_top", settings, projection, query,
+                                                 settings.causal),
         words.text.format(q=q_name),
         list(range(num_tokens)), lambda i: labels[i], lambda g: g in top,
         f"“{labels[top[0]]}” (α = {wt.fmt_number(float(weights[query, top[0]]))})"
@@ -234,8 +232,7 @@ def order_step(steps) -> None:
               ("after_no_renorm", "softmax, mask, no renormalising", orders.after_no_renorm, None)]
     all_sum_to_one = causal_attention.rows_sum_to_one(orders.after_no_renorm)
     reveal_last = walkthrough.predict_then_reveal(
-        settings, wt.question_id("rows_sum", settings.tokens, settings.embeddings,
-                                 projection.W_query.tolist()),
+        settings, walkthrough.scores_question_id("rows_sum", settings, projection),  # always masked
         "if you mask after the softmax and do NOT renormalise, does every row still sum to 1?",
         ["yes", "no"], str, lambda g: g == ("yes" if all_sum_to_one else "no"),
         "No: softmax spread each row's weight over all tokens, and zeroing the future throws part "

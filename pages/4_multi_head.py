@@ -164,9 +164,12 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
     differs = result.head_diffs[1] > 1e-12
     with figure_col:
         revealed = walkthrough.predict_then_reveal(
+            # everything the heads' maps come from: the bias draws shift the heads' weights,
+            # the mask changes the maps (dropout does not: the maps are taken before it)
             settings, wt.question_id("heads_same", settings.tokens, settings.embeddings,
                                      settings.heads_seed, settings.same_init, num_heads,
-                                     settings.heads_d_out, settings.qk_scale),
+                                     settings.heads_d_out, settings.qk_scale, settings.qkv_bias,
+                                     settings.causal),
             "do head 1 and head 2 produce the same attention map?", ["yes", "no"], str,
             lambda g: g == ("no" if differs else "yes"),
             f"Their maps differ by up to {result.head_diffs[1]:.4f}: different initial weights."

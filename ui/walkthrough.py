@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -116,17 +117,47 @@ def page_top(page: str, title: str, intro: str, *, step_field: str, steps: Seque
             embeddings_slot, weights_slot = st.columns(2)
     with embeddings_slot:
         embeddings_editor(settings, expanded=False, notes=area.lesson)
+    show_query_notice(area.lesson)  # after the editor: an edit there may have moved the query
     bar = stepper(settings, step_field, steps, step_labels, area.lesson)
     return PageTop(settings, area, bar, labels=wt.labels_of(settings), inputs=wt.inputs_tensor(settings),
                    weights_slot=weights_slot)
 
 
+QUERY_NOTICE = f"{PREFIX}.query_notice"  # why the query moved, until `show_query_notice` shows it
+
+
 def clamp_query(settings: WalkthroughSettings) -> None:
-    """Keep the query index inside the token list BEFORE its selectbox is created."""
+    """Keep the query index inside the token list BEFORE its selectbox is created.
+
+    A link's query beyond its tokens, or a table made shorter, moves the query to the nearest
+    token; the reason is kept for `show_query_notice` (this may run in a callback, where nothing
+    can be drawn), so that a student never reads numbers for a token they did not choose."""
     last = len(settings.tokens) - 1
-    if not 0 <= settings.query <= last:
-        settings.query = min(max(settings.query, 0), last)
-        st.session_state.pop(state.widget_key(PREFIX, "query"), None)
+    if 0 <= settings.query <= last:
+        return
+    wanted = settings.query
+    settings.query = min(max(wanted, 0), last)
+    st.session_state.pop(state.widget_key(PREFIX, "query"), None)
+    st.session_state[QUERY_NOTICE] = wt.query_moved_text(wanted, settings.query, wt.labels_of(settings))
+
+
+def show_query_notice(where=st) -> None:
+    """The notice of the last `clamp_query` that moved the query, once."""
+    text = st.session_state.pop(QUERY_NOTICE, None)
+    if text:
+        where.warning(text, icon=":material/warning:")
+
+
+def scores_question_id(kind: str, settings: WalkthroughSettings, projection: self_attention.Projection,
+                       *parts) -> str:
+    """The id of a question answered by the attention scores Q Kᵀ / √d_k (which token wins,
+    whether rows sum to 1): the tokens and embeddings, W_q and W_k with their biases (d_k is
+    W_k's width), and `parts` (query, mask ...). A change to any of them asks again, so an old
+    guess is never graded against a map the student has not predicted; W_v is left out, as it
+    does not move the scores."""
+    weights = [None if t is None else t.tolist()
+               for t in (projection.W_query, projection.W_key, projection.b_query, projection.b_key)]
+    return wt.question_id(kind, settings.tokens, settings.embeddings, *weights, *parts)
 
 
 def query_select(settings: WalkthroughSettings, labels: Sequence[str], where=st,
@@ -518,6 +549,38 @@ def book_setup_button(name: str, label: str, where=st) -> None:
     where.button(label, key=f"{PREFIX}.setup.{name}", on_click=_apply_setup, args=(name,),
                  icon=":material/menu_book:",
                  help="The book's embeddings and settings for this printed example.")
+
+
+# ----------------------------------------------------------------------------------- dropout
+DROPOUT_STEP = 0.05  # the Dropout p slider's step
+
+
+def dropout_slider(settings: WalkthroughSettings, width: int = 300) -> float:
+    """The Dropout p slider: the value it shows is the value used. A link's (or a lesson's)
+    value between two steps, 0.123, is kept and shown in full, not rounded to 0.12 while the
+    slider said 0.123; only the float noise of the browser's step arithmetic is removed."""
+    shown = st.session_state.get(state.widget_key(PREFIX, "dropout_p"), settings.dropout_p)
+    return state.bound(st.slider, "Dropout p", settings, "dropout_p", prefix=PREFIX, min_value=0.0,
+                       max_value=0.9, step=DROPOUT_STEP, width=width,
+                       format=slider_format(on_step(shown, DROPOUT_STEP)),
+                       from_widget=lambda v: on_step(v, DROPOUT_STEP),
+                       help="Probability of zeroing each attention weight (only in training mode).")
+
+
+def on_step(value: float, step: float) -> float:
+    """`value` on the step grid without float noise (0.15000000000000002 -> 0.15); a value
+    between two steps (0.123 from a link) is returned as it is."""
+    steps = float(value) / step
+    if abs(steps - round(steps)) < 1e-9:
+        return round(round(steps) * step, 10)
+    return float(value)
+
+
+def slider_format(value: float) -> str:
+    """A printf format that writes `value` in full, with at least 2 decimals (0.123 -> "%0.3f"):
+    the slider's default "%0.2f" would show 0.12 for it."""
+    decimals = -Decimal(repr(float(value))).normalize().as_tuple().exponent
+    return f"%0.{min(max(2, decimals), 15)}f"
 
 
 # ----------------------------------------------------------------------------------- projection

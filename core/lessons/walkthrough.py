@@ -160,6 +160,15 @@ def labels_of(settings: WalkthroughSettings) -> list[str]:
     return unique_labels(settings.tokens)
 
 
+def query_moved_text(wanted: int, used: int, labels: list[str]) -> str:
+    """Why the query is not the one asked for (a link's index beyond the tokens, a shorter
+    table). Tokens are numbered from 1 as on the pages' "Query token" box: x^(1), x^(2) ..."""
+    count = "there is only 1 token" if len(labels) == 1 else f"there are {len(labels)} tokens"
+    which = "only" if len(labels) == 1 else ("first" if used == 0 else "last")
+    return (f"Query token x^({wanted + 1}) does not exist: {count}, so the {which} one, "
+            f"“{labels[used]}” · x^({used + 1}), is used.")
+
+
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     """The largest |a - b| over all entries, in float64 (0.0 for empty tensors); divided by the
     largest |value| of a and b when that is above 1. Why: float64 rounds to ~1e-16 of a number's

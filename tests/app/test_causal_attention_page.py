@@ -3,11 +3,14 @@ masking order, dropout p / seed / train-eval mode, predict-then-reveal, locks an
 
 from __future__ import annotations
 
+import json
+
 from core import settings as core_settings
 from tests.app.conftest import assert_no_exception
 from tests.app.walkthrough_helpers import (
-    PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, set_step,
-    settings_of, warnings)
+    PREFIX, apply_csv, asks, badges, chart, charts, commit_guess, key, markdown, numbers, open_walk,
+    set_step, settings_of, warnings)
+from ui import walkthrough
 
 PAGE = "pages/3_causal_attention.py"
 
@@ -143,3 +146,69 @@ def test_url_round_trip_and_lock():
     assert fresh.toggle(key=key(fresh, "causal")).disabled
     assert fresh.slider(key=key(fresh, "dropout_p")).disabled
     assert not fresh.toggle(key=key(fresh, "train_mode")).disabled
+
+
+W_Q, W_V = [[1, 0], [0, 1], [0, 0]], [[1, 0], [0, 1], [1, 1]]
+W_K_A, W_K_B = [[1, 0], [0, 1], [0, 0]], [[-1, 0], [0, -1], [0, 0]]  # B: the opposite scores
+
+
+def predicting(step: str, W_k, **extra):
+    return page({"predict": "true", "causal_step": step, "custom_weights": json.dumps([W_Q, W_k, W_V]),
+                 **extra})
+
+
+def test_a_new_w_k_asks_the_weights_question_again():
+    # the answer comes from Q Kᵀ: a guess made for W_k A must not be graded against W_k B's map
+    at = predicting("weights", W_K_A, causal="false", query="5")
+    commit_guess(at, "causal_top", 1)
+    assert not asks(at, "causal_top") and chart(at, "A = softmax") is not None
+    settings_of(at).custom_weights = [W_Q, W_K_B, W_V]
+    at.run()
+    assert_no_exception(at)
+    assert asks(at, "causal_top") and "Predict first:" in markdown(at)
+    assert not any(t.startswith("A = softmax") for t in charts(at))  # hidden until the new guess
+    settings_of(at).custom_weights = [W_Q, W_K_A, W_V]  # back: that guess was for these weights
+    at.run()
+    assert not asks(at, "causal_top")
+
+
+def test_a_new_w_k_asks_the_masking_order_question_again():
+    at = predicting("order", W_K_A)
+    commit_guess(at, "rows_sum", "no")
+    assert not asks(at, "rows_sum")
+    settings_of(at).custom_weights = [W_Q, W_K_B, W_V]
+    at.run()
+    assert asks(at, "rows_sum")
+
+
+def test_a_new_w_v_keeps_the_guess():
+    # W_v does not change the scores: asking again would only annoy
+    at = predicting("weights", W_K_A, causal="false", query="5")
+    commit_guess(at, "causal_top", 1)
+    settings_of(at).custom_weights = [W_Q, W_K_A, [[2, 0], [0, 2], [2, 2]]]
+    at.run()
+    assert not asks(at, "causal_top")
+
+
+def test_a_link_dropout_p_between_slider_steps_is_used_as_shown():
+    at = page({"dropout_p": "0.123", "train_mode": "true", "causal_step": "dropout"})
+    slider = at.slider(key=key(at, "dropout_p"))
+    assert settings_of(at).dropout_p == 0.123 == slider.value
+    assert slider.proto.format == "%0.3f"  # the browser writes 0.123, not "%0.2f"'s 0.12
+    assert "p = 0.123:" in markdown(at) and "1/(1 − p) = **1.1403**" in markdown(at)  # not 1/0.88
+    at.toggle(key=key(at, "causal")).set_value(False).run()  # an unrelated change keeps it
+    assert settings_of(at).dropout_p == 0.123
+
+
+def test_a_slider_step_is_used_without_float_noise():
+    at = page({"train_mode": "true", "causal_step": "dropout"})
+    at.slider(key=key(at, "dropout_p")).set_value(0.15000000000000002).run()  # 3 × 0.05 in JS
+    assert settings_of(at).dropout_p == 0.15
+    assert at.slider(key=key(at, "dropout_p")).proto.format == "%0.2f"
+
+
+def test_slider_helpers():
+    assert walkthrough.on_step(0.30000000000000004, 0.05) == 0.3
+    assert walkthrough.on_step(0.123, 0.05) == 0.123 and walkthrough.on_step(0.0, 0.05) == 0.0
+    assert [walkthrough.slider_format(v) for v in (0.0, 0.5, 0.15, 0.123, 1e-5)] == [
+        "%0.2f", "%0.2f", "%0.2f", "%0.3f", "%0.5f"]

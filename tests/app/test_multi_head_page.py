@@ -10,8 +10,8 @@ from core import settings as core_settings
 from core.lessons.walkthrough import WalkthroughSettings
 from tests.app.conftest import assert_no_exception
 from tests.app.walkthrough_helpers import (
-    PREFIX, apply_csv, badges, chart, charts, key, markdown, numbers, open_walk, set_step,
-    settings_of, warnings)
+    PREFIX, apply_csv, asks, badges, chart, charts, commit_guess, key, markdown, numbers, open_walk,
+    set_step, settings_of, warnings)
 
 PAGE = "pages/4_multi_head.py"
 
@@ -133,6 +133,18 @@ def test_predict_whether_heads_differ():
     assert "not quite" in warnings(at) and "different initial weights" in warnings(at)
     w = chart(at, "initial W_q of every head, side by side  (3, 4)")
     assert list(w["col"].unique()) == ["h1·1", "h1·2", "h2·1", "h2·2"]
+
+
+@pytest.mark.parametrize("control, field", [("toggle", "causal"), ("checkbox", "qkv_bias")])
+def test_the_heads_question_is_asked_again_when_the_maps_change(control, field):
+    # the mask changes the maps, and the bias draws change the heads' weights
+    at = page({"predict": "true", "mh_step": "why"})
+    commit_guess(at, "heads_same", "no")
+    assert not asks(at, "heads_same")
+    before = getattr(settings_of(at), field)
+    getattr(at, control)(key=key(at, field)).set_value(not before).run()
+    assert_no_exception(at)
+    assert getattr(settings_of(at), field) != before and asks(at, "heads_same")
 
 
 def test_many_tokens_and_heads():

@@ -4,14 +4,15 @@ predict-then-reveal and a URL round trip."""
 
 from __future__ import annotations
 
+import json
 import pytest
 
 from core import settings as core_settings
 from core.lessons import walkthrough as wt
 from tests.app.conftest import assert_no_exception
 from tests.app.walkthrough_helpers import (
-    PREFIX, apply_csv, badges, chart, charts, errors, key, markdown, numbers, open_expander,
-    open_walk, set_step, settings_of, warnings)
+    PREFIX, apply_csv, asks, badges, chart, charts, commit_guess, errors, key, markdown, numbers,
+    open_expander, open_walk, set_step, settings_of, warnings)
 
 PAGE = "pages/2_self_attention.py"
 
@@ -153,6 +154,19 @@ def test_predict_at_the_softmax_step():
     assert_no_exception(at)
     assert chart(at, "A = softmax") is not None
     assert "right!" in "\n".join(s.value for s in at.success)  # "journey" gets 0.2264, the most
+
+
+def test_a_bias_asks_the_softmax_question_again():
+    # hand-edited W_q, W_k stay as they are when the bias is switched on: only b_q, b_k move the
+    # scores, and a guess made without them must not be graded against the new map
+    weights = [[[1, 0], [0, 1], [0, 0]], [[1, 0], [0, 1], [0, 0]], [[1, 0], [0, 1], [1, 1]]]
+    at = page({"predict": "true", "sa_step": "softmax", "variant": "v2",
+               "custom_weights": json.dumps(weights)})
+    commit_guess(at, "self_top", 1)
+    assert not asks(at, "self_top")
+    at.checkbox(key=key(at, "qkv_bias")).check().run()
+    assert settings_of(at).qkv_bias and settings_of(at).custom_weights == weights
+    assert asks(at, "self_top") and not any(t.startswith("A = softmax") for t in charts(at))
 
 
 def test_shared_embeddings_from_page_one_are_used_here():

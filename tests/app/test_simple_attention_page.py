@@ -226,6 +226,35 @@ def test_zero_sum_scores_explain_plain_normalisation_without_nan():
     assert set(frame["kind"]) == {"softmax"} and "NaN" not in " ".join(frame["text"])
 
 
+WALK_PAGES = ["pages/1_simple_attention.py", "pages/2_self_attention.py",
+              "pages/3_causal_attention.py", "pages/4_multi_head.py"]
+
+
+@pytest.mark.parametrize("walk_page", WALK_PAGES)
+def test_a_link_query_beyond_the_tokens_is_moved_with_a_notice(walk_page):
+    at = open_walk(walk_page, {"query": "10"})
+    assert settings_of(at).query == 5
+    assert ("Query token x^(11) does not exist: there are 6 tokens, so the last one, "
+            "“step” · x^(6), is used.") in warnings(at)
+    at.run()  # said once, when the query moved; not on every rerun
+    assert "does not exist" not in warnings(at) and settings_of(at).query == 5
+
+
+def test_a_link_query_beyond_its_own_tokens_is_moved_with_a_notice():
+    at = open_walk(query={"tokens": '["a","b"]', "embeddings": "[[0,0,0],[0,0,0]]", "query": "5"})
+    assert settings_of(at).query == 1
+    assert "Query token x^(6) does not exist: there are 2 tokens, so the last one, “b” · x^(2)" \
+        in warnings(at)
+
+
+def test_a_shorter_table_moves_the_query_with_a_notice():
+    at = open_walk()  # query 1, "journey"
+    apply_csv(at, "solo,3")
+    assert settings_of(at).query == 0
+    assert "Query token x^(2) does not exist: there is only 1 token, so the only one, “solo” · x^(1)" \
+        in warnings(at)
+
+
 def test_one_token_and_one_dimension():
     at = open_walk()
     apply_csv(at, "solo,3")

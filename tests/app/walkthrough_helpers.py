@@ -94,3 +94,16 @@ def badges(at) -> list[str]:
 def assert_book_table(at) -> None:
     s = settings_of(at)
     assert s.tokens == list(wt.BOOK_TOKENS) and s.embeddings == wt.BOOK_EMBEDDINGS
+
+
+def commit_guess(at, kind: str, value):
+    """Predict, then reveal: choose `value` in the question `kind` ("causal_top" ...) and commit."""
+    [r for r in at.radio if r.key.startswith(f"{PREFIX}.guess_input.{kind}")][0].set_value(value).run()
+    [b for b in at.button if b.key.startswith(f"{PREFIX}.commit.{kind}")][0].click().run()
+    assert_no_exception(at)
+    return at
+
+
+def asks(at, kind: str) -> bool:
+    """True while the page asks the question `kind` (its guess is not committed)."""
+    return any(r.key.startswith(f"{PREFIX}.guess_input.{kind}") for r in at.radio)

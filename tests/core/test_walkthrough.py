@@ -638,6 +638,13 @@ class TestFormatting:
         long = fmt.dot_product_latex([1.0] * 10, [1.0] * 10, 10.0, 1, 1)
         assert "6 more" in long
 
+    def test_query_moved_text_numbers_tokens_from_one(self):
+        assert wt.query_moved_text(10, 5, list(wt.BOOK_TOKENS)) == (
+            "Query token x^(11) does not exist: there are 6 tokens, so the last one, "
+            "“step” · x^(6), is used.")
+        assert "the only one, “a” · x^(1)" in wt.query_moved_text(3, 0, ["a"])
+        assert "the first one, “a” · x^(1)" in wt.query_moved_text(-1, 0, ["a", "b"])
+
     def test_question_id_changes_with_inputs(self):
         a = wt.question_id("top", [1, 2], 0)
         assert a == wt.question_id("top", [1, 2], 0) != wt.question_id("top", [1, 2], 1)
