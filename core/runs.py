@@ -345,6 +345,10 @@ class RunBook:
     current_id: int | None = None  # the run the Train page drives
     next_id: int = 1
     dropped: list[str] = field(default_factory=list)  # labels of trained runs the last `add` let go
+    # what the last Forget / Clear let go, with the run that was current then: one click can undo
+    # it (a misclick in a lecture must not cost a trained model); a new run empties it
+    forgotten: list[Run] = field(default_factory=list)
+    forgotten_current: int | None = None
 
     @property
     def current(self) -> Run | None:
@@ -371,6 +375,7 @@ class RunBook:
         self.runs.append(run)
         self.current_id = run.run_id
         self.dropped = []
+        self.forgotten, self.forgotten_current = [], None  # no undo across a new run: it frees them
         while len(self.runs) > MAX_RUNS:
             gone = _first_to_go([r for r in self.runs if r.run_id != self.current_id])
             if _holds_a_model(gone):
@@ -387,15 +392,34 @@ class RunBook:
         return gone if _holds_a_model(gone) else None
 
     def remove(self, run_id: int) -> None:
+        """Forget run `run_id` (`undo_forget` brings it back)."""
+        self._forget([r for r in self.runs if r.run_id == run_id])
         self.runs = [r for r in self.runs if r.run_id != run_id]
         if self.current_id == run_id:
             self.current_id = self.runs[-1].run_id if self.runs else None
         self.relabel()
 
     def clear_others(self) -> None:
-        """Forget every run except the current one."""
+        """Forget every run except the current one (`undo_forget` brings them back)."""
+        self._forget([r for r in self.runs if r.run_id != self.current_id])
         self.runs = [r for r in self.runs if r.run_id == self.current_id]
         self.relabel()
+
+    def _forget(self, gone: list[Run]) -> None:
+        for run in gone:
+            pause(run)  # a run forgotten while training waits, paused, for an undo
+        self.forgotten, self.forgotten_current = gone, self.current_id
+
+    def undo_forget(self) -> list[Run]:
+        """Bring back what the last Forget / Clear let go, in its place, with the run that was
+        current then; returns the runs brought back (none when there is nothing to undo)."""
+        back = [r for r in self.forgotten if r not in self.runs]
+        self.runs = sorted(self.runs + back, key=lambda r: r.run_id)
+        if self.get(self.forgotten_current) is not None:
+            self.current_id = self.forgotten_current
+        self.forgotten, self.forgotten_current = [], None
+        self.relabel()
+        return back
 
     def trained(self) -> list[Run]:
         """Runs with a model worth sampling (at least one step, or uploaded), newest first."""

@@ -229,6 +229,13 @@ def forget_run_buttons(book: runs.RunBook) -> None:
                                         icon=":material/delete_sweep:"):
         book.clear_others()
         st.rerun()
+    if book.forgotten:
+        gone = ", ".join(r.label for r in book.forgotten)
+        if st.button(f"Undo: bring back {gone}", key="train.undo_forget", type="tertiary",
+                     icon=":material/undo:", help="Forgotten runs come back with their models and "
+                                                  "curves, until the next new run."):
+            book.undo_forget()
+            st.rerun()
 
 
 def _stop_button(run: runs.Run) -> None:

@@ -119,6 +119,25 @@ def test_a_trained_run_is_not_let_go_without_a_word():
     assert "was let go" not in texts(at.info)  # said once
 
 
+
+def test_forget_and_clear_can_be_undone_with_the_model():
+    book = tiny_trained_book(steps=5)
+    book = tiny_trained_book(steps=6, book=book)
+    first, second = book.runs
+    at = open_page(PAGE, query=TINY)
+    at.session_state["gpt.runbook"] = book
+    at.run()
+    at.button(key="train.reset").click().run()  # forget the current run (#2)
+    assert_no_exception(at)
+    assert book_of(at).runs == [first]
+    undo = at.button(key="train.undo_forget")
+    assert second.label in undo.label
+    undo.click().run()
+    assert_no_exception(at)
+    assert book_of(at).runs == [first, second] and current(at) is second and second.step == 6
+    assert not [b for b in at.button if b.key == "train.undo_forget"]
+
+
 # ------------------------------------------------------------------------------ a live run
 
 

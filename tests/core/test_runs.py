@@ -268,6 +268,26 @@ def test_beyond_the_limit_an_untrained_run_goes_first_and_a_trained_one_is_named
     assert book.next_to_go() is None  # the new run never trained: it would go next, and costs no model
 
 
+def test_a_forgotten_run_comes_back_with_one_undo_until_the_next_new_run():
+    book = runs.RunBook(owner="t")
+    first, second = trained(3), trained(4)
+    book.add(first)
+    book.add(second)
+    third = book.create(tiny(seed=5))
+    runs.start(third)
+    book.remove(third.run_id)  # forgotten while training
+    assert third not in book.runs and third.status == "paused" and book.current is second
+    assert book.undo_forget() == [third]
+    assert book.runs == [first, second, third] and book.current is third
+    book.clear_others()
+    assert book.runs == [third] and book.forgotten == [first, second]
+    assert book.undo_forget() == [first, second] and book.runs == [first, second, third]
+    assert book.undo_forget() == []  # one undo
+    book.remove(first.run_id)
+    book.create(tiny(seed=6))  # a new run: the forgotten one is let go for good
+    assert book.forgotten == [] and book.undo_forget() == [] and first not in book.runs
+
+
 def test_next_to_go_is_none_while_there_is_room_or_an_untrained_run():
     book = runs.RunBook(owner="t")
     book.add(trained(3))
