@@ -29,7 +29,7 @@ from core.classroom.security import ClassroomError
 from server import class_push
 from ui import classroom, nav
 from ui import state as ui_state
-from ui.class_polls import AWAITING_KEY
+from ui.class_polls import AWAITING_KEY, left_words
 
 log = logging.getLogger(__name__)
 
@@ -194,11 +194,6 @@ def _follow_tick(code: str, url: str) -> None:
         st.button("Catch up", key="class.catch_up", icon=":material/fast_forward:",
                   help="Go to the lecturer's page and step now.",
                   on_click=st.session_state.__setitem__, args=(CATCH_UP_KEY, True))
-
-
-def left_words(exc: Exception) -> str:
-    """What a student is told when their class is gone (ui.class_polls says the same)."""
-    return f"You are no longer in a class: {exc}"
 
 
 def move_was_lost(version: int, url: str) -> bool:

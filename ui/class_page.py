@@ -63,8 +63,9 @@ def join_section(store) -> None:
         classroom.leave(MemberSeat)
         st.warning("Your class has ended.")
     linked = st.query_params.get(classroom.JOIN_PARAM)
-    if linked is not None and code_problem(linked):  # a join link that was cut or mistyped
-        st.warning(f"The join link's code could not be used. {code_problem(linked)}", icon=":material/link_off:")
+    problem = code_problem(linked) if linked is not None else None
+    if problem:  # a join link that was cut or mistyped
+        st.warning(f"The join link's code could not be used. {problem}", icon=":material/link_off:")
     with st.form("class.join_form"):
         code = st.text_input("Join code", value=normalize_code(linked), max_chars=16, key="class.join_code")
         nickname = st.text_input("Nickname (shown to the class; nothing else about you is stored)",

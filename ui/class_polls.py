@@ -60,8 +60,13 @@ def class_poll(qid: str, prompt: str, options: Sequence, format_func: Callable[[
             st.warning(str(exc), icon=":material/groups:")
             return True
         classroom.leave(type(seat))  # the class ended or was deleted: back to working alone
-        st.warning(f"You are no longer in a class: {exc}", icon=":material/groups:")  # as ui.class_follow.left_words
+        st.warning(left_words(exc), icon=":material/groups:")
         return None
+
+
+def left_words(exc: Exception) -> str:
+    """What a student is told when their class is gone (here and by ui.class_follow's tick)."""
+    return f"You are no longer in a class: {exc}"
 
 
 def _still_seated(store, role: str, seat) -> bool:

@@ -99,16 +99,20 @@ def new_join_code(length: int = CODE_LENGTH) -> str:
 
 def normalize_code(text: str | None) -> str:
     """A typed code as stored: upper case, spaces and dashes dropped ("k7q-mpx " -> "K7QMPX");
-    "" for anything that cannot be a code."""
-    code = re.sub(r"[\s\-]", "", str(text or "")).upper()
+    "" for anything that cannot be a code (code_problem says why)."""
+    code = _typed_code(text)
     if not code or len(code) > 16 or any(char not in CODE_ALPHABET for char in code):
         return ""
     return code
 
 
+def _typed_code(text: str | None) -> str:
+    return re.sub(r"[\s\-]", "", str(text or "")).upper()
+
+
 def code_problem(text: str | None) -> str | None:
     """Why `text` cannot be a join code, in words for the person who typed it; None when it can."""
-    typed = re.sub(r"[\s\-]", "", str(text or "")).upper()
+    typed = _typed_code(text)
     if not typed:
         return "The join code is empty: type the code the lecturer shows."
     if len(typed) > 16:
