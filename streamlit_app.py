@@ -26,7 +26,7 @@ st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
 from server import config_cache, housekeeping, rerun_race, stale_ticks  # noqa: E402
-from ui import class_follow, live, nav  # noqa: E402
+from ui import class_follow, desk, live, nav  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import switched_on
 from ui.state import ENTRY_FLAG
@@ -65,6 +65,7 @@ elif "lecture" in st.query_params:
 apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
+desk.keep_and_restore()  # a reloaded tab gets back the runs its previous session trained
 page_url = page.url_path or "home"
 # counted while it runs: a hosted server's training slices wait while many page runs are queued;
 # a run that following the lecturer started waits behind the ones students clicked for

@@ -58,7 +58,7 @@ import sys
 import threading
 import time
 
-from server import memory_probe, runtime
+from server import desks, memory_probe, runtime
 
 REAP_S = 30.0  # how often expired sessions are looked for
 M_ARENA_MAX = -8  # glibc's mallopt parameter number for the arena limit
@@ -266,8 +266,9 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
     if class_left:
         gc.unfreeze()  # the class has gone: forget_sessions' scan must see every object again
     forgotten = _forget_gone(tracker, ids, class_left) if tracker is not None else 0
+    parked = expire_desks(ids, class_left)
     label = ""
-    if reaped or forgotten or class_left:
+    if reaped or forgotten or class_left or parked:
         froze = release_memory(libc, empty_now)
         label = "caches emptied" if empty_now else ""
         if froze and tracker is not None:
@@ -279,6 +280,18 @@ def tick(libc: ctypes.CDLL | None, was_empty: bool, tracker: SessionTracker | No
         libc.malloc_trim(0)
     memory_probe.write(libc, label)  # a diagnostic, only where ATTENTION_LAB_MEMORY_PROBE is set
     return empty_now
+
+
+def expire_desks(ids: set[str] | None, class_left: bool) -> int:
+    """Let go of the runs kept for reloads (server.desks) whose sessions left long enough ago; on a
+    hosted server, of all of them once the class has gone (nobody is left to reload: a reload's
+    new session connects at once, while the old one still waits for a reconnect). Returns how
+    many sessions' runs went."""
+    from core import budget
+
+    if class_left and budget.LIMITS.hosted:
+        return desks.DESKS.clear()
+    return desks.DESKS.expire(ids)
 
 
 def _forget_gone(tracker: SessionTracker, ids: set[str] | None, class_left: bool = False) -> int:

@@ -44,6 +44,18 @@ def session_ids() -> set[str] | None:
         return {info.session.id for info in manager.list_sessions()}
 
 
+def is_connected(session_id: str) -> bool | None:
+    """Whether `session_id` is a connected tab (not one waiting for a reconnect, nor gone); None
+    when there is no session manager to ask (a test, a script, an internal that moved)."""
+    manager = session_manager()
+    if manager is None or not hasattr(manager, "get_active_session_info"):
+        return None
+    try:
+        return manager.get_active_session_info(session_id) is not None
+    except Exception:  # noqa: BLE001 - Streamlit's internals may change
+        return None
+
+
 def session_counts() -> dict:
     """{"sessions_active": connected tabs, "sessions_held": those plus the ones waiting for a
     reconnect}, or {} when there is no session manager to ask (or it no longer answers)."""

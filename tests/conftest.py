@@ -36,3 +36,13 @@ def one_thread(monkeypatch):
 from benchmarks.harness.apptest import entry_point_every_run  # noqa: E402
 
 entry_point_every_run()
+
+
+@pytest.fixture(autouse=True)
+def _no_desks_left_behind():
+    """AppTest sessions file their runs on the server's desks (server.desks, for a reload); they
+    would keep up to MAX_PARKED test sessions' models alive for the rest of the suite."""
+    yield
+    from server.desks import DESKS
+
+    DESKS.clear()

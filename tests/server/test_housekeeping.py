@@ -1,6 +1,7 @@
 """server/housekeeping.py: reaping expired sessions is safe without a Streamlit runtime, and once
 per process; what each round frees, empties and freezes."""
 
+import dataclasses
 import gc
 import threading
 
@@ -335,3 +336,37 @@ def test_the_start_freeze_waits_while_a_worker_trains(monkeypatch):
     assert not housekeeping.training_in_a_worker()
     loop.join(5)
     assert len(froze) == 1 and froze[0] >= released
+
+
+def test_runs_kept_for_a_reload_expire_and_a_hosted_server_lets_them_all_go_when_the_class_has_gone(
+        monkeypatch):
+    """server.desks: each round renews the filings of sessions still held and lets old ones go; on a
+    hosted server, where memory is short, everything goes once nobody is left."""
+    from core import budget
+    from server import desks
+
+    held = {"ids": {"s1", "s2"}}
+    board = desks.Desks(park_s=0.0)
+    monkeypatch.setattr(desks, "DESKS", board)
+    monkeypatch.setattr(runtime, "session_ids", lambda: set(held["ids"]))
+    monkeypatch.setattr(housekeeping, "reap_expired_sessions", lambda: 0)
+    monkeypatch.setattr(housekeeping, "clear_shared_caches", lambda: 0)
+    monkeypatch.setenv("ATTENTION_LAB_GC_FREEZE", "0")
+    monkeypatch.delenv("ATTENTION_LAB_MEMORY_PROBE", raising=False)
+    board.file("tok1", "s1", {"n": 1})
+    board.file("tok2", "s2", {"n": 2})
+    board.file("tok3", "gone", {"n": 3})
+
+    was_empty = housekeeping.tick(None, was_empty=True)
+    assert board.count() == 2  # the departed session's filing went (park time 0 here)
+    monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, hosted=False))
+    board.park_s = 3600.0
+    held["ids"] = set()
+    was_empty = housekeeping.tick(None, was_empty)  # a local server keeps them for the park time
+    assert was_empty is True and board.count() == 2
+    held["ids"] = {"s3"}
+    was_empty = housekeeping.tick(None, was_empty)
+    monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, hosted=True))
+    held["ids"] = set()
+    housekeeping.tick(None, was_empty)  # hosted: the class has gone, nobody can reload
+    assert board.count() == 0

@@ -1,0 +1,136 @@
+"""A browser's trained runs come back after a page reload (server.desks keeps them).
+
+Session state lives as long as the browser tab's connection: a reload (F5, or a laptop browser
+that discarded a background tab and loads it again) starts a new, empty session. So each browser
+gets a random desk token in a cookie; every whole-page run files the session's runs on that desk
+(by reference: nothing is copied), and a new session of the same browser that has no runs of its
+own takes back the runs of the session it replaced, with a notice saying so.
+
+The cookie holds only that random token (no name, nothing tracked), and is read by the server
+when a tab connects (`st.context.cookies`): a token set during a session counts from its next
+session on, which is exactly when it is needed.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+import streamlit as st
+
+from core import budget, runs
+from server import runtime
+from server.desks import DESKS, Desks, Filed
+from ui.live import session_owner
+from ui.training import RUNBOOK_KEY
+
+COOKIE = "attention_lab_desk"
+COOKIE_DAYS = 30
+TOKEN_KEY = "desk.token"  # this session's desk token
+CHECKED_KEY = "desk.checked"  # the desk was looked at for work left behind (once per session)
+NOTICE_KEY = "desk.notice"  # what came back, shown once
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}")  # secrets.token_urlsafe(16)
+
+
+def desks() -> Desks:
+    """The server's desks (a function, so a test can give a page its own)."""
+    return DESKS
+
+
+def session_is_connected(session_id: str) -> bool | None:
+    """Whether another session is a connected tab; None when the server cannot say."""
+    return runtime.is_connected(session_id)
+
+
+def _session_id() -> str | None:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return None if ctx is None else ctx.session_id
+
+
+def token() -> str:
+    """This browser's desk token: from its cookie, or a new one (sent to the browser once)."""
+    ss = st.session_state
+    if TOKEN_KEY not in ss:
+        sent = st.context.cookies.get(COOKIE) if st.context.cookies else None
+        if isinstance(sent, str) and TOKEN_RE.fullmatch(sent):
+            ss[TOKEN_KEY] = sent
+        else:  # no cookie yet (first visit), or one this server did not make: a new desk
+            ss[TOKEN_KEY] = secrets.token_urlsafe(16)
+    return ss[TOKEN_KEY]
+
+
+def _set_cookie(value: str) -> None:
+    """Ask the browser to keep `value` (a script in the sidebar; it draws nothing)."""
+    max_age = COOKIE_DAYS * 24 * 3600
+    st.sidebar.html(f"<script>document.cookie = '{COOKIE}={value}; path=/; max-age={max_age}; "
+                    "SameSite=Lax';</script>", unsafe_allow_javascript=True)
+
+
+def restore(book: runs.RunBook) -> list[runs.Run]:
+    """Make a departed session's runs this session's: queued under this session's name, and
+    paused (a reload must not start training on its own). Returns the runs it paused."""
+    old_owner = book.owner
+    book.owner = session_owner()
+    if old_owner != book.owner:
+        budget.SLOTS.leave(old_owner)
+    paused = [run for run in book.runs if run.status == "running"]
+    for run in paused:
+        runs.pause(run)
+    st.session_state[RUNBOOK_KEY] = book
+    return paused
+
+
+def back_words(book: runs.RunBook, paused: list[runs.Run]) -> str:
+    """The notice for runs that came back after a reload."""
+    trained = book.trained()
+    names = ", ".join(run.label for run in trained[:4]) + (" …" if len(trained) > 4 else "")
+    words = (f"Welcome back: the {runs_word(len(trained))} this browser had before the page was "
+             f"reloaded (or closed) {'is' if len(trained) == 1 else 'are'} here again ({names}).")
+    if paused:
+        words += (f" {paused[0].label} was training: it is paused at step {paused[0].step:,}; "
+                  "press Resume on the Train page to go on.")
+    return words
+
+
+def runs_word(n: int) -> str:
+    return "trained run" if n == 1 else f"{n} trained runs"  # "the 3 trained runs this browser had"
+
+
+def keep_and_restore() -> None:
+    """Once per whole-page run, from the entry point: take back what this browser's previous
+    session left (first run only), file this session's runs, and show what came back once."""
+    ss = st.session_state
+    session_id = _session_id()
+    if session_id is None:
+        return
+    desk = token()
+    if not ss.get(CHECKED_KEY):
+        ss[CHECKED_KEY] = True
+        _set_cookie(desk)  # before anything can stop this run: the browser needs it for a reload
+        if RUNBOOK_KEY not in ss:
+            _take_back(desk, session_id)
+    book = ss.get(RUNBOOK_KEY)
+    if book is not None:  # also before its first step: a run started now trains in the page's ticks
+        desks().file(desk, session_id, {RUNBOOK_KEY: book})
+    notice = ss.pop(NOTICE_KEY, None)
+    if notice:
+        st.success(notice, icon=":material/history:")
+
+
+def _holds_trained_runs(filed: Filed) -> bool:
+    book = filed.things.get(RUNBOOK_KEY)
+    return isinstance(book, runs.RunBook) and bool(book.trained())
+
+
+def _take_back(desk: str, session_id: str) -> None:
+    def connected(other: str) -> bool:
+        answer = session_is_connected(other)
+        return answer is not False  # unknown: treat as connected, never take a live tab's runs
+
+    filed = desks().take_left_behind(desk, session_id, connected, wanted=_holds_trained_runs)
+    book = filed.things.get(RUNBOOK_KEY) if filed is not None else None
+    if isinstance(book, runs.RunBook):
+        paused = restore(book)
+        st.session_state[NOTICE_KEY] = back_words(book, paused)
