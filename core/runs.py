@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import math
 import threading
 import time
@@ -140,6 +141,8 @@ class Run:
     tokens_per_s: float = 0.0  # non-padding target characters per second of training
     wall_steps_per_s: float = 0.0  # steps per wall-clock second, validation included (for ETA)
     message: str = ""  # last problem (a diverged loss), shown on the page
+    upload_digest: str = ""  # an uploaded run: its file's SHA-256 (the same file twice is one run)
+    upload_step: int = -1  # an uploaded run: its step when loaded (trained further since if it differs)
     _frame_key: tuple = ()  # cache key of `_frame`
     _frame: pd.DataFrame | None = None  # per-step + smoothed + validation rows for the chart
     # Held while the run trains and while it is saved: a download is generated in another thread
@@ -421,6 +424,19 @@ class RunBook:
         self.relabel()
         return back
 
+    def same_upload(self, digest: str) -> Run | None:
+        """The kept run loaded from a file with this digest and not trained since, if any: the same
+        checkpoint uploaded again is that run, not a second copy of it."""
+        return next((r for r in self.runs if r.upload_digest == digest and r.step == r.upload_step), None)
+
+    def bring_forward(self, run_id: int) -> None:
+        """Make run `run_id` the current one (the one before it pauses, as for a new run)."""
+        current = self.current
+        if current is not None and current.run_id != run_id:
+            pause(current)
+        if self.get(run_id) is not None:
+            self.current_id = run_id
+
     def trained(self) -> list[Run]:
         """Runs with a model worth sampling (at least one step, or uploaded), newest first."""
         return [r for r in reversed(self.runs) if r.step > 0 or r.origin]
@@ -588,6 +604,11 @@ def run_to_checkpoint(run: Run) -> bytes:
                                weights_step=run.trainer.weights_step)
 
 
+def checkpoint_digest(data: bytes) -> str:
+    """A checkpoint file's identity: the SHA-256 of its bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
                         limits: budget.Limits | None = None) -> Run:
     """A paused run holding an uploaded model: sample it, or add steps to train it further.
@@ -595,6 +616,7 @@ def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
     Raises CheckpointError (a ValueError) with a clear message for a corrupt, foreign or oversized
     file; the caller's current runs are untouched whatever happens here.
     """
+    raw = data
     checkpoint = load_checkpoint(data, max_bytes=UPLOAD_MAX_BYTES)
     model_config = checkpoint.model_config
     problems = budget.check_run_size(model_config.num_params(), 1, limits)
@@ -627,7 +649,8 @@ def run_from_checkpoint(data: bytes, file_name: str = "checkpoint.pt",
         state["weights_step"] = checkpoint.weights_step  # kept best weights: say which step they are from
     trainer.load_state_dict(state)
     run = Run(run_id=0, settings=settings_from_config(trainer.config), trainer=trainer,
-              status="paused", origin=str(file_name)[:80] or "checkpoint.pt")
+              status="paused", origin=str(file_name)[:80] or "checkpoint.pt",
+              upload_digest=checkpoint_digest(raw), upload_step=trainer.step)
     if trainer.done:
         run.status = "done"
     try:

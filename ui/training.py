@@ -497,6 +497,14 @@ def upload_panel(book: runs.RunBook) -> None:
     if upload.file_id not in results:
         for old_id in list(results)[:-4]:  # keep the outcome of the last few files only
             del results[old_id]
+        same = book.same_upload(runs.checkpoint_digest(upload.getvalue()))
+        if same is not None:  # the same file again: that run, not a second copy of it
+            book.bring_forward(same.run_id)
+            leave_queue()
+            results[upload.file_id] = ("ok", f"{upload.name} is already loaded as run {same.label} "
+                                             f"(step {same.step:,}, not trained since): nothing was "
+                                             "added. It is the run this page drives now.")
+            st.rerun()  # once: the controls above were drawn for the old current run
         try:
             run = runs.run_from_checkpoint(upload.getvalue(), upload.name)
         except ValueError as exc:  # CheckpointError is a ValueError
@@ -508,6 +516,9 @@ def upload_panel(book: runs.RunBook) -> None:
             results[upload.file_id] = ("ok", f"Loaded {upload.name} as run {run.label} "
                                              f"(step {run.step:,}). Resume or add steps to train it "
                                              "further, or open the Sample page."
+                                             + (" The file holds no training history, so its steps "
+                                                "count from 0 and its loss curve starts empty."
+                                                if not run.history["steps"] else "")
                                              + (" " + dropped_words(book) if book.dropped else "")
                                              + (" A checkpoint holds the weights but not the "
                                                 "optimizer's running averages (AdamW's moments, Muon's "

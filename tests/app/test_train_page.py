@@ -294,6 +294,36 @@ def test_checkpoint_download_then_upload_gives_identical_samples():
     assert [s.name for s in uploaded.samples] == [s.name for s in original.samples]
 
 
+def test_the_same_checkpoint_uploaded_twice_is_one_run():
+    """A second upload of the same file (the uploader cleared, the file chosen again) used to add a
+    second, identical run: now the page says it is loaded already and makes it the current run."""
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    data = runs.run_to_checkpoint(current(at))
+    _upload(at, "names.pt", data)
+    loaded = current(at)
+    n_runs = len(book_of(at).runs)
+    at.file_uploader(key="gpt.upload").set_value(None).run()
+    at.session_state["gpt.runbook"].bring_forward(book_of(at).runs[0].run_id)  # another run current
+    _upload(at, "names (1).pt", data)
+    assert_no_exception(at)
+    assert len(book_of(at).runs) == n_runs and current(at) is loaded
+    assert f"is already loaded as run {loaded.label}" in texts(at.success), texts(at.success)
+
+
+def test_a_checkpoint_without_a_history_says_its_steps_count_from_zero():
+    from core.checkpoints import save_checkpoint
+
+    run = tiny_trained_book().current
+    data = save_checkpoint(run.model, run.trainer.config, run.tokenizer, {})
+    at = open_page(PAGE)
+    _upload(at, "bare.pt", data)
+    assert_no_exception(at)
+    assert current(at).origin == "bare.pt" and current(at).step == 0
+    assert "holds no training history, so its steps count from 0" in texts(at.success)
+
+
 @pytest.mark.parametrize("kind", ["corrupt", "foreign", "oversized"])
 def test_bad_uploads_get_a_clear_error_and_the_model_survives(kind):
     at = open_page(PAGE)

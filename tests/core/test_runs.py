@@ -568,3 +568,31 @@ def test_a_halted_run_is_paused_with_its_message_and_resuming_clears_it():
     runs.start(run)
     assert run.status == "running" and run.message == ""
     assert run.advance(None, n_steps=3).steps == 3
+
+
+def test_the_same_checkpoint_file_is_one_run_until_it_trains_further():
+    """RunBook.same_upload: a file uploaded again (same bytes) is the run it made, while that run has
+    not trained since; once it has, the file is a fresh start again."""
+    data = runs.run_to_checkpoint(trained(1))
+    book = runs.RunBook(owner="t")
+    first = runs.run_from_checkpoint(data, "a.pt")
+    book.add(first)
+    assert first.upload_digest == runs.checkpoint_digest(data) and first.upload_step == first.step
+    assert book.same_upload(runs.checkpoint_digest(data)) is first
+    assert book.same_upload(runs.checkpoint_digest(data + b"x")) is None  # other bytes, other file
+    runs.extend(first, 1)
+    runs.start(first)
+    first.advance(None, n_steps=1)
+    assert book.same_upload(runs.checkpoint_digest(data)) is None  # trained since: load it afresh
+
+
+def test_bring_forward_makes_a_run_current_and_pauses_the_one_before():
+    book = runs.RunBook(owner="t")
+    a = runs.run_from_checkpoint(runs.run_to_checkpoint(trained(1)), "a.pt")
+    book.add(a)
+    b = book.create(tiny())
+    runs.start(b)
+    book.bring_forward(a.run_id)
+    assert book.current is a and b.status == "paused"
+    book.bring_forward(999)  # no such run: nothing changes
+    assert book.current is a
