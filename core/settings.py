@@ -448,10 +448,23 @@ def to_params(obj: Any) -> dict[str, str]:
 
 
 def from_params(cls: type, params: Mapping[str, str]) -> tuple[Any, list[str]]:
-    """Settings from query parameters; unknown keys are ignored, bad values reported."""
+    """Settings from query parameters; bad values reported. Unknown keys are ignored here:
+    `unknown_params` names them, for a notice of their own."""
     errors: list[str] = []
     values = _apply(cls, params, errors)
     return _finish(cls, values, errors), errors
+
+
+def unknown_params(cls: type, params: Mapping[str, Any], allowed: Sequence[str] = ()) -> list[str]:
+    """Notices for a link's keys that are neither settings of `cls` nor `allowed` (parameters the
+    app reads elsewhere, e.g. ?lecture=), like a lesson file's unknown keys: “temprature (not a
+    setting of this page; did you mean temperature?)”. Names only, cut to 40 characters and at most
+    MAX_IGNORED_SHOWN of them (then “and N more”); a value is never repeated. A blank name is
+    shown as "" so the notice still says something was there."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    skip = known | set(allowed)
+    names = [k if k.strip() else '""' for k in map(str, params) if k not in skip]
+    return _unknown_names(names, known, "", "a setting")
 
 
 # ---------------------------------------------------------------- lesson files

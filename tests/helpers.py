@@ -5,6 +5,7 @@ polls a condition (a worker thread's progress) until it holds."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pandas as pd
@@ -14,6 +15,13 @@ import pyarrow as pa
 def texts(elements) -> str:
     """The values of a list of elements (markdown, info, warning ...) joined by spaces."""
     return " ".join(str(e.value) for e in elements)
+
+
+def shown(text: str) -> str:
+    """Markdown text as a reader sees it: backslash escapes and HTML entities undone (a notice that
+    quotes a link's values is escaped, ui.state._literal)."""
+    text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|~$:])", r"\1", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def markdown(at) -> str:

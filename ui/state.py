@@ -6,7 +6,8 @@ widgets with `bound(st.slider, "Query token", settings, "query", ...)`, and call
 widget keys are seeded from it whenever Streamlit has dropped them (page switch), so values
 survive navigation; a generation counter in the widget keys lets a lesson load or a reset
 replace every widget value at once. The first visit reads the URL, so a shared link
-reproduces what the lecturer showed; bad parameters fall back to defaults with a notice, and a
+reproduces what the lecturer showed; bad parameters fall back to defaults with a notice, a name
+the page does not know (a misspelt setting) is named in a notice of its own, and a
 combination the page blocks is never written to the URL (the last one that works stays there).
 
 Every number box of the app is `checked_number` (a settings field: `number_field`, bounds from its
@@ -25,8 +26,14 @@ from typing import Any, Callable, Iterator
 import streamlit as st
 
 from core import settings as core_settings
+from core.classroom.security import escape_markdown
+from ui.classroom import JOIN_PARAM
 
 GLOBAL_PARAMS = ("lecture",)  # kept in the URL on every page
+# read by the app elsewhere, not a page setting: a join link's ?class=CODE (ui.class_follow's
+# LOCAL_PARAMS, less GLOBAL_PARAMS; that module imports this one, so it is not imported here)
+LINK_ONLY_PARAMS = (JOIN_PARAM,)
+UNKNOWN_WORDS = "The link held something this page does not know, so it was ignored: "
 ENTRY_FLAG = "_entry_point_ran"  # set by streamlit_app.py on every run, before the page runs
 
 
@@ -66,12 +73,26 @@ def page_settings(prefix: str, cls: type) -> Any:
         ss[_locked_key(prefix)] = set()
         if errors:
             ss[f"{prefix}.__notice"] = errors
+        unknown = core_settings.unknown_params(cls, params, allowed=LINK_ONLY_PARAMS)
+        if unknown:  # a misspelt name would otherwise open the page with the default, no word
+            ss[f"{prefix}.__unknown"] = unknown
     notice = ss.pop(f"{prefix}.__notice", None)
     if notice:
         # a clash between fields names what went back to its default and says the rest was kept
+        # the notices quote the link's values: shown literally, never as Markdown (an image there
+        # would make the browser fetch its address)
         st.warning("Some settings in the link could not be used and were set to their defaults: "
-                   + "; ".join(n.rstrip(".") for n in notice[:6]) + ".", icon=":material/warning:")
+                   + _literal("; ".join(n.rstrip(".") for n in notice[:6])) + ".", icon=":material/warning:")
+    unknown = ss.pop(f"{prefix}.__unknown", None)
+    if unknown:
+        st.warning(UNKNOWN_WORDS + _literal("; ".join(unknown)) + ".", icon=":material/warning:")
     return ss[prefix]
+
+
+def _literal(text: str) -> str:
+    """Names from a link, shown as they are on one line: `?**x**=1` or `?[a](http://e)=1` is
+    neither bold nor a link (escaped as ui.layout does lesson names), a line break is a space."""
+    return escape_markdown(" ".join(text.split()))
 
 
 def replace_settings(prefix: str, obj: Any, locked: set[str] | None = None) -> None:

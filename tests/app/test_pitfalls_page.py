@@ -13,7 +13,7 @@ from core.pitfalls import no_scaling, prep_global
 from core.data import load_names
 from core.settings import to_params
 from tests.app.conftest import assert_no_exception, open_page
-from tests.helpers import codes, metrics
+from tests.helpers import codes, metrics, shown
 
 PAGE = "pages/10_pitfalls.py"
 
@@ -263,7 +263,7 @@ def test_bad_link_values_fall_back_with_a_notice():
     at = open_page(PAGE, query={"pitfall": "no_such_bug", "context_size": "999"})
     assert_no_exception(at)
     assert at.selectbox[0].value == "overview"
-    notice = " ".join(w.value for w in at.warning)
+    notice = shown(" ".join(w.value for w in at.warning))
     assert "pitfall" in notice and "context_size" in notice
 
 
@@ -272,7 +272,7 @@ def test_a_link_with_eval_iters_over_fit_iters_keeps_its_other_fields_with_a_not
     assert at.selectbox[0].value == "fit_indent"  # the link still opens its pitfall
     boxes = (number_box(at, "train_iters").value, number_box(at, "eval_iters").value, number_box(at, "Seed").value)
     assert boxes == ("50", "10", "7")
-    notice = " ".join(w.value for w in at.warning)
+    notice = shown(" ".join(w.value for w in at.warning))
     assert "eval_iters (80) must not exceed fit_iters (50)" in notice
     assert "eval_iters went back from 80 to its default (10); every other setting was kept" in notice
     assert not at.error and metrics(at)["Optimizer steps: buggy"] == "5"  # the link's 50 iterations

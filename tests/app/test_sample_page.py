@@ -12,6 +12,7 @@ from core.lessons import sample_names
 from ui import layout
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.gpt_helpers import book_of, chart_rows, chart_titles, texts, tiny_trained_book
+from tests.helpers import shown
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PAGE = "pages/8_sample_names.py"
@@ -149,7 +150,7 @@ def _key(at, field: str) -> str:
 def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
     at = open_page(PAGE, query={"top_k": "100", "temperature": "0.5"})  # above the slider's max (27)
     assert_no_exception(at)
-    assert "top_k must be at most 27" in texts(at.warning)
+    assert "top_k must be at most 27" in shown(texts(at.warning))
     at.session_state["gpt.runbook"] = tiny_trained_book()
     at.run()
     assert_no_exception(at)

@@ -15,7 +15,7 @@ from core import settings as core_settings
 from core.lessons import small_lm
 from core.lessons import text as texts
 from tests.app.conftest import assert_no_exception, open_page
-from tests.helpers import errors, metrics
+from tests.helpers import errors, metrics, shown
 
 PAGE = "pages/6_small_lm.py"
 PREFIX = "small_lm"
@@ -313,7 +313,7 @@ def test_a_learning_rate_from_a_link_is_used_as_given():
                                             ("abc", "expected a number, got 'abc'")])
 def test_a_learning_rate_out_of_range_is_reported(value, message):
     at = fresh(query={"lr": value})
-    assert message in " ".join(w.value for w in at.warning)
+    assert message in shown(" ".join(w.value for w in at.warning))
     assert at.session_state["small_lm.race"].config.lr == 0.01 == lr_slider(at).value  # the default
 
 

@@ -17,7 +17,7 @@ from tests.app.conftest import ROOT, assert_no_exception, open_page
 from tests.app.gpt_helpers import TINY
 from tests.app.gpt_helpers import (
     book_of, current, loss_rows, start_and_finish, texts, tiny_page, tiny_trained_book)
-from tests.helpers import chart_rows
+from tests.helpers import chart_rows, shown
 
 PAGE = "pages/7_train_gpt.py"
 
@@ -378,7 +378,7 @@ def test_a_link_holding_a_blocked_combination_keeps_its_other_fields_with_a_noti
     settings = at.session_state["train"]
     assert (settings.d_embed, settings.lr, settings.n_layer, settings.context_size) == (16, 0.004, 1, 8)
     assert settings.n_head == default_heads and _heads_box(at).value == str(default_heads)
-    notice = texts(at.warning)
+    notice = shown(texts(at.warning))
     assert "must be divisible by the number of heads (3)" in notice
     assert f"n_head went back from 3 to its default ({default_heads}); every other setting was kept" in notice
     assert not at.error and not at.button(key="train.start").disabled  # the kept settings can train
@@ -534,7 +534,7 @@ def test_a_value_outside_the_declared_bounds_is_refused_in_links():
 
     too_many = GPTConfig.__dataclass_fields__["n_layer"].metadata["max"] + 1
     at = tiny_page(n_layer=str(too_many), lr="1e9", optimizer="rmsprop")
-    warning = texts(at.warning)
+    warning = shown(texts(at.warning))
     assert f"n_layer must be at most {too_many - 1}" in warning and "lr must be at most" in warning
     assert "optimizer must be one of adamw, muon, sgd" in warning
     defaults = train_settings.TrainSettings()
