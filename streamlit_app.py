@@ -31,7 +31,10 @@ from ui.layout import apply_lecture_style
 from ui.state import switched_on
 from ui.state import ENTRY_FLAG
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/neurology:", layout="wide")
+# the tab's icon is a file of ours: a Material icon name is drawn from Google's font server, which a
+# classroom without internet (or a slide exported offline) does not reach
+ICON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "icon.png")
+st.set_page_config(page_title="Attention Lab", page_icon=ICON, layout="wide")
 budget.configure_torch_threads()
 housekeeping.start()  # once per process: free the memory of sessions that have left
 rerun_race.install()  # once per process: a tick arriving as a page run ends no longer loses its end

@@ -155,8 +155,8 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
     * running: Pause, Stop here;
     * paused:  Resume (from this step), Stop here;
     * ended (stopped, finished, failed): Train N more steps (with the box for N);
-    * always: Start (named "New run" while a run is running or paused), Break it (a new run
-      with the mask off).
+    * always: Start (named "New run" once there is a run: "Start" beside a finished run read as
+      "start this one again"), Break it (a new run with the mask off).
     Forgetting runs is below the chart (`forget_run_buttons`), away from the buttons of a lecture.
 
     Each click reruns the whole page, so the ticking fragment starts or stops with it."""
@@ -184,10 +184,10 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
             _stop_button(run)
         elif state_now == "ended":
             _more_steps(run)
-        idle = state_now in ("none", "ended")  # nothing to pause: Start; else a second run is "New run"
-        if st.button("Start" if idle else "New run", key="train.start",
-                     type="primary" if state_now == "none" else "secondary",
-                     icon=":material/play_arrow:" if idle else ":material/add:", disabled=blocked,
+        first = state_now == "none"  # the first run is "Start"; beside a run (ended too) it is "New run"
+        if st.button("Start" if first else "New run", key="train.start",
+                     type="primary" if first else "secondary",
+                     icon=":material/play_arrow:" if first else ":material/add:", disabled=blocked,
                      help="Start a new run: train a new model with the settings above; earlier "
                           "runs stay on the chart (a run in progress is paused)."):
             if start_new_run(book, settings) is not None:
@@ -397,6 +397,15 @@ def _fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
+def _time_words(run: runs.Run) -> str:
+    """"time left 25 s" while it trains; once it has stopped, how long it trained ("trained for
+    1 min 02 s": a dash for "time left" said nothing); "time left –" before it has a pace."""
+    elapsed = run.history["elapsed"][-1] if run.history["elapsed"] else None
+    if run.active or elapsed is None:
+        return f"time left {_fmt_seconds(run.seconds_left if run.active else None)}"
+    return f"trained for {_fmt_seconds(elapsed)}"
+
+
 def _sharing_words(run: runs.Run) -> str:
     """' · sharing the server with N other runs' while other sessions train too (each gets a fair
     turn, core.budget.TrainingSlots), and ' · the class's pages come first' while training gives way
@@ -414,8 +423,7 @@ def _sharing_words(run: runs.Run) -> str:
 def _progress(run: runs.Run) -> None:
     status = STATUS_TEXT.get(run.status, run.status)
     text = (f"{run.label} · {status} · step {run.step:,} of {run.max_steps:,} · "
-            f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · "
-            f"time left {_fmt_seconds(run.seconds_left if run.active else None)}")
+            f"{run.steps_per_s:,.1f} steps/s · {run.tokens_per_s:,.0f} tokens/s · " + _time_words(run))
     st.progress(run.progress, text=text + _sharing_words(run))
     if run.message:
         st.error(run.message, icon=":material/block:")

@@ -755,3 +755,16 @@ def test_a_hosted_server_offers_the_class_demo_first_and_a_lecturers_machine_doe
     monkeypatch.setattr(budget, "LIMITS", dataclasses.replace(budget.LIMITS, hosted=False))
     at = open_page(PAGE)
     assert "train.preset.class_demo" not in [b.key for b in at.button]
+
+
+def test_a_finished_run_says_how_long_it_trained_and_the_next_run_is_a_new_run():
+    """After a run ends the progress line says how long it trained (it said "time left –"), and the
+    button beside "Train N more steps" reads "New run" ("Start" read as "start this one again")."""
+    at = open_page(PAGE)
+    assert at.button(key="train.start").label == "Start"  # nothing trained yet
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    assert_no_exception(at)
+    [bar] = at.get("progress")
+    assert "finished" in bar.text and "trained for " in bar.text and "time left" not in bar.text, bar.text
+    assert at.button(key="train.start").label == "New run"
