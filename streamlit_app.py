@@ -79,6 +79,7 @@ with budget.PAGE_RUNS.running(background=class_follow.follow_move_run()):
     finally:
         # a lecturer in a class: students follow this (also after a page's st.stop, e.g. a class poll)
         class_follow.publish_lecturer_state(page_url)
+        desk.send_cookie()  # the browser keeps its desk token, for a reload (ui.desk)
         if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)
             try:
                 with open(TIMING_LOG, "a", encoding="utf-8") as log:

@@ -61,11 +61,16 @@ def token() -> str:
     return ss[TOKEN_KEY]
 
 
-def _set_cookie(value: str) -> None:
-    """Ask the browser to keep `value` (a script in the sidebar; it draws nothing)."""
+def send_cookie() -> None:
+    """Ask the browser to keep this session's desk token: a script that draws nothing, at the end
+    of the page (every whole-page run sends the same element, so nothing on the page moves when
+    it comes or goes). `value` is always TOKEN_RE's shape: nothing from outside reaches the script."""
+    value = st.session_state.get(TOKEN_KEY)
+    if value is None or not TOKEN_RE.fullmatch(value):
+        return
     max_age = COOKIE_DAYS * 24 * 3600
-    st.sidebar.html(f"<script>document.cookie = '{COOKIE}={value}; path=/; max-age={max_age}; "
-                    "SameSite=Lax';</script>", unsafe_allow_javascript=True)
+    st.html(f"<script>document.cookie = '{COOKIE}={value}; path=/; max-age={max_age}; "
+            "SameSite=Lax';</script>", unsafe_allow_javascript=True)
 
 
 def restore(book: runs.RunBook) -> list[runs.Run]:
@@ -108,7 +113,6 @@ def keep_and_restore() -> None:
     desk = token()
     if not ss.get(CHECKED_KEY):
         ss[CHECKED_KEY] = True
-        _set_cookie(desk)  # before anything can stop this run: the browser needs it for a reload
         if RUNBOOK_KEY not in ss:
             _take_back(desk, session_id)
     book = ss.get(RUNBOOK_KEY)

@@ -146,3 +146,11 @@ def test_a_cookie_this_server_did_not_make_is_not_used():
         assert not desk.TOKEN_RE.fullmatch(bad)
     for _ in range(50):
         assert desk.TOKEN_RE.fullmatch(secrets.token_urlsafe(16))
+
+
+def test_every_page_run_asks_the_browser_to_keep_the_desk_token(board):
+    at = reloaded()
+    scripts = [h.proto.body for h in at.get("html") if desk.COOKIE in h.proto.body]
+    assert len(scripts) == 1 and f"{desk.COOKIE}={TOKEN};" in scripts[0]
+    at.run()  # the same element again on every whole-page run: nothing on the page moves
+    assert len([h for h in at.get("html") if desk.COOKIE in h.proto.body]) == 1
