@@ -1,4 +1,4 @@
-"""A browser's trained runs come back after a page reload (server.desks keeps them).
+"""A browser's trained runs (and its Small LM race) come back after a page reload (server.desks).
 
 Session state lives as long as the browser tab's connection: a reload (F5, or a laptop browser
 that discarded a background tab and loads it again) starts a new, empty session. So each browser
@@ -29,6 +29,8 @@ COOKIE_DAYS = 30
 TOKEN_KEY = "desk.token"  # this session's desk token
 CHECKED_KEY = "desk.checked"  # the desk was looked at for work left behind (once per session)
 NOTICE_KEY = "desk.notice"  # what came back, shown once
+SMALL_LM_RACE_KEY = "small_lm.race"  # pages/6_small_lm.py's trained race (three models side by side)
+KEPT = (RUNBOOK_KEY, SMALL_LM_RACE_KEY)  # what a session made that a reload must not lose
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}")  # secrets.token_urlsafe(16)
 
 
@@ -87,15 +89,22 @@ def restore(book: runs.RunBook) -> list[runs.Run]:
     return paused
 
 
-def back_words(book: runs.RunBook, paused: list[runs.Run]) -> str:
-    """The notice for runs that came back after a reload."""
-    trained = book.trained()
-    names = ", ".join(run.label for run in trained[:4]) + (" …" if len(trained) > 4 else "")
-    words = (f"Welcome back: the {runs_word(len(trained))} this browser had before the page was "
-             f"reloaded (or closed) {'is' if len(trained) == 1 else 'are'} here again ({names}).")
+def back_words(book: runs.RunBook | None, paused: list[runs.Run], race_step: int | None = None) -> str:
+    """The notice for what came back after a reload: the Train page's runs, the Small LM race."""
+    trained = book.trained() if book is not None else []
+    parts = []
+    if trained:
+        names = ", ".join(run.label for run in trained[:4]) + (" …" if len(trained) > 4 else "")
+        parts.append(f"the {runs_word(len(trained))} ({names})")
+    if race_step:
+        parts.append(f"the Small language model race at step {race_step:,}")
+    words = (f"Welcome back: {' and '.join(parts)} this browser had before the page was reloaded "
+             f"(or closed) {'is' if len(parts) == 1 and len(trained) <= 1 else 'are'} here again.")
     if paused:
         words += (f" {paused[0].label} was training: it is paused at step {paused[0].step:,}; "
                   "press Resume on the Train page to go on.")
+    if race_step:
+        words += " The race waits: press Start on its page to go on."
     return words
 
 
@@ -105,7 +114,7 @@ def runs_word(n: int) -> str:
 
 def keep_and_restore() -> None:
     """Once per whole-page run, from the entry point: take back what this browser's previous
-    session left (first run only), file this session's runs, and show what came back once."""
+    session left (first run only), file what this session made, and show what came back once."""
     ss = st.session_state
     session_id = _session_id()
     if session_id is None:
@@ -113,28 +122,40 @@ def keep_and_restore() -> None:
     desk = token()
     if not ss.get(CHECKED_KEY):
         ss[CHECKED_KEY] = True
-        if RUNBOOK_KEY not in ss:
+        if not any(key in ss for key in KEPT):
             _take_back(desk, session_id)
-    book = ss.get(RUNBOOK_KEY)
-    if book is not None:  # also before its first step: a run started now trains in the page's ticks
-        desks().file(desk, session_id, {RUNBOOK_KEY: book})
+    made = {key: ss[key] for key in KEPT if key in ss}
+    if made:  # also a run before its first step: it may train in the page's ticks from now on
+        desks().file(desk, session_id, made)
     notice = ss.pop(NOTICE_KEY, None)
     if notice:
         st.success(notice, icon=":material/history:")
 
 
-def _holds_trained_runs(filed: Filed) -> bool:
+def _trained_runs(filed: Filed) -> runs.RunBook | None:
     book = filed.things.get(RUNBOOK_KEY)
-    return isinstance(book, runs.RunBook) and bool(book.trained())
+    return book if isinstance(book, runs.RunBook) and book.trained() else None
+
+
+def _trained_race(filed: Filed):
+    race = filed.things.get(SMALL_LM_RACE_KEY)
+    return race if getattr(race, "step", 0) > 0 else None
+
+
+def _holds_work(filed: Filed) -> bool:
+    return _trained_runs(filed) is not None or _trained_race(filed) is not None
 
 
 def _take_back(desk: str, session_id: str) -> None:
     def connected(other: str) -> bool:
         answer = session_is_connected(other)
-        return answer is not False  # unknown: treat as connected, never take a live tab's runs
+        return answer is not False  # unknown: treat as connected, never take a live tab's work
 
-    filed = desks().take_left_behind(desk, session_id, connected, wanted=_holds_trained_runs)
-    book = filed.things.get(RUNBOOK_KEY) if filed is not None else None
-    if isinstance(book, runs.RunBook):
-        paused = restore(book)
-        st.session_state[NOTICE_KEY] = back_words(book, paused)
+    filed = desks().take_left_behind(desk, session_id, connected, wanted=_holds_work)
+    if filed is None:
+        return
+    book, race = _trained_runs(filed), _trained_race(filed)
+    paused = restore(book) if book is not None else []
+    if race is not None:  # it trains only while the page's Start flag is set: a new session has none
+        st.session_state[SMALL_LM_RACE_KEY] = race
+    st.session_state[NOTICE_KEY] = back_words(book, paused, race.step if race is not None else None)

@@ -154,3 +154,23 @@ def test_every_page_run_asks_the_browser_to_keep_the_desk_token(board):
     assert len(scripts) == 1 and f"{desk.COOKIE}={TOKEN};" in scripts[0]
     at.run()  # the same element again on every whole-page run: nothing on the page moves
     assert len([h for h in at.get("html") if desk.COOKIE in h.proto.body]) == 1
+
+
+def test_a_trained_small_lm_race_comes_back_too_and_waits(board):
+    """The Small language model page keeps its race (three models trained side by side) under the key
+    ui.desk files; after a reload it is there again, at its step, not training."""
+    from core.lessons import small_lm, text as texts
+
+    at = reloaded()
+    at.switch_page(str(ROOT / "pages/6_small_lm.py")).run()
+    assert desk.SMALL_LM_RACE_KEY in at.session_state  # the page's own key: what the desk files
+    race = small_lm.SmallLMRace(texts.builtin_text("pangram"), small_lm.SmallLMSettings().race_config())
+    race.advance(None, n_steps=20)
+    board.file(TOKEN, "old-session-id", {desk.SMALL_LM_RACE_KEY: race})
+    back = reloaded()
+    assert back.session_state[desk.SMALL_LM_RACE_KEY] is race
+    notice = " ".join(successes(back))
+    assert "the Small language model race at step 20" in notice and "Start on its page" in notice, notice
+    back.switch_page(str(ROOT / "pages/6_small_lm.py")).run()
+    assert_no_exception(back)
+    assert race.step == 20
