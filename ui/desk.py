@@ -19,9 +19,11 @@ import secrets
 import streamlit as st
 
 from core import budget, runs
+from core.classroom.security import escape_markdown
 from server import runtime
 from server.desks import DESKS, Desks, Filed
 from ui.live import session_owner
+from ui.classroom import MEMBER_SEAT, MemberSeat
 from ui.training import RUNBOOK_KEY
 
 COOKIE = "attention_lab_desk"
@@ -30,7 +32,11 @@ TOKEN_KEY = "desk.token"  # this session's desk token
 CHECKED_KEY = "desk.checked"  # the desk was looked at for work left behind (once per session)
 NOTICE_KEY = "desk.notice"  # what came back, shown once
 SMALL_LM_RACE_KEY = "small_lm.race"  # pages/6_small_lm.py's trained race (three models side by side)
-KEPT = (RUNBOOK_KEY, SMALL_LM_RACE_KEY)  # what a session made that a reload must not lose
+# What a session made that a reload must not lose: its runs, its race, and a student's seat in a
+# class (joining again needed another nickname, and the class counted the student twice). A
+# lecturer's seat is NOT kept: on a lectern PC shared with students, the next person to open the
+# app would hold the class; the lecturer types the key again (docs/CLASS.md).
+KEPT = (RUNBOOK_KEY, SMALL_LM_RACE_KEY, MEMBER_SEAT)
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}")  # secrets.token_urlsafe(16)
 
 
@@ -89,17 +95,22 @@ def restore(book: runs.RunBook) -> list[runs.Run]:
     return paused
 
 
-def back_words(book: runs.RunBook | None, paused: list[runs.Run], race_step: int | None = None) -> str:
-    """The notice for what came back after a reload: the Train page's runs, the Small LM race."""
+def back_words(book: runs.RunBook | None, paused: list[runs.Run], race_step: int | None = None,
+               seat: MemberSeat | None = None) -> str:
+    """The notice for what came back after a reload: the Train page's runs, the Small LM race, a
+    student's seat in a class."""
     trained = book.trained() if book is not None else []
     parts = []
+    if seat is not None:
+        parts.append(f"your seat in class {seat.code} (as “{escape_markdown(seat.nickname)}”)")
     if trained:
         names = ", ".join(run.label for run in trained[:4]) + (" …" if len(trained) > 4 else "")
         parts.append(f"the {runs_word(len(trained))} ({names})")
     if race_step:
         parts.append(f"the Small language model race at step {race_step:,}")
-    words = (f"Welcome back: {' and '.join(parts)} this browser had before the page was reloaded "
-             f"(or closed) {'is' if len(parts) == 1 and len(trained) <= 1 else 'are'} here again.")
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    words = ("Welcome back: what this browser had before the page was reloaded (or closed) is here "
+             f"again: {listed}.")
     if paused:
         words += (f" {paused[0].label} was training: it is paused at step {paused[0].step:,}; "
                   "press Resume on the Train page to go on.")
@@ -142,8 +153,13 @@ def _trained_race(filed: Filed):
     return race if getattr(race, "step", 0) > 0 else None
 
 
+def _seat(filed: Filed) -> MemberSeat | None:
+    seat = filed.things.get(MEMBER_SEAT)
+    return seat if isinstance(seat, MemberSeat) else None
+
+
 def _holds_work(filed: Filed) -> bool:
-    return _trained_runs(filed) is not None or _trained_race(filed) is not None
+    return _trained_runs(filed) is not None or _trained_race(filed) is not None or _seat(filed) is not None
 
 
 def _take_back(desk: str, session_id: str) -> None:
@@ -154,8 +170,10 @@ def _take_back(desk: str, session_id: str) -> None:
     filed = desks().take_left_behind(desk, session_id, connected, wanted=_holds_work)
     if filed is None:
         return
-    book, race = _trained_runs(filed), _trained_race(filed)
+    book, race, seat = _trained_runs(filed), _trained_race(filed), _seat(filed)
     paused = restore(book) if book is not None else []
     if race is not None:  # it trains only while the page's Start flag is set: a new session has none
         st.session_state[SMALL_LM_RACE_KEY] = race
-    st.session_state[NOTICE_KEY] = back_words(book, paused, race.step if race is not None else None)
+    if seat is not None:  # the class's follow panel checks the class is still open on this run
+        st.session_state[MEMBER_SEAT] = seat
+    st.session_state[NOTICE_KEY] = back_words(book, paused, race.step if race is not None else None, seat)

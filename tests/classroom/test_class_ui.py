@@ -458,3 +458,28 @@ def test_a_challenge_time_limit_is_shown_as_typed(klass):
     no_exception(lect)
     assert store.current_challenge(code).max_seconds == 1.5
     assert "**1.5 s** of training" in texts(lect.markdown)  # before: rounded to "2 s"
+
+
+def test_a_student_who_reloads_is_back_in_the_class_on_the_same_seat(klass, monkeypatch):
+    """ui.desk: a reload used to drop the student out of the class (joining again needed another
+    nickname, and the class counted two seats). The seat comes back with the runs; a lecturer's
+    seat does not (a lectern PC is shared: the lecturer types the key again)."""
+    from server.desks import Desks
+    from ui import desk
+
+    store, code, lecturer, (ada, _) = klass
+    board = Desks()
+    monkeypatch.setattr(desk, "desks", lambda: board)
+    monkeypatch.setattr(desk, "session_is_connected", lambda session_id: False)
+    members_before = len(store.members(code))
+    board.file("T" * 22, "old-session", {MEMBER_SEAT: ada, LECTURER_SEAT: lecturer})
+    at = open_as(None, None, state={desk.TOKEN_KEY: "T" * 22})
+    assert at.session_state[MEMBER_SEAT] == ada
+    assert LECTURER_SEAT not in at.session_state
+    notice = " ".join(s.value for s in at.success)
+    assert f"your seat in class {code} (as “Ada”)" in notice, notice
+    page, query = POLL_STEPS[0]
+    at.switch_page(str(ROOT / page)).run()
+    no_exception(at)
+    assert "**Class poll:**" in texts(at.markdown)  # still in the class: its polls are asked
+    assert len(store.members(code)) == members_before  # no second seat
