@@ -57,8 +57,9 @@ stats = small_lm.corpus_stats(text, settings.block_size)
 m1, m2, m3, m4 = st.columns(4, vertical_alignment="bottom")  # values in line when a label wraps
 m1.metric("Characters in the text", f"{stats['characters']:,}")
 m2.metric("Vocabulary |V|", stats["vocabulary"])
-m3.metric("Train characters (first 90%)", f"{stats['train']:,}")
-m4.metric("Validation characters (last 10%)", f"{stats['val']:,}")
+# short labels: at 1024 px a quarter of the page cut "Train characters (first 90%)" to "(fir…"
+m3.metric("Train characters", f"{stats['train']:,}", help="The first 90% of the text.")
+m4.metric("Val characters", f"{stats['val']:,}", help="Validation: the last 10% of the text.")
 if settings.corpus == "pangram":
     st.markdown(f"“{texts.PANGRAM.strip()}” repeated {texts.PANGRAM_REPEATS}×. Like the slides' corpus, "
                 "it is tiny and repetitive: a model that remembers a few characters can predict "
@@ -179,11 +180,14 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
                          f"C={race_.config.n_embd}, d={race_.config.head_size}, Adam lr "
                          f"{race_.config.lr:g}, seed {race_.config.seed}."),
                 key=f"{PREFIX}.loss", downloads=not training)
-    cols = st.columns(3)
     bigram_val = latest["bigram"]["val"]
-    for col, (name, label) in zip(cols, small_lm.MODEL_LABELS.items()):
+    # lecture mode wraps metric labels (ui.layout): three columns. Otherwise a label is one line,
+    # cut in a third of the page at 1024 px ("One head, no position (the s…"): each metric as wide
+    # as its label, in a row that wraps where the page is narrow
+    row = st.columns(3) if lecture else [st.container(horizontal=True, gap="medium")] * 3
+    for box, (name, label) in zip(row, small_lm.MODEL_LABELS.items()):
         val = latest[name]["val"]
-        col.metric(f"{label} · val loss", f"{val:.3f}",
+        box.metric(f"{label} · val loss", f"{val:.3f}", width="stretch" if lecture else "content",
                    delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
                    delta_color="inverse")
     if race_.last_eval_step == 0:
@@ -236,13 +240,15 @@ else:
     # Steps and steps per update may change at any time: they only decide where the run stops
     race.max_steps, race.steps_per_advance = settings.max_steps, settings.steps_per_tick
     stale = (race.text, race.config) != (text, wanted)
-    b1, b2, b3, _ = st.columns([1, 1, 1, 3])
-    b1.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
-              disabled=bool(ss.get(RUNNING_KEY)) or race.done, on_click=_start)
-    b2.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
-              disabled=not ss.get(RUNNING_KEY), on_click=_pause)
-    b3.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset", on_click=_reset,
-              help="New models with the current corpus and settings.")
+    # a row as wide as the buttons' labels: in columns [1, 1, 1, 3] they were cut to "S…", "P…",
+    # "R…" at 1024 px in lecture mode
+    buttons = st.container(horizontal=True)
+    buttons.button("Start", icon=":material/play_arrow:", type="primary", key=f"{PREFIX}.start",
+                   disabled=bool(ss.get(RUNNING_KEY)) or race.done, on_click=_start)
+    buttons.button("Pause", icon=":material/pause:", key=f"{PREFIX}.pause",
+                   disabled=not ss.get(RUNNING_KEY), on_click=_pause)
+    buttons.button("Reset", icon=":material/restart_alt:", key=f"{PREFIX}.reset", on_click=_reset,
+                   help="New models with the current corpus and settings.")
     if stale:
         st.info("The models below were built with another corpus or other settings. "
                 "Press **Reset** to start new models with the current ones.", icon=":material/info:")
@@ -338,11 +344,20 @@ def _slide_example() -> None:
     state.set_field(PREFIX, "ce_target", 1)
 
 
+CE_COLUMNS = {
+    "class c": st.column_config.Column("c", help="Class c", width=40),
+    "logit z_c": st.column_config.Column("z_c", help="The logit z_c"),
+    "exp(z_c)": st.column_config.Column("exp(z_c)"),
+    "p_c = exp(z_c) / Σ": st.column_config.Column("p_c", help="p_c = exp(z_c) / Σ exp(z_c'): the softmax"),
+    "target?": st.column_config.Column("target", help="The target class"),
+}
+
 locked = state.locked_fields(PREFIX)
 ce_key = state.widget_key(PREFIX, "ce_logits")
 if ce_key not in ss:
     ss[ce_key] = ", ".join(f"{z:g}" for z in settings.ce_logits)
-c1, c2, c3 = st.columns([5, 2, 3])  # the button's column holds "Slide's example" in lecture mode too
+# the button's column holds "Slide's example" at 1024 px in lecture mode too ([5, 2, 3] cut it)
+c1, c2, c3 = st.columns([5, 2, 4], vertical_alignment="bottom")
 with c1:
     raw = st.text_input("Logits (one per class)", key=ce_key, disabled="ce_logits" in locked,
                         help="Numbers separated by commas, between −50 and 50.")
@@ -358,7 +373,6 @@ if settings.ce_target > len(logits) - 1:  # clamp before the widget: fewer class
 with c2:
     state.number_field(settings, "ce_target", prefix=PREFIX, label="Target class", max_value=len(logits) - 1)
 with c3:
-    st.write("")
     st.button("Slide's example", on_click=_slide_example, key=f"{PREFIX}.ce_reset",
               icon=":material/undo:")
 
@@ -366,7 +380,10 @@ with friendly_errors("the cross-entropy"):
     ce = small_lm.cross_entropy_by_hand(logits, settings.ce_target)
     left, right = st.columns([3, 2])
     with left:
-        st.dataframe(small_lm.cross_entropy_table(ce), hide_index=True, width="stretch")
+        # short headers (the long ones as tooltips): with "p_c = exp(z_c) / Σ" and "target?" the
+        # table ran past its column at 1024 px and the "← target" marker was off the edge
+        st.dataframe(small_lm.cross_entropy_table(ce), hide_index=True, width="stretch",
+                     column_config=CE_COLUMNS)
         st.markdown(
             f"Σ exp(z_c) = **{ce.denominator:.6f}** · p(target) = exp({logits[ce.target]:g}) / "
             f"{ce.denominator:.6f} = **{ce.p_target:.6f}** · loss = −log {ce.p_target:.6f} = "
@@ -380,9 +397,12 @@ with friendly_errors("the cross-entropy"):
                             f"(highlighted) gets p = {ce.p_target:.4f}, so the loss is "
                             f"−log p = {ce.by_hand:.4f}."),
                    key=f"{PREFIX}.ce")
-    m1, m2, m3 = st.columns(3)
+    # two values a row: in thirds of the page the digits being compared were cut to "1.125402…"
+    # at 1024 px (lecture mode)
+    m1, m2 = st.columns(2)
     m1.metric("By hand (float64)", f"{ce.by_hand:.10f}")
     m2.metric("F.cross_entropy (float32)", f"{ce.torch_value:.10f}")
+    m3, _ = st.columns(2)
     m3.metric("Difference", f"{ce.difference:.1e}", help="Only float32 rounding: PyTorch computes "
               "in 32-bit floats, the hand computation in 64-bit.")
     show_code(small_lm.cross_entropy_by_hand)

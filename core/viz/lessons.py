@@ -111,9 +111,16 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
         color=alt.Color("model:N", scale=alt.Scale(domain=list(MODEL_LABELS.values()),
                                                    range=palette(lecture)[:len(MODEL_LABELS)]),
                         title=None, legend=alt.Legend(orient="top", columns=1, labelLimit=320)),
+        # the dash legend draws line segments, solid and dashed, named in words: with the chart's
+        # default symbols "val" and "train" were two identical dots (squares once trained)
         strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=["val", "train"],
                                                              range=[[1, 0], [6, 4]]),
-                                  title=None, legend=alt.Legend(orient="top")),
+                                  title=None, legend=alt.Legend(
+                                      orient="top", symbolType="stroke", symbolSize=900,
+                                      symbolStrokeWidth=3 if lecture else 2,
+                                      symbolStrokeColor="#333", symbolFillColor="transparent",
+                                      labelExpr="datum.value == 'val' ? 'validation (solid)' "
+                                                ": 'train (dashed)'")),
         y=alt.Y("loss:Q", title="loss (nats / character)", scale=alt.Scale(zero=True)),
         x=alt.X("step:Q", title="training step", scale=x_scale,
                 axis=alt.Axis(format=",d", tickMinStep=1)))

@@ -46,7 +46,7 @@ def test_default_page():
     at = fresh()
     m = metrics(at)
     assert m["Characters in the text"] == f"{len(texts.PANGRAM) * texts.PANGRAM_REPEATS:,}" == "2,700"
-    assert m["Vocabulary |V|"] == "28" and m["Validation characters (last 10%)"] == "270"
+    assert m["Vocabulary |V|"] == "28" and m["Val characters"] == "270"
     assert step_of(at) == 0
     for label in small_lm.MODEL_LABELS.values():  # untrained: every model near ln 28 = 3.33
         assert abs(float(m[f"{label} · val loss"]) - math.log(28)) < 0.1
@@ -374,3 +374,110 @@ def test_own_text_with_too_many_characters_is_refused_with_the_limit():
     at = use_own_text(fresh(), many_characters(small_lm.MAX_VOCABULARY + 1))
     assert "3,001 distinct characters; these models learn at most 3,000 on this server" in errors(at)
     assert at.session_state["small_lm.race"].text == texts.builtin_text("pangram")  # kept
+
+
+# ---------------------------------------------------------------- layout at 1024 px (visual audit)
+def _blocks(node, path=()):
+    """(element, the blocks above it) for every element of the page."""
+    for child in getattr(node, "children", {}).values():
+        if getattr(child, "children", None) is not None and child.type != "metric":
+            yield from _blocks(child, path + (child,))
+        else:
+            yield child, path + (child,)
+
+
+def _parent(at, element):
+    """The innermost layout block around `element`: a column or a flex container."""
+    for el, path in _blocks(at._tree):
+        if el is element:
+            return next(b for b in reversed(path[:-1]) if b.type in ("column", "flex_container"))
+    raise AssertionError("element not on the page")
+
+
+def _metric(at, label: str):
+    return next(m for m in at.metric if m.label == label)
+
+
+def test_training_buttons_sit_in_a_row_as_wide_as_their_labels():
+    # in columns [1, 1, 1, 3] they were cut to "S…", "P…", "R…" at 1024 px in lecture mode
+    at = fresh(query={"lecture": "1"})
+    rows = {id(_parent(at, at.button(key=f"{PREFIX}.{name}"))) for name in ("start", "pause", "reset")}
+    assert len(rows) == 1
+    row = _parent(at, at.button(key=f"{PREFIX}.start"))
+    assert row.type == "flex_container"
+    flex = row.proto.flex_container
+    assert flex.direction == flex.HORIZONTAL and flex.wrap
+
+
+def test_corpus_metrics_have_short_labels_with_the_detail_in_help():
+    at = fresh()
+    m = metrics(at)
+    assert m["Train characters"] == "2,430" and m["Val characters"] == "270"
+    assert "90%" in _metric(at, "Train characters").proto.help
+    assert "10%" in _metric(at, "Val characters").proto.help
+    assert all(len(label) <= 22 for label in m if "loss" not in label and "(float" not in label)
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_model_losses_wrap_instead_of_cutting_their_labels(lecture):
+    at = fresh(query={"lecture": "1"} if lecture else None)
+    labels = [f"{label} · val loss" for label in small_lm.MODEL_LABELS.values()]
+    parents = [_parent(at, _metric(at, label)) for label in labels]
+    if lecture:  # lecture mode wraps a metric's label: three columns, as before
+        assert [p.type for p in parents] == ["column"] * 3
+    else:  # one line per label: a row that wraps, each metric as wide as its label
+        assert len({id(p) for p in parents}) == 1 and parents[0].type == "flex_container"
+        flex = parents[0].proto.flex_container
+        assert flex.direction == flex.HORIZONTAL and flex.wrap
+
+
+def test_cross_entropy_values_have_half_a_row_each_and_show_every_digit():
+    # in thirds of the page, "1.1254029631" was cut to "1.125402…" at 1024 px in lecture mode
+    at = fresh(query={"lecture": "1"})
+    m = metrics(at)
+    hand, torch_ = m["By hand (float64)"], m["F.cross_entropy (float32)"]
+    assert hand == "1.1254029631" and len(torch_) == len(hand)
+    assert hand[:8] == torch_[:8]  # they agree to 6 decimals: the lesson's point
+    assert float(m["Difference"]) == pytest.approx(abs(float(hand) - float(torch_)), rel=0.2)
+    for label in ("By hand (float64)", "F.cross_entropy (float32)", "Difference"):
+        column = _parent(at, _metric(at, label))
+        assert column.type == "column" and column.weight == pytest.approx(0.5)
+
+
+def test_slide_example_button_has_room_for_its_label():
+    at = fresh(query={"lecture": "1"})
+    column = _parent(at, at.button(key=f"{PREFIX}.ce_reset"))
+    # [5, 2, 3] gave it 0.3: "Slide's exa…" at 1024 px in lecture mode
+    assert column.type == "column" and column.weight >= 0.35
+
+
+def test_cross_entropy_table_has_short_headers_and_shows_the_target():
+    import json
+
+    at = fresh()
+    table = at.dataframe[0]
+    config = json.loads(table.proto.columns)
+    labels = [config[c]["label"] for c in table.value.columns]
+    assert labels == ["c", "z_c", "exp(z_c)", "p_c", "target"]
+    assert config["class c"]["width"] <= 50
+    assert "exp(z_c) / Σ" in config["p_c = exp(z_c) / Σ"]["help"]  # the formula kept as a tooltip
+    assert list(table.value["target?"]) == ["", "← target", "", ""]
+
+
+def test_loss_chart_legend_draws_solid_and_dashed_lines_named_as_in_the_caption():
+    # "val" and "train" were two identical dots (squares once trained) next to a caption that
+    # says solid = validation, dashed = train
+    import json
+
+    at = fresh()
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    dash = spec["layer"][0]["encoding"]["strokeDash"]
+    assert dash["scale"] == {"domain": ["val", "train"], "range": [[1, 0], [6, 4]]}
+    legend = dash["legend"]
+    assert legend["symbolType"] == "stroke" and legend["symbolStrokeColor"]
+    assert "validation (solid)" in legend["labelExpr"] and "train (dashed)" in legend["labelExpr"]
+    assert "solid = validation, dashed = train" in " ".join(c.value for c in at.caption)
+    at.button(key=f"{PREFIX}.start").click().run()
+    at.button(key=f"{PREFIX}.pause").click().run()
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)  # trained: drawn as lines
+    assert spec["layer"][0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"
