@@ -57,6 +57,32 @@ def _link(settings: lesson.SampleSettings, result: lesson.SampleResult | None,
     return dataclasses.replace(result.settings, chosen=settings.chosen, step=settings.step)
 
 
+ROWS_SHOWN = 20  # the table is as tall as this many names (the default draw), then it scrolls
+# The table grid sizes its font and rows in rem, and lecture mode's root font is 20 px, not 16
+# (ui.layout.LECTURE_CSS); the heights and widths given to it are px, so they grow as much.
+LECTURE_TABLE_SCALE = 20 / 16
+# room for the shares chart as drawn (names_model.shares_chart: 280 px of bars, the labels beside
+# them, and each bar's "85% (17)"; 400 and 490 px measured in Chromium), so it is never squeezed
+SHARES_CHART_PX = {False: 440, True: 530}
+
+
+def _table_px(px: float, lecture: bool) -> int:
+    return round(px * (LECTURE_TABLE_SCALE if lecture else 1))
+
+
+def table_height(rows: int, lecture: bool) -> int:
+    """The header and up to ROWS_SHOWN rows (35 px each at a 16 px root font): a default draw shows
+    every name without scrolling inside the table."""
+    return _table_px(38 + 35 * max(1, min(rows, ROWS_SHOWN)), lecture)
+
+
+def text_width(values, px_per_char: float, lecture: bool) -> int:
+    """A column as wide as its longest text (the grid sizes a column by its first rows only, so a
+    long name further down was cut): `px_per_char` at the grid's 14 px font, plus the padding."""
+    longest = max((len(str(v)) for v in values), default=0)
+    return _table_px(max(64, px_per_char * longest + 24), lecture)
+
+
 def _corrected(field: str, value: int, notice: str) -> None:
     """A name or step this draw does not have (from a link, a lesson, or fewer names asked for):
     show `value` instead and say so, rather than quietly showing something else."""
@@ -93,18 +119,23 @@ m4.metric("Validation split", f"{shares['val']:.0%}",
           help="Real names in the held-out validation split: the model never saw them in training, "
                "it generalised to them.")
 
-table_col, chart_col = st.columns([2, 3])
-with table_col:
-    st.dataframe(lesson.samples_table(samples), hide_index=True, width="stretch",
-                 height=min(420, 38 + 35 * len(samples)),
-                 column_config={"name": st.column_config.TextColumn("name", width="small"),
-                                "length": st.column_config.NumberColumn("length", width=60),
-                                "where": st.column_config.TextColumn("where", width="large")})
-with chart_col:
-    training.show_cached_chart(
-        lambda: names_charts.shares_chart(samples, lecture=lecture_mode()), result.key,
-        name="Sampled names: new or from the data", key="sample.shares",
-        caption=f"Where {len(samples)} sampled names stand against the data: {result.describe()}.")
+# The table as wide as its columns, the chart beside it as wide as it is drawn; where both do not
+# fit in a row (1024 px) the chart goes below the table. (Two fifths of the row for the table cut
+# longer names, "maliqhelyal", and in lecture mode "axadeem"; half of it shrank the chart's text.)
+table, lecture = lesson.samples_table(samples), lecture_mode()
+widths = {"name": text_width(table["name"], 8, lecture), "length": _table_px(60, lecture),
+          "where": text_width(table["where"], 6.5, lecture)}
+with st.container(horizontal=True, gap="medium"):
+    st.dataframe(table, hide_index=True, height=table_height(len(table), lecture),
+                 width=sum(widths.values()) + _table_px(2 if len(table) <= ROWS_SHOWN else 14, lecture),
+                 column_config={"name": st.column_config.TextColumn("name", width=widths["name"]),
+                                "length": st.column_config.NumberColumn("length", width=widths["length"]),
+                                "where": st.column_config.TextColumn("where", width=widths["where"])})
+    with st.container(width=SHARES_CHART_PX[lecture]):
+        training.show_cached_chart(
+            lambda: names_charts.shares_chart(samples, lecture=lecture), result.key,
+            name="Sampled names: new or from the data", key="sample.shares",
+            caption=f"Where {len(samples)} sampled names stand against the data: {result.describe()}.")
 
 # ------------------------------------------------------------------ one name, step by step
 st.subheader("What the model weighed, step by step")

@@ -112,7 +112,8 @@ if inspection is not None:
         name_key + (settings.layer, settings.head),
         name=f"Attention weights, layer {settings.layer + 1}, head {settings.head + 1}", key="inside.head",
         caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
-                 f"{run.label}, step {run.step:,}."))
+                 + (f"grey “{names_charts.MASKED_CELL}”: masked (the future); " if inspection.causal else "")
+                 + f"{run.label}, step {run.step:,}."))
 
     st.subheader("What it expects next, at every position")
     training.show_cached_chart(
@@ -146,7 +147,7 @@ with metric_col:
 training.show_cached_chart(
     lambda: names_charts.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()), (run.run_id, run.step),
     name="Token embedding matrix", key="inside.embedding",
-    caption=f"Token embedding matrix {weights_shape} (red positive, blue negative); "
+    caption=f"Token embedding matrix {weights_shape} ({names_charts.embedding_colours(lecture_mode())}); "
             f"{run.label}, step {run.step:,}.")
 
 show_code([lesson.inspect_name, CausalSelfAttention.forward, lesson.top_predictions,

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import nav
-from ui.state import ensure_entry_point
+from ui.state import ensure_entry_point, lecture_mode
 
 ensure_entry_point()
 
@@ -35,5 +35,14 @@ st.subheader("Lessons")
 lessons = nav.available_lessons()
 if not lessons:
     st.info("The lessons are being written; they appear here as they land.")
+# A page link's label never wraps (at 1024 px the blurbs were cut mid-word): the link holds the
+# title, in a column as wide as the longest title, so every blurb starts at the same place and
+# wraps in the width left (wrap=False keeps it beside the title; a row that wraps put every blurb
+# on a line of its own). Lecture mode's root font is 20 px, not 16: its titles are 1.25x as wide.
+title_px = round((9 * max((len(lesson.title) for lesson in lessons), default=0) + 40)
+                 * (1.25 if lecture_mode() else 1))
 for lesson in lessons:
-    st.page_link(lesson.file, label=f"**{lesson.title}** — {lesson.blurb}", icon=lesson.icon)
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", wrap=False):
+        with st.container(width=title_px):
+            st.page_link(lesson.file, label=f"**{lesson.title}**", icon=lesson.icon)
+        st.caption(lesson.blurb, width="stretch")

@@ -21,6 +21,13 @@ from core.sampling import SampledName, label_shares
 from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
 from core.viz.bars import grouped_bars, hbar_chart, scatter
 from core.viz.heatmap import heatmap
+from core.viz.theme import diverging_scheme
+
+# Which colour each end of a diverging scheme is, (low, high), as Vega draws it ("redblue" runs
+# from red to blue): the embedding caption names its colours from the scheme the chart is drawn with.
+SCHEME_ENDS = {"redblue": ("red", "blue"), "blueorange": ("blue", "orange")}
+# the enlarged attention map writes this in a masked (future) cell, which is grey as in the grid
+MASKED_CELL = "–"
 
 # --------------------------------------------------------------------------------- Sample page
 
@@ -82,10 +89,14 @@ def attention_head_chart(inspection: Inspection, layer: int, head: int, *,
     if not (0 <= layer < n_layer and 0 <= head < n_head):
         raise ValueError(f"layer {layer + 1}, head {head + 1} is not in this model "
                          f"({n_layer} layers × {n_head} heads).")
-    return heatmap(inspection.attn[layer, head], inspection.tokens, inspection.tokens,
+    weights = inspection.attn[layer, head]  # (T, T)
+    # the future of a causal model is masked: grey with a dash, as in the grid (not a pale "0.00")
+    future = np.triu(np.ones(weights.shape, dtype=bool), k=1) if inspection.causal else None
+    return heatmap(weights, inspection.tokens, inspection.tokens,
                    title=f"Layer {layer + 1}, head {head + 1}: attention weights",
                    x_title="key (the character attended to)", y_title="query (the position reading)",
-                   fmt=".2f", lecture=lecture, domain=(0.0, 1.0))
+                   fmt=".2f", lecture=lecture, domain=(0.0, 1.0),
+                   special=None if future is None else np.where(future, MASKED_CELL, ""))
 
 
 def next_char_chart(inspection: Inspection, *, lecture: bool = False) -> alt.TopLevelMixin:
@@ -102,8 +113,15 @@ def embedding_heatmap(model: GPT, tokenizer: CharTokenizer, *, lecture: bool = F
     weights = embedding_matrix(model)  # (V, d_embed)
     return heatmap(weights, tokenizer.vocab, [str(i) for i in range(weights.shape[1])],
                    x_title="embedding dimension", y_title="character", lecture=lecture,
-                   diverging=True, show_values=False, cell_w=max(6, min(20, int(900 / weights.shape[1]))),
+                   diverging=True, scheme=diverging_scheme(lecture), show_values=False,
+                   cell_w=max(6, min(20, int(900 / weights.shape[1]))),
                    cell_h=20 if lecture else 16)
+
+
+def embedding_colours(lecture: bool = False) -> str:
+    """The embedding heatmap's colours in words ("blue positive, red negative"), from its scheme."""
+    low, high = SCHEME_ENDS[diverging_scheme(lecture)]
+    return f"{high} positive, {low} negative"
 
 
 def pca_chart(df: pd.DataFrame, ratios: np.ndarray, *, lecture: bool = False) -> alt.LayerChart:

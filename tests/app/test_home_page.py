@@ -65,3 +65,17 @@ def test_every_page_test_runs_through_the_entry_point_as_the_server_does(page):
     for _ in range(2):  # the first run and a rerun
         assert "Lecture mode" in [t.label for t in at.sidebar.toggle]
         at.run()
+
+
+@pytest.mark.parametrize("query", [None, {"lecture": "1"}])
+def test_every_lesson_links_its_title_and_says_what_it_teaches_in_text_that_wraps(query):
+    """A page link's label never wraps, so a blurb in it was cut mid-word at 1024 px: the link
+    holds the title, and the whole blurb is a caption beside it."""
+    at = open_page(query=query)
+    assert_no_exception(at)
+    lessons = nav.available_lessons()
+    links = at.get("page_link")
+    assert [link.proto.label for link in links[-len(lessons):]] == [f"**{l.title}**" for l in lessons]
+    assert [link.proto.page for link in links[-len(lessons):]] == [l.url for l in lessons]
+    captions = [c.value for c in at.caption]
+    assert all(lesson.blurb in captions for lesson in lessons)

@@ -4,6 +4,8 @@ the URL, and a layer or head the model picked does not have (lowered, with a not
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import numpy as np
@@ -171,3 +173,87 @@ def test_a_link_beyond_the_model_says_what_is_shown_instead():
     assert (at.session_state["inside"].layer, at.session_state["inside"].head) == (0, 0)
     fine = with_model(query={"layer": "1"})
     assert fine.session_state["inside"].layer == 1 and "is shown" not in texts(fine.info)
+
+
+# What each end of a Vega diverging scheme is, (low, high): the truth the caption is checked against,
+# written here, not taken from the code under test (Vega's "redblue" runs from red to blue).
+VEGA_DIVERGING_ENDS = {"redblue": ("red", "blue"), "blueorange": ("blue", "orange"),
+                       "blueorange-r": ("orange", "blue"), "redblue-r": ("blue", "red")}
+
+
+def _chart(at, axis_title: str):
+    """The one chart element with an axis titled `axis_title`."""
+    found = [el for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart")
+             if f'"{axis_title}"' in el.proto.spec]
+    assert len(found) == 1, f"{len(found)} charts with the axis {axis_title!r}"
+    return found[0]
+
+
+def _chart_spec(at, axis_title: str) -> dict:
+    return json.loads(_chart(at, axis_title).proto.spec)
+
+
+def _one_chart_rows(at, axis_title: str):
+    """The rows behind the one chart with an axis titled `axis_title`."""
+    import pandas as pd
+    import pyarrow as pa
+
+    proto = _chart(at, axis_title).proto
+    blobs = ([proto.data.data] if proto.HasField("data") and proto.data.data else []) + \
+        [ds.data.data for ds in proto.datasets]
+    return pd.concat([pa.ipc.open_stream(b).read_pandas() for b in blobs], ignore_index=True)
+
+
+def _colour_scale(spec) -> dict | None:
+    if isinstance(spec, dict):
+        color = spec.get("encoding", {}).get("color", {}) if isinstance(spec.get("encoding"), dict) else {}
+        scale = color.get("condition", {}).get("scale") or color.get("scale")
+        if scale:
+            return scale
+        children = list(spec.values())
+    elif isinstance(spec, list):
+        children = spec
+    else:
+        return None
+    for child in children:
+        found = _colour_scale(child)
+        if found:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_the_embedding_caption_names_the_colours_the_chart_draws(lecture):
+    """The caption said "red positive, blue negative" under a chart drawn blue for positive (and
+    orange/blue in lecture mode): the caption's words must match the chart's own colour scale."""
+    at = with_model(query={"lecture": "1"} if lecture else None)
+    scale = _colour_scale(_chart_spec(at, "embedding dimension"))
+    low_end, high_end = scale["domain"]
+    assert low_end < 0 < high_end  # signed values around 0: the scheme's low end is the negatives
+    low, high = VEGA_DIVERGING_ENDS[scale["scheme"]]
+    caption = next(c.value for c in at.caption if c.value.startswith("Token embedding matrix"))
+    assert f"{high} positive, {low} negative" in caption, (scale["scheme"], caption)
+
+
+def test_the_enlarged_map_greys_the_masked_future_as_the_grid_does():
+    """The grid greys the future of a causal model; the enlarged map showed it as pale "0.00"
+    cells. Now those cells carry no colour value and a dash, and the caption says so."""
+    at = with_model()
+    spec = _chart_spec(at, "key (the character attended to)")
+    head = _one_chart_rows(at, "key (the character attended to)")
+    assert len(head) == 5 * 5  # ".emma"
+    future = head["col_i"] > head["row_i"]
+    assert not head.loc[future, "finite"].astype(bool).any() and (head.loc[future, "label"] == "–").all()
+    assert head.loc[~future, "finite"].astype(bool).all()
+    assert not head.loc[~future, "label"].str.contains("–").any()
+    assert "Layer 1, head 1: attention weights" in json.dumps(spec)
+    caption = next(c.value for c in at.caption if c.value.startswith("Layer 1, head 1 for"))
+    assert "masked (the future)" in caption
+    assert_no_exception(at)
+
+
+def test_a_mask_off_model_has_no_dashes_in_its_enlarged_map():
+    at = with_model(causal=False)
+    head = _one_chart_rows(at, "key (the character attended to)")
+    assert head["finite"].astype(bool).all() and "–" not in set(head["label"])
+    assert "masked" not in texts(at.caption)

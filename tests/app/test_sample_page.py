@@ -198,7 +198,32 @@ def test_refusal_icon_and_where_column_render_in_a_plain_browser():
     at.text_input(key=_key(at, "prefix")).input("m4").run()
     assert at.error and all(e.icon == ":material/block:" for e in at.error)  # not an emoji: no font needed
     config = json.loads(at.dataframe[0].proto.columns)
-    assert config["where"]["width"] == "large"  # the "where" column gets room for its words
+    assert config["where"]["width"] >= 6 * max(map(len, at.dataframe[0].value["where"])) + 16  # room for its words
+
+
+# a rough width in px of lowercase text in the table's 14 px font (measured in Chromium: 7.5 px a
+# letter for names, 5.5 for words with spaces), plus the cell's padding; lecture mode's root font
+# is 20 px, which the table's rem-sized text follows
+def _needed(text: str, per_char: float, lecture: bool) -> float:
+    return (per_char * len(text) + 16) * (20 / 16 if lecture else 1)
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_the_names_column_is_as_wide_as_the_longest_name(lecture):
+    """The grid sizes a column by its first rows only: a long name further down was cut
+    ("maliqhelyal"; in lecture mode at 1024 px even "axadeem") while the "where" column had 400 px."""
+    at = with_model(query={"lecture": "1"} if lecture else None)
+    table = at.dataframe[0].value
+    config = json.loads(at.dataframe[0].proto.columns)
+    longest = max(table["name"], key=len)
+    assert config["name"]["width"] >= _needed(longest, 7.5, lecture), (longest, config["name"])
+    assert config["where"]["width"] >= _needed(max(table["where"], key=len), 5.5, lecture)
+    at.text_input(key=_key(at, "prefix")).input("abcdefghijklm").run()  # names of 14 letters and more
+    table = at.dataframe[0].value
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert min(map(len, table["name"])) >= 13
+    assert config["name"]["width"] >= _needed(max(table["name"], key=len), 7.5, lecture)
+    assert_no_exception(at)
 
 
 # ------------------------------------------ a name or step the draw lacks; a refused link prefix

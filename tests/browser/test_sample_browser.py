@@ -4,12 +4,11 @@ a caption naming what drew them, and the page is screenshotted for a look."""
 
 from __future__ import annotations
 
-import re
-import time
 from urllib.parse import urlencode
 
 import pytest
 
+from tests.browser.test_gpt_browser import wait_for_step
 from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
 from ui.nav import LESSONS
 
@@ -24,13 +23,7 @@ def test_sample_page_after_a_refused_prefix(page, server_url):
     page.set_viewport_size({"width": 1400, "height": 1600})
     open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(TINY)}", "Train the names GPT")
     page.get_by_role("button", name="Start", exact=True).click()
-    deadline = time.monotonic() + 180
-    bar = page.locator("[data-testid='stProgress']")
-    while time.monotonic() < deadline:  # the 60 steps end by themselves
-        text = bar.first.inner_text() if bar.count() else ""
-        if re.search(r"step 60 of 60|finished|done", text):
-            break
-        page.wait_for_timeout(500)
+    wait_for_step(page, 60, timeout_s=180)  # the 60 steps end by themselves
     page.wait_for_timeout(1500)
 
     page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
