@@ -4,19 +4,14 @@ and in lecture mode worse), with the shares chart kept at its drawn size instead
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import pytest
 
-from tests.browser.test_gpt_browser import wait_for_step
+from tests.browser.test_sample_browser import train_tiny_then_sample
 from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
 
-TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
-TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
-        "batch_size": "32", "max_steps": "60", "val_interval": "20", "warmup_steps": "0"}
 CLIPPED = """els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 
 
@@ -27,6 +22,7 @@ def test_home_lesson_blurbs_are_whole_at_1024(page, warm_url, lecture):
     assert_no_error(page)
     main = page.locator("[data-testid='stMain']")
     links = main.locator("[data-testid='stPageLink'] [data-testid='stMarkdownContainer']")
+    links.nth(len(LESSONS) - 1).wait_for(timeout=30_000)  # drawn after the script has run
     assert links.count() == len(LESSONS)
     assert links.evaluate_all(CLIPPED) == []  # titles whole
     captions = main.locator("[data-testid='stCaptionContainer']")
@@ -40,12 +36,7 @@ def test_home_lesson_blurbs_are_whole_at_1024(page, warm_url, lecture):
 
 def test_sample_table_shows_every_name_at_1024_in_lecture_mode(page, server_url):
     page.set_viewport_size({"width": 1024, "height": 768})
-    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode({'lecture': '1', **TINY})}", "Train the names GPT")
-    page.get_by_role("button", name="Start", exact=True).click()
-    wait_for_step(page, 60, timeout_s=180)  # the 60 steps end by themselves
-    page.wait_for_timeout(1500)
-    page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
-    wait_idle(page)
+    train_tiny_then_sample(page, server_url, {"lecture": "1"})
     assert_no_error(page)
     table = page.locator("[data-testid='stDataFrame']").first
     table.scroll_into_view_if_needed()

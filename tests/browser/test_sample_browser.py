@@ -19,15 +19,20 @@ TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_
         "batch_size": "32", "max_steps": "60", "val_interval": "20", "warmup_steps": "0"}
 
 
-def test_sample_page_after_a_refused_prefix(page, server_url):
-    page.set_viewport_size({"width": 1400, "height": 1600})
-    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(TINY)}", "Train the names GPT")
+def train_tiny_then_sample(page, server_url: str, query: dict | None = None) -> None:
+    """Train the tiny model to its end on the Train page, then open Sample names from the sidebar
+    (the same session: the model is there)."""
+    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode({**(query or {}), **TINY})}", "Train the names GPT")
     page.get_by_role("button", name="Start", exact=True).click()
     wait_for_step(page, 60, timeout_s=180)  # the 60 steps end by themselves
     page.wait_for_timeout(1500)
-
     page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
     wait_idle(page)
+
+
+def test_sample_page_after_a_refused_prefix(page, server_url):
+    page.set_viewport_size({"width": 1400, "height": 1600})
+    train_tiny_then_sample(page, server_url)
     prefix = page.get_by_label("Prefix", exact=True).and_(page.get_by_test_id("stTextInputField"))
     prefix.fill("j")
     prefix.press("Enter")
