@@ -55,8 +55,8 @@ def scores_step(result: simple_attention.SimpleAttention) -> None:
                     "the dot product of the two embeddings.")
         st.latex(rf"\omega_{{{qi}j}} = x^{{({qi})}} \cdot x^{{(j)}} = "
                  rf"\sum_{{k=1}}^{{{d_in}}} x^{{({qi})}}_k \, x^{{(j)}}_k")
-        st.latex(fmt.dot_product_latex(inputs[query].tolist(), inputs[0].tolist(),
-                                      float(result.attn_scores[0]), qi, 1))
+        st.latex(walkthrough.sum_over_lines(fmt.dot_product_latex(
+            inputs[query].tolist(), inputs[0].tolist(), float(result.attn_scores[0]), qi, 1)))
         walkthrough.check_badge("loop = matrix product", result.loop_vs_matmul)
     with chart_col:
         if ask_top_token(result):
@@ -112,8 +112,8 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
         st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
                     "by its attention weight: the table's rows add up to z.")
         st.latex(rf"z^{{({qi})}} = \sum_{{j=1}}^{{{num_tokens}}} \alpha_{{{qi}j}}\, x^{{(j)}}")
-        st.latex(fmt.weighted_sum_latex(result.attn_weights.tolist(), inputs[:, 0].tolist(),
-                                       float(result.context_vec[0]), qi))
+        st.latex(walkthrough.sum_over_lines(fmt.weighted_sum_latex(
+            result.attn_weights.tolist(), inputs[:, 0].tolist(), float(result.context_vec[0]), qi)))
         walkthrough.check_badge("loop = matrix product", result.loop_vs_matmul)
     with chart_col:
         walkthrough.show_bars(result.context_vec, dims, name="simple-attention-context",

@@ -85,12 +85,21 @@ def scores_step(steps) -> None:
 
 def mask_step(steps) -> None:
     walkthrough.step_header(STEPS, "mask", "the causal mask")
+    # two formulas in one centred paragraph: side by side where they fit, the second under the
+    # first where they do not. As one display formula the right one ran past a 1024 px page
+    # ("M = triu(1,"); always on two lines, the figure fell below the first screen of a projector
     if settings.causal:
-        st.latex(r"M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ 0 & j \le i "
-                 r"\end{cases}\qquad M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)")
+        left = (r"\displaystyle M_{ij} = \begin{cases} 1 & j > i \text{ (a later token: hide)} \\ "
+                r"0 & j \le i \end{cases}")
+        right = r"\displaystyle M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)"
     else:  # what the figure shows, and what the switch would bring back
-        st.latex(r"M_{ij} = 0 \text{ for every } i, j \qquad \text{(the causal mask, "
-                 r"} \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)\text{, is switched off)}")
+        left = r"\displaystyle M_{ij} = 0 \text{ for every } i, j"
+        right = (r"\displaystyle \text{(the causal mask, } \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)"
+                 r"\text{, is switched off)}")
+    # each formula one group, so that neither breaks inside itself ("M =" | "triu(…)"); in lecture
+    # mode a paragraph's type is 1.15x a formula's: \small brings it back to the size of the others
+    size = r"\small " if state.lecture_mode() else ""
+    st.markdown(f"${size}{{{left}}}$ \u2003 ${size}{{{right}}}$", text_alignment="center")
     words = causal_attention.mask_words(settings.causal)
     if words.text:
         st.info(words.text, icon=":material/info:")

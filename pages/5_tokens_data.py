@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pandas as pd
 import streamlit as st
 
 from core import data as core_data
@@ -17,6 +18,7 @@ from core.lessons import text as texts
 from core.lessons import tokens_data
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, bpe_tokens, gpt2_source
 from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 from ui import state
 from ui import tokens_cache
 from ui.charts import show_figure
@@ -39,6 +41,44 @@ def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bo
                                         vs.stride, max_tokens, lecture, view)
     show_figure(lambda: lesson_charts.window_chart(view, max_tokens=max_tokens, max_windows=6, lecture=lecture),
                 (), figure=figure, name="sliding windows", caption=caption)
+
+
+# The windows table (tokens_data.window_table): each window's tokens as text, input beside target,
+# before their ids. Ids first, a 1024 px page (or lecture mode's larger grid) showed no target at all
+WINDOW_COLUMNS = ["window", "start", "input text", "target text", "input ids", "target ids"]
+WINDOW_COLUMN_CONFIG = {
+    "window": st.column_config.NumberColumn("#", help="The window's number."),
+    "start": st.column_config.NumberColumn("start", help="Where its first token is: window × stride."),
+    "input text": st.column_config.TextColumn("input", help="The window's tokens, as text (␣ = a space)."),
+    "target text": st.column_config.TextColumn("target", help="The same tokens one step to the right: "
+                                               "each one is the token that follows its input."),
+}
+
+NAME_COLUMNS = ["input", "input id", "target", "target id"]  # the rows of tokens_data.name_window_frames
+
+
+def name_windows_long(tables) -> pd.DataFrame:
+    """The windows of one name (tokens_data.name_window_frames: rows input / input id / target /
+    target id, a column per t) as one row per position: window, t, then input beside target.
+    Their columns side by side were 13 columns for a context of 12, and a 1024 px page showed 9."""
+    rows = [{"window": w, "t": t, **{row: table.loc[row, column] for row in NAME_COLUMNS}}
+            for w, table in enumerate(tables) for t, column in enumerate(table.columns)]
+    return pd.DataFrame(rows, columns=["window", "t", *NAME_COLUMNS])
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def name_windows_table(name: str, context: int, lecture: bool, _tables) -> None:
+    # Drawn inside a cached function, as tokens_cache.windows_table: Streamlit keeps the finished
+    # element and replays it, so the padding's style is formatted once per name and context.
+    frame = name_windows_long(_tables)
+    padded = list(frame.index[frame["target id"] == str(core_data.IGNORE_INDEX)])
+    styler = frame.style
+    if padded:
+        styler = styler.set_properties(subset=(padded, NAME_COLUMNS), **fmt.PADDING_STYLE)
+    # every position of a window of 12 without a scroll bar (a row is 2.1875rem: 35 px, in lecture
+    # mode's 20 px type 44 px)
+    row_px = 44 if lecture else 35
+    st.dataframe(styler, hide_index=True, width="stretch", height=row_px * (min(len(frame), 13) + 1) + 3)
 
 
 def locked_batch_for_text(settings: tokens_data.TokensDataSettings,
@@ -102,11 +142,14 @@ state.bound(st.toggle, f"Read {END_OF_TEXT} as one special token", settings, "al
 with friendly_errors("the tokens"):
     summary = tokens_cache.token_summary(text, settings.allow_special)
     char_vocab = summary.char_vocab_size
+    # labels of a word or two: a quarter of the page at 1024 px cut "Character vocabula…"
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters", f"{summary.n_chars:,}")
-    m2.metric("Character vocabulary |V|", f"{char_vocab:,}")
+    m2.metric("Vocabulary |V|", f"{char_vocab:,}",
+              help="The character tokenizer's vocabulary: the distinct characters of the text.")
     m3.metric("GPT-2 tokens", f"{summary.n_bpe:,}")
-    m4.metric("Characters per GPT-2 token", f"{summary.chars_per_token:.2f}")
+    m4.metric("Chars / token", f"{summary.chars_per_token:.2f}",
+              help="Characters per GPT-2 token: how much text one BPE token covers on average.")
 
     left, right = st.columns(2)
     with left:
@@ -149,7 +192,8 @@ st.markdown(
     "`GPTDatasetV1` reads `max_length` tokens as the **input** and the same tokens moved one "
     "step to the right as the **target**; the next window starts `stride` tokens later. "
     "`DataLoader` groups windows into batches (dropping a last, incomplete batch).")
-c1, c2, c3, c4, c5 = st.columns(5)
+# aligned at the bottom: a label of two lines ("Shuffle seed") no longer lowers its box alone
+c1, c2, c3, c4, c5 = st.columns(5, vertical_alignment="bottom")
 with c1:
     state.number_field(settings, "max_length", prefix=PREFIX, help="Tokens per window (the lesson uses 4).")
 with c2:
@@ -175,7 +219,6 @@ with c4:
                        help="Seeds the shuffle (a private torch.Generator). The embedding tables below keep "
                             f"the book's seed, {tokens_data.EMBEDDING_SEED}: a new shuffle, the same vectors.")
 with c5:
-    st.write("")
     state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
                 help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
 
@@ -233,7 +276,10 @@ if view is not None:
                                f"(blue) and target ids (orange, shifted by one). max_length "
                                f"{vs.max_length}, stride {vs.stride}."))
     st.subheader("Input → target windows")
-    st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch")
+    # the tokens as text first, input beside target, then their ids: at 1024 px (and in lecture
+    # mode) the ids ran past the page's edge and hid the target text entirely
+    st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch",
+                 column_order=WINDOW_COLUMNS, column_config=WINDOW_COLUMN_CONFIG)
     if view.n_windows > 60:
         st.caption(f"The first 60 of {view.n_windows:,} windows.")
     if view.book_first_batch is None:
@@ -241,11 +287,15 @@ if view is not None:
                    "from the book's create_dataloader_v1 (which always reads it as one token).")
     else:
         ok = view.book_first_batch
-        st.badge(("Batch 0 is exactly" if ok else "Batch 0 differs from") + " the book's "
-                 f"create_dataloader_v1(text, batch_size={vs.batch_size}, max_length={vs.max_length}, "
-                 f"stride={vs.stride}, shuffle={vs.shuffle}) with seed {vs.seed}",
+        # short, the call itself in the caption below: a badge is one line, and the whole call
+        # in it was cut at 1024 px ("… strid…")
+        st.badge(("Batch 0 = " if ok else "Batch 0 ≠ ") + "the book's create_dataloader_v1",
                  color="green" if ok else "red",
-                 icon=":material/check_circle:" if ok else ":material/error:")
+                 icon=":material/check_circle:" if ok else ":material/error:",
+                 help="Batch 0 of this page's loader, compared with the book's loader on the same text.")
+        st.caption(("Exactly" if ok else "Not") + " the first batch of the book's "
+                   f"`create_dataloader_v1(text, batch_size={vs.batch_size}, max_length={vs.max_length}, "
+                   f"stride={vs.stride}, shuffle={vs.shuffle})` with seed {vs.seed}.")
     # the functions that made these windows and batches (and, when it ran, the book's loader
     # they were checked against)
     show_code([tokens_data.build_loader_view, core_data.count_windows, core_data.sliding_windows]
@@ -371,8 +421,9 @@ with friendly_errors("the name windows"):
                     + (f", the last with {n_pad} padded target{'s' if n_pad != 1 else ''}." if n_pad else "."))
         shown_windows = min(len(tables), 6)
         which = "Window 0" if shown_windows == 1 else f"Windows 0–{shown_windows - 1}"
-        st.caption(f"{which}: inputs and targets, shape ({context},) each; grey = padding")
-        tokens_cache.windows_table(shown_name, context, tables[:6])
+        st.caption(f"{which}: inputs and targets, shape ({context},) each, one row per position t; "
+                   "grey = padding")
+        name_windows_table(shown_name, context, lecture, tables[:6])
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

@@ -69,6 +69,36 @@ h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 [data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis,
 [data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+/* ... and they wrap between words only. Streamlit's markdown breaks a word that does not fit its
+   line anywhere (word-break: break-word): at 1024 px a row of five boxes showed "max_len|gth",
+   "Temperatur|e", and boxes at different heights under labels of one and two lines */
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p, [data-testid="stMain"] [data-testid="stMetricLabel"] p,
+[data-testid="stMain"] [data-testid="stCheckbox"] label p {
+  word-break: normal !important; overflow-wrap: break-word !important; hyphens: manual; }
+/* a row of columns is the container its labels are sized by: 1.15rem needs a column of ~190 px
+   for "Temperature", and a row of five at 1024 px has 113. Labels in a row of four and of five or
+   more shrink with the row (1.15rem from about 800 and 1000 px of row: unchanged on a wide
+   screen), never below 0.8rem. Only rows made by st.columns: a horizontal container sized by its
+   content would be measured as empty */
+[data-testid="stMain"] [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]) {
+  container-type: inline-size; }
+[data-testid="stMain"] [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(4))
+  > [data-testid="stColumn"] :is([data-testid="stWidgetLabel"], [data-testid="stMetricLabel"],
+                                 [data-testid="stCheckbox"] label) p {
+  font-size: clamp(0.8rem, 2.9cqi, 1.15rem) !important; }
+[data-testid="stMain"] [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"]:nth-child(5))
+  > [data-testid="stColumn"] :is([data-testid="stWidgetLabel"], [data-testid="stMetricLabel"],
+                                 [data-testid="stCheckbox"] label) p {
+  font-size: clamp(0.8rem, 2.3cqi, 1.15rem) !important; }
+/* inline code in a column (a pitfall card's "(`CausalSelfAttention.forward`)"): an identifier has
+   no place to break, and at 0.9em it was cut in two inside a card of 262 px. It shrinks with its
+   row (unchanged from a row of ~850 px), to 16 px at the least; in a row narrower than 760 px
+   (1024 px with the sidebar) with less padding and its letters a little closer as well */
+[data-testid="stMain"] [data-testid="stColumn"] [data-testid="stMarkdownContainer"] code {
+  font-size: clamp(16px, 2.45cqi, 0.9em) !important; }
+@container (max-width: 760px) {
+  [data-testid="stMain"] [data-testid="stColumn"] [data-testid="stMarkdownContainer"] code {
+    padding: 0.1em 0.12em; letter-spacing: -0.04em; } }
 </style>
 """
 
@@ -88,6 +118,11 @@ ACCESSIBLE_CSS = """
 [data-testid="stVegaLiteChart"] { max-width: 100%; }
 [data-testid="stVegaLiteChart"] > svg, [data-testid="stVegaLiteChart"] > canvas {
   max-width: 100%; height: auto; }
+/* a badge is one line cut with "…" where it is wider than its column ("loop = matrix product · max
+   differen…" beside a chart at 1024 px), and there is no hover on a projector: it wraps instead.
+   A badge that fits stays one line */
+[data-testid="stMain"] .stMarkdownBadge { white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; }
 /* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
 a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px; }

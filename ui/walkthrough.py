@@ -705,6 +705,20 @@ def badge_row(bar: StepBar | None = None):
         st.badge(label, color="red", icon=":material/error:")
 
 
+def sum_over_lines(latex: str, per_line: int = 2) -> str:
+    r"""An aligned formula of formatting.dot_product_latex or weighted_sum_latex with its written-out
+    sum broken into lines of `per_line` terms ("&= a + b \\ &\quad + c"). On one line three
+    products ran past a half-page column at 1024 px ("0.55 · 0.43 + 0.87 · 0.15 ·", and no more)."""
+    lines = []
+    for line in latex.split(r" \\ "):
+        if line.startswith("&= ") and " + " in line:
+            terms = line[len("&= "):].split(" + ")
+            line = "&= " + r" \\ &\quad + ".join(" + ".join(terms[k:k + per_line])
+                                                 for k in range(0, len(terms), per_line))
+        lines.append(line)
+    return r" \\ ".join(lines)
+
+
 def check_badge(label: str, diff: float, tol: float = 1e-9) -> None:
     """A badge for 'two ways of computing agree' with their max difference."""
     ok = diff <= tol

@@ -34,6 +34,20 @@ def test_defaults_show_the_mask_and_the_references():
     assert "def causal_mask" in " ".join(c.value for c in at.code)
 
 
+def test_the_mask_formulas_are_two_so_they_wrap_on_a_narrow_page():
+    # one display formula could not wrap: "M = triu(1, diagonal=1)" ran past a 1024 px page
+    # ("M = triu(1,"). Two inline formulas of one centred paragraph: the second goes under the first
+    at = page()
+    (mask,) = [m for m in at.markdown if "triu" in m.value]
+    assert not [l for l in at.latex if "triu" in l.value]
+    assert mask.value.startswith(r"${\displaystyle M_{ij} = \begin{cases}")
+    assert r"\end{cases}}$" + " \u2003 " + r"${\displaystyle M = \mathrm{triu}(\mathbf{1}, \text{diagonal}=1)}$" \
+        in mask.value
+    at.toggle(key=key(at, "causal")).set_value(False).run()
+    (off,) = [m.value for m in at.markdown if "triu" in m.value]
+    assert r"i, j}$" + " \u2003 " + r"${\displaystyle \text{(the causal mask, }" in off
+
+
 def test_masked_scores_show_minus_infinity_and_weights_renormalise():
     at = page()
     set_step(at, "causal_step", "masked")

@@ -51,6 +51,28 @@ def test_defaults_show_the_books_numbers_at_every_step():
     assert {"Ω = X Xᵀ  (6, 6)", "A = softmax(Ω) by row  (6, 6)", "Z = A X  (6, 3)"} <= set(charts(at))
 
 
+def test_the_written_out_sums_break_after_two_products():
+    # on one line, "0.55 · 0.43 + 0.87 · 0.15 + 0.66 · 0.89" ran past the text column at 1024 px
+    at = open_walk()
+    assert any(r"0.55 \cdot 0.43 + 0.87 \cdot 0.15 \\ &\quad + 0.66 \cdot 0.89 \\ &= 0.9544" in l.value
+               for l in at.latex)
+    set_step(at, "step", "context")
+    (z,) = [l.value for l in at.latex if r"z^{(2)}_1" in l.value]
+    assert z.count(r"&\quad + ") == 1 and r"\dots\ (\text{3 more})" in z
+
+
+def test_sum_over_lines_only_breaks_the_written_out_sum():
+    from ui import formatting as fmt
+    from ui import walkthrough
+
+    ten = walkthrough.sum_over_lines(fmt.dot_product_latex([1.0] * 10, [2.0] * 10, 20.0, 1, 1))
+    assert ten.count(r"&\quad + ") == 2  # four products and "… (6 more)": three lines of two
+    assert ten.startswith(r"\begin{aligned} \omega_{11} &= x^{(1)} \cdot x^{(1)} \\ &= 1.00 \cdot 2.00 + ")
+    assert ten.endswith(r"\\ &= 20.0000 \end{aligned}")
+    two = fmt.dot_product_latex([1.0, 2.0], [3.0, 4.0], 11.0, 1, 2)
+    assert walkthrough.sum_over_lines(two) == two  # two products: one line, as before
+
+
 def test_code_of_every_step_is_the_real_core_source():
     at = open_walk()
     codes = " ".join(c.value for c in at.code)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -54,6 +56,37 @@ def test_default_page_shows_the_lesson(base):
     assert not base.error
     text = " ".join(m.value for m in base.markdown)
     assert "⌊198 / 5⌋ + 1 = 40" in text and "✓ equal to the text" in text
+
+
+def test_windows_show_input_beside_target_before_the_ids(base):
+    # ids first, a 1024 px page (and lecture mode's larger grid) showed no target text at all
+    windows = base.dataframe[0].proto
+    assert list(windows.column_order) == ["window", "start", "input text", "target text", "input ids",
+                                          "target ids"]
+    labels = {name: column["label"] for name, column in json.loads(windows.columns).items()
+              if "label" in column}
+    assert labels == {"window": "#", "start": "start", "input text": "input", "target text": "target"}
+    # short metric labels (their longer words in the help): "Character vocabula…" was cut at 1024 px
+    assert {"Vocabulary |V|", "Chars / token"} <= set(metrics(base))
+    assert all(len(label) <= 20 for label in metrics(base))
+    badge = [m.value for m in base.markdown if "-badge[" in m.value]
+    assert badge and "Batch 0 = the book's create_dataloader_v1" in badge[0]
+    assert any("create_dataloader_v1(text, batch_size=8, max_length=4, stride=5, shuffle=True)` with "
+               "seed 123" in c.value for c in base.caption)
+
+
+def test_a_names_windows_are_one_row_per_position():
+    # one column per t was 13 columns for a context of 12: a 1024 px page showed t = 0 … 8
+    at = fresh()
+    names = at.dataframe[3].value
+    assert list(names.columns) == ["window", "t", "input", "input id", "target", "target id"]
+    assert names["input"].tolist()[:6] == [".", "e", "m", "m", "a", "."] and len(names) == 12
+    assert names["target"].tolist()[4:6] == [".", "pad"] and names["target id"].tolist()[5] == "-1"
+    at.slider(key=key("name_context")).set_value(3).run()  # .emma. in 3: three windows of three
+    names = at.dataframe[3].value
+    assert names["window"].tolist() == [0] * 3 + [1] * 3 + [2] * 3 and names["t"].tolist()[3:6] == [0, 1, 2]
+    assert "".join(names[names["window"] == 2]["target"]) == "ma."
+    assert_no_exception(at)
 
 
 def test_window_controls_change_counts():
@@ -111,7 +144,8 @@ def test_the_chips_are_drawn_once_and_replayed(monkeypatch):
     calls = []
     real = st.html
     def counting(body, **kw):
-        if "<style>" not in body[:20]:  # the app's style block is drawn by st.html too
+        # the app's style block and the desk cookie's script (ui.desk) are drawn by st.html too
+        if "<style>" not in body[:20] and "<script>" not in body[:20]:
             calls.append(body)
         return real(body, **kw)
 

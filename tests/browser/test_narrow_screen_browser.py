@@ -1,0 +1,109 @@
+"""A 1024 px screen (a small laptop, an old projector), with and without lecture mode, in a real
+browser: labels wrap between words or fit, never inside one ("max_len|gth"); badges are never cut
+with "…"; formulas fit their column; the Tokens page's tables show input beside target."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import assert_no_error, open_app
+
+pytestmark = pytest.mark.browser
+
+WIDTH = 1024
+
+# widget, metric and checkbox labels, inline code in a column and badges: the texts of each whose
+# line breaks fall inside a word (between two characters that are neither space, "-" nor "/"),
+# labels that run past their column, and badges cut with "…"
+BROKEN_TEXT = """() => {
+  const out = [];
+  const main = "[data-testid='stMain'] ";
+  const labels = [main + "[data-testid='stWidgetLabel'] p", main + "[data-testid='stMetricLabel'] p",
+                  main + "[data-testid='stCheckbox'] label p"].join(", ");
+  const all = [...document.querySelectorAll(
+      labels + ", " + main + "[data-testid='stColumn'] [data-testid='stMarkdownContainer'] code, "
+      + main + ".stMarkdownBadge")];
+  for (const el of all) {
+    if (!el.checkVisibility({visibilityProperty: true})) continue;
+    const text = el.textContent.trim().slice(0, 50);
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let prev = null, prevTop = null;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.length; i++) {
+        const ch = node.data[i];
+        if (/\\s/.test(ch)) { prev = ch; continue; }
+        const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect) continue;
+        if (prevTop !== null && rect.top > prevTop + 2 && prev !== null && !/[\\s\\-/]/.test(prev))
+          out.push(`broken inside a word: ${text}`);
+        prevTop = rect.top; prev = ch;
+      }
+    }
+    if (el.matches(labels)) {
+      const column = (el.closest("[data-testid='stColumn']") || el.closest("[data-testid='stMain']"))
+        .getBoundingClientRect();
+      const range = document.createRange(); range.selectNodeContents(el);
+      const right = Math.max(...[...range.getClientRects()].map((r) => r.right));
+      if (right > column.right + 1) out.push(`past its column: ${text}`);
+    }
+    if (el.matches(".stMarkdownBadge") && el.scrollWidth > el.clientWidth + 1) out.push(`cut: ${text}`);
+  }
+  return [...new Set(out)];
+}"""
+
+# formulas, display or inline, wider than the text box they sit in (cut at the column's edge, or
+# a scroll bar)
+WIDE_FORMULAS = """() => [...document.querySelectorAll("[data-testid='stMain'] .katex-html")]
+  .filter((el) => el.checkVisibility({visibilityProperty: true}))
+  .flatMap((el) => {
+    const box = el.closest("[data-testid='stMarkdownContainer']").getBoundingClientRect();
+    const display = el.closest(".katex-display");
+    const right = Math.max(...[...el.getClientRects()].map((r) => r.right));
+    return right > box.right + 3 || (display && display.scrollWidth > display.clientWidth + 3)
+      ? [`${el.textContent.slice(0, 40)}: ${Math.round(right)} > ${Math.round(box.right)}`] : [];
+  })"""
+
+# the column headers a data grid has drawn (its accessible table holds the columns in view)
+GRID_HEADERS = """(n) => [...document.querySelectorAll("[data-testid='stDataFrame']")[n]
+  .querySelectorAll("th, [role='columnheader']")].map((h) => h.textContent.trim())"""
+
+
+@pytest.fixture(scope="module")
+def narrow_page(browser):
+    context = browser.new_context(viewport={"width": WIDTH, "height": 768})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+PAGES = [("tokens_data", "Tokens & data loaders"), ("simple_attention", "Simple attention"),
+         ("causal_attention", "Causal attention and dropout"), ("pitfalls", "Pitfalls")]
+
+
+@pytest.mark.parametrize("lecture", [True, False], ids=["lecture", "plain"])
+def test_nothing_is_broken_or_cut_at_1024(narrow_page, warm_url, lecture):
+    page = narrow_page
+    for path, heading in PAGES:
+        query = "&".join((["causal_step=mask"] if path == "causal_attention" else [])
+                         + (["lecture=1"] if lecture else []))
+        open_app(page, f"{warm_url}/{path}?{query}" if query else f"{warm_url}/{path}")
+        page.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(800)  # fonts, KaTeX and the grids' first paint
+        assert_no_error(page)
+        assert page.evaluate(BROKEN_TEXT) == [], path
+        assert page.evaluate(WIDE_FORMULAS) == [], path
+        if path == "tokens_data":
+            tables_show_input_beside_target(page)
+
+
+def tables_show_input_beside_target(page) -> None:
+    """The Tokens page's windows: the tokens as text, input and target both in view (the ids may
+    scroll); the name's windows, one row per position: every column in view."""
+    page.locator("[data-testid='stDataFrame']").nth(3).wait_for(timeout=60_000)  # windows, x, y, name
+    for n in (0, 3):  # a grid fills its accessible table once it has been painted in view
+        page.locator("[data-testid='stDataFrame']").nth(n).scroll_into_view_if_needed()
+        page.wait_for_function(f"() => ({GRID_HEADERS})({n}).length > 0", timeout=15_000)
+    shown = page.evaluate(GRID_HEADERS, 0)
+    assert "input" in shown and "target" in shown, shown
+    assert page.evaluate(GRID_HEADERS, 3) == ["window", "t", "input", "input id", "target", "target id"]
