@@ -312,7 +312,7 @@ if view is not None:
                 f"{view.n_batches} batch(es), so batch {last} (the last) is shown.",
                 icon=":material/info:")
         state.set_field(PREFIX, "batch_index", last)
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = st.columns(3, vertical_alignment="bottom")  # boxes in line when a label wraps
     with c1:
         state.number_field(settings, "batch_index", prefix=PREFIX, label="Batch shown",
                            max_value=max(view.n_batches - 1, 0),

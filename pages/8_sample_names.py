@@ -27,7 +27,8 @@ st.markdown(
 
 settings, book, run = training.model_page(PREFIX, lesson.SampleSettings, "sample")
 
-for col, field in zip(st.columns(5), ("n", "temperature", "top_k", "prefix", "seed")):
+for col, field in zip(st.columns(5, vertical_alignment="bottom"),  # in line when a label wraps
+                      ("n", "temperature", "top_k", "prefix", "seed")):
     with col:  # each control from its field's declaration in SampleSettings (label, bounds, step)
         spec_widget(settings, field, prefix=PREFIX)
 
