@@ -1,10 +1,11 @@
-"""A browser's trained runs (and its Small LM race) come back after a page reload (server.desks).
+"""What a browser made comes back after a page reload (server.desks): its trained runs, its Small
+LM race, a student's seat in a class (KEPT says what, and why a lecturer's seat is not).
 
 Session state lives as long as the browser tab's connection: a reload (F5, or a laptop browser
 that discarded a background tab and loads it again) starts a new, empty session. So each browser
-gets a random desk token in a cookie; every whole-page run files the session's runs on that desk
-(by reference: nothing is copied), and a new session of the same browser that has no runs of its
-own takes back the runs of the session it replaced, with a notice saying so.
+gets a random desk token in a cookie; every whole-page run files what the session made on that
+desk (by reference: nothing is copied), and a new session of the same browser that has nothing of
+its own takes back what the session it replaced left, with a notice saying so.
 
 The cookie holds only that random token (no name, nothing tracked), and is read by the server
 when a tab connects (`st.context.cookies`): a token set during a session counts from its next
