@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from server import runtime
 from server.once import once_per_process
 
 log = logging.getLogger(__name__)
@@ -95,15 +96,9 @@ def rerun_fragment(session: Any, key: str = FRAGMENT_KEY) -> str:
 
 
 def runtime_session(session_id: str) -> Any | None:
-    """The running server's AppSession of `session_id`, or None (gone, or no server running)."""
-    from streamlit.runtime.runtime import Runtime
-
-    if not Runtime.exists():
-        return None
-    # AppTest leaves its stand-in Runtime in place after a run: it has no session manager
-    sessions = getattr(Runtime.instance(), "_session_mgr", None)
-    info = sessions.get_active_session_info(session_id) if sessions is not None else None
-    return None if info is None else info.session
+    """The running server's AppSession of `session_id`, or None (gone, or no server running; AppTest
+    leaves a stand-in Runtime without a session manager: None too)."""
+    return runtime.active_session(session_id)
 
 
 def call_on_loop(session: Any, callback: Callable[[], None], delay: float = 0.0) -> bool:

@@ -44,14 +44,21 @@ def session_ids() -> set[str] | None:
         return {info.session.id for info in manager.list_sessions()}
 
 
+def active_session(session_id: str):
+    """The AppSession of `session_id` while it is a connected tab; None when it waits for a
+    reconnect, is gone, or there is no session manager to ask."""
+    manager = session_manager()
+    info = manager.get_active_session_info(session_id) if manager is not None else None
+    return None if info is None else info.session
+
+
 def is_connected(session_id: str) -> bool | None:
     """Whether `session_id` is a connected tab (not one waiting for a reconnect, nor gone); None
     when there is no session manager to ask (a test, a script, an internal that moved)."""
-    manager = session_manager()
-    if manager is None or not hasattr(manager, "get_active_session_info"):
+    if session_manager() is None:
         return None
     try:
-        return manager.get_active_session_info(session_id) is not None
+        return active_session(session_id) is not None
     except Exception:  # noqa: BLE001 - Streamlit's internals may change
         return None
 
