@@ -39,7 +39,7 @@ def show_chart(chart, *, name: str, caption: str, title: str = "", key: str | No
     `title` is the human title of the downloaded figure and its file name (default: the chart's
     own title, else `name`)."""
     lecture = lecture_mode()
-    _show(chart, viz.vega_spec(chart, lecture), lambda: chart, title=title or viz.chart_title(chart) or name,
+    _show(chart, viz.fit_to_column(viz.vega_spec(chart, lecture)), lambda: chart, title=title or viz.chart_title(chart) or name,
           caption=caption, key=key or _key(name), downloads=downloads, lecture=lecture)
 
 
@@ -125,7 +125,7 @@ def make_figure(build: Callable, lecture: bool) -> Figure:
 
 def _make_figure(lecture: bool, build: Callable, inspect: Callable | None) -> Figure:
     chart = build()
-    spec = viz.vega_spec(chart, lecture)
+    spec = viz.fit_to_column(viz.vega_spec(chart, lecture))
     facts = inspect(chart) if inspect is not None else None
     if spec is None:
         return Figure(None, viz.chart_title(chart), facts, chart)
@@ -168,15 +168,17 @@ def show_figure(build: Callable, inputs: tuple, *, name: str, caption: str, titl
 
 
 def draw_chart(chart, spec: dict | None, *, lecture: bool, description: str) -> None:
-    """Draw a chart from its spec (`viz.vega_spec`), or through Altair when that is None (tables
-    inside layers: slower, same picture). `description` is its text alternative: Vega puts it in
-    the chart's aria-label, which screen readers read (WCAG 1.1.1)."""
+    """Draw a chart from its spec (`viz.vega_spec`, fitted: `viz.fit_to_column`), or through
+    Altair when that is None (tables inside layers: slower, same picture). `description` is its
+    text alternative: Vega puts it in the chart's aria-label, which screen readers read (WCAG
+    1.1.1). A fitted spec is drawn at its own width where the column has room and laid out again
+    in a narrower one; any other chart at its own size, scaled down in a narrower column."""
     if spec is None:
         st.altair_chart(viz.themed(chart, lecture).properties(description=description),
                         width="content")
     else:  # a fresh top level: a spec kept by a cache is never changed here
         st.vega_lite_chart(spec={**spec, "description": description, **arrow_datasets(spec)},
-                           width="content")
+                           width=viz.drawn_width(spec))
 
 
 class _ArrowTables(_Kept):

@@ -348,14 +348,14 @@ def _loss_chart(frame, arrow: bytes, vocab_size: int, caption: str) -> None:
     """The live loss chart: a spec built once per set of runs plus this tick's rows (cheap to
     redraw twice a second), its caption, and PNG/SVG downloads made only when clicked."""
     lecture = state.lecture_mode()
-    spec = training_charts.loss_chart_spec(tuple(dict.fromkeys(frame["run"])), vocab_size=vocab_size,
-                                           lecture=lecture)
+    spec = viz.fit_to_column(training_charts.loss_chart_spec(
+        tuple(dict.fromkeys(frame["run"])), vocab_size=vocab_size, lecture=lecture))
     # the rows travel as a named dataset, like an Altair chart's (the frontend binds those reliably)
     datasets = {name: _inline_arrow(name, json.dumps(values)) if isinstance(values, list) else values
                 for name, values in spec.get("datasets", {}).items()}
     spec = {**spec, "data": {"name": "loss_rows"}, "datasets": {**datasets, "loss_rows": arrow}}
     st.vega_lite_chart(spec={**spec, "description": viz.description("Names GPT: loss", caption)},
-                       width="content")
+                       width=viz.drawn_width(spec))
     st.caption(caption)
     # the chart is built from this tick's rows only when the Download menu is open
     download_buttons(lambda: training_charts.loss_chart(frame.copy(), vocab_size=vocab_size, lecture=lecture),
@@ -379,7 +379,7 @@ def show_cached_chart(build, cache_key: tuple, *, name: str, caption: str, key: 
     full_key = (key, cache_key, lecture)
     if full_key not in cache:
         chart = build()
-        cache[full_key] = (chart, viz.vega_spec(chart, lecture))
+        cache[full_key] = (chart, viz.fit_to_column(viz.vega_spec(chart, lecture)))
         while len(cache) > MAX_CACHED_CHARTS:
             cache.pop(next(iter(cache)))
     chart, spec = cache[full_key]

@@ -44,6 +44,10 @@ Theme (theme.py): palette(lecture), font_sizes(lecture), themed(chart, lecture) 
     format_value(v, fmt), sequential_scheme/diverging_scheme(lecture), OKABE_ITO, NEG_INF_LABEL,
     LECTURE_MIN_AXIS_PX / LECTURE_MIN_VALUE_PX (the px floor lecture mode holds to).
 
+Fit (fit.py): natural_width(spec) (a single or layered chart's whole width, estimated),
+    fit_to_column(spec) (a copy laid out again to fit a column narrower than that, text at full
+    size, where its labels still have room), drawn_width(spec) (st.vega_lite_chart's width for it).
+
 Export (export.py): with_caption(chart, title, caption), to_png(chart, scale), to_svg(chart),
     figure_bytes(chart, *, title, caption, lecture, fmt="png"|"svg") -> bytes (themed, captioned),
     file_name(title, ext) -> a safe file name that keeps the human title;
@@ -58,6 +62,7 @@ fine): tests/core/test_viz.py fails when any module outside core/viz imports alt
 from core.viz.bars import bar_chart, grouped_bars, hbar_chart, scatter
 from core.viz.export import (chart_table, chart_title, description, figure_bytes, file_name, table_csv,
                              to_png, to_svg, with_caption)
+from core.viz.fit import drawn_width, fit_to_column, natural_width
 from core.viz.heatmap import heatmap, matrix_frame
 from core.viz.lines import line_chart
 from core.viz.theme import (DEFAULT_PALETTE, HIGHLIGHT, LECTURE_MIN_AXIS_PX, LECTURE_MIN_VALUE_PX,
@@ -71,4 +76,5 @@ __all__ = [
     "themed", "vega_spec", "theme_config", "padded", "fast_build", "palette", "font_sizes", "unique_labels", "format_value",
     "sequential_scheme", "diverging_scheme", "OKABE_ITO", "DEFAULT_PALETTE", "NEG_INF_LABEL",
     "HIGHLIGHT", "MASKED_GREY", "PAD", "LECTURE_MIN_AXIS_PX", "LECTURE_MIN_VALUE_PX",
+    "fit_to_column", "drawn_width", "natural_width",
 ]

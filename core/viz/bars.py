@@ -8,6 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.viz.fit import value_font
 from core.viz.theme import fast_build, font_sizes, format_value, layered, palette, unique_labels
 
 
@@ -58,7 +59,12 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
     layers = [base.mark_bar().encode(color=color, tooltip=tooltip)]
     if len(names) <= max_labels:
         font = font_sizes(lecture)["text"] - (2 if grouped else 1)
-        layers.append(base.mark_text(dy=-8, fontSize=max(font, 14) if lecture else font)
+        font = max(font, 14) if lecture else font
+        # in a chart laid out narrower than built (core/viz/fit.py) the numbers shrink with the bars
+        chars = max((len(t) for t in df["text"]), default=1)
+        size = value_font(font, chars, 0.55 * font, floor=14 if lecture else 7,
+                          scale="xOffset" if grouped else "x")
+        layers.append(base.mark_text(dy=-8, fontSize=size)
                       .encode(text=alt.Text(field="text", type="nominal")))
     width = width or max(240, min(56 * len(names) * (len(series) if grouped else 1), 700))
     return layered(layers, data=df, title=title, width=width, height=height)

@@ -15,6 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.viz.fit import value_font
 from core.viz.theme import (HIGHLIGHT, LECTURE_MIN_VALUE_PX, MASKED_GREY, diverging_scheme, layered,
                             fast_build, font_sizes, format_value, sequential_scheme, unique_labels)
 
@@ -197,8 +198,11 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
                       .encode(strokeOpacity=alt.StrokeOpacityValue(0, condition={
                           "test": "datum.outlined", "value": 1})))
     if show:
-        layers.append(_value_text(base, finite_vals, domain, scheme, diverging, lecture,
-                                  size["text"] if width >= 44 else size["text"] - 3))
+        font = size["text"] if width >= 44 else size["text"] - 3
+        # one map alone may be laid out narrower than built (core/viz/fit.py): its numbers shrink
+        # with their cells; the panels of a grid are always drawn at their size
+        shrink = (chars, char_px * font / size["text"]) if values.ndim == 2 else None
+        layers.append(_value_text(base, finite_vals, domain, scheme, diverging, lecture, font, shrink))
     # the data sits on the layer chart, not on each layer: Altair would otherwise hash every
     # layer's DataFrame to merge them, the slowest part of building a chart
     if values.ndim == 2:  # everything in the constructor: each later copy deep-copies the layers
@@ -209,10 +213,12 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
 
 
 def _value_text(base: alt.Chart, finite_vals: pd.Series, domain, scheme: str, diverging: bool,
-                lecture: bool, font: int) -> alt.Chart:
-    """Numbers in the cells, white on dark cells and black on light ones."""
+                lecture: bool, font: int, shrink: tuple[int, float] | None = None) -> alt.Chart:
+    """Numbers in the cells, white on dark cells and black on light ones. `shrink`: (characters
+    of the widest number, px a character at `font`) to make the font smaller in narrower cells."""
     if lecture:
         font = max(font, LECTURE_MIN_VALUE_PX)
+    size = value_font(font, *shrink, floor=LECTURE_MIN_VALUE_PX if lecture else 7) if shrink else font
     lo, hi = (domain if domain else ((float(finite_vals.min()), float(finite_vals.max()))
                                      if len(finite_vals) else (0.0, 1.0)))
     if diverging:  # both ends of a diverging scheme are dark
@@ -222,7 +228,7 @@ def _value_text(base: alt.Chart, finite_vals: pd.Series, domain, scheme: str, di
         mid = (lo + hi) / 2
         # the dark end is high for "blues"-like schemes, low for "viridis"
         dark = f"datum.finite && datum.value {'<' if scheme in ('viridis', 'magma', 'inferno', 'plasma', 'cividis') else '>'} {mid!r}"
-    return base.mark_text(fontSize=font).encode(
+    return base.mark_text(fontSize=size).encode(
         text=alt.Text(field="label", type="nominal"),
         color=alt.ColorValue("black", condition={"test": dark, "value": "white"}))
 

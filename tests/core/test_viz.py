@@ -1,6 +1,7 @@
 """core/viz: the heatmap, lines, bars, export, the lecture theme, and that no other module imports altair."""
 
 import ast
+import re
 from pathlib import Path
 
 import altair as alt
@@ -128,6 +129,15 @@ def test_heatmap_diverging_is_symmetric_around_zero():
 
 
 # ------------------------------------------------------------------------------ theme
+def value_font_sizes(font) -> tuple[float, float]:
+    """(built size, floor) of a text mark's font: a number, or core.viz.fit.value_font's expression."""
+    if isinstance(font, (int, float)):
+        return font, font
+    match = re.fullmatch(r"min\(([\d.]+), max\(([\d.]+), .*\)\)", font["expr"])
+    assert match, font
+    return float(match[1]), float(match[2])
+
+
 def test_lecture_theme_font_sizes_and_palette():
     chart = viz.heatmap(np.eye(2), ["a", "b"], ["a", "b"], lecture=True)
     spec = viz.themed(chart, lecture=True).to_dict(validate=True)
@@ -136,7 +146,9 @@ def test_lecture_theme_font_sizes_and_palette():
     assert config["axis"]["titleFontSize"] >= viz.LECTURE_MIN_AXIS_PX
     assert config["legend"]["labelFontSize"] >= viz.LECTURE_MIN_AXIS_PX
     assert config["title"]["fontSize"] > config["axis"]["titleFontSize"]
-    assert layers(spec)[1]["mark"]["fontSize"] >= viz.LECTURE_MIN_VALUE_PX  # numbers in the cells
+    # numbers in the cells: the size they are built at and the smallest a narrow column gets
+    built, floor = value_font_sizes(layers(spec)[1]["mark"]["fontSize"])
+    assert built >= floor >= viz.LECTURE_MIN_VALUE_PX
     assert spec["autosize"] == {"type": "pad"}
     normal = viz.themed(chart, lecture=False).to_dict()["config"]["axis"]["labelFontSize"]
     assert normal < config["axis"]["labelFontSize"]

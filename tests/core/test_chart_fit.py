@@ -1,0 +1,106 @@
+"""core/viz/fit.py: a chart's natural width, and the copy that shrinks to a narrow column.
+
+The estimate is checked against Chromium's layout in tests/browser/test_chart_fit_browser.py;
+here: what is fitted and what is not, that a fitted copy leaves the kept spec alone, and, through
+Vega itself (vl-convert), that numbers and labels shrink with their bands and stay in them.
+"""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core import viz
+from core.viz import fit
+
+
+def spec_of(chart, lecture=False) -> dict:
+    return viz.vega_spec(chart, lecture)
+
+
+def attention_map(n=6, lecture=False):
+    tokens = ["Your", "journey", "starts", "with", "one", "step"][:n]
+    weights = np.tril(np.random.default_rng(0).random((n, n)))
+    return viz.heatmap(weights / weights.sum(1, keepdims=True), tokens, tokens, title="head 1",
+                       x_title="key j", y_title="query i", lecture=lecture)
+
+
+def rendered(spec: dict, width: int) -> str:
+    """The SVG Vega draws of a fitted spec at `width` px (its tables as rows)."""
+    vlc = pytest.importorskip("vl_convert")
+    rows = {name: data.to_dict("records") if isinstance(data, pd.DataFrame) else data
+            for name, data in spec.get("datasets", {}).items()}
+    return vlc.vegalite_to_svg({**spec, "datasets": rows, "width": width})
+
+
+def value_texts(svg: str) -> list[tuple[float, str]]:
+    """(font size, text) of each number written in a mark (not the axes)."""
+    return [(float(size), text) for size, text in
+            re.findall(r'font-size="([\d.]+)px"[^>]*>(-?\d+\.\d+)</text>', svg)]
+
+
+def test_natural_width_adds_the_axes_to_the_plot_and_is_none_for_grids():
+    spec = spec_of(attention_map())
+    natural = fit.natural_width(spec)
+    # the plot is 6 cells of 44 px; the left axis holds "journey" and the title "query i"
+    assert spec["width"] + 40 < natural < spec["width"] + 120
+    grid = viz.heatmap(np.random.default_rng(0).random((2, 3, 3)), list("abc"), list("abc"),
+                       facets=["h1", "h2"])
+    assert fit.natural_width(spec_of(grid)) is None
+    assert fit.fit_to_column(spec_of(grid)) == spec_of(grid)
+
+
+def test_a_longer_label_or_a_legend_makes_the_chart_wider():
+    short = fit.natural_width(spec_of(viz.heatmap(np.eye(3), list("abc"), list("abc"))))
+    long = fit.natural_width(spec_of(viz.heatmap(np.eye(3), ["a", "b", "a much longer row name"],
+                                                 list("abc"))))
+    legend = fit.natural_width(spec_of(viz.heatmap(np.eye(3), list("abc"), list("abc"),
+                                                   show_values=False)))
+    assert long > short + 60 and legend > short + 30
+
+
+def test_fit_to_column_draws_a_copy_at_its_natural_width_and_leaves_the_spec_alone():
+    spec = spec_of(attention_map())
+    before = {key: value for key, value in spec.items() if key != "datasets"}
+    fitted = fit.fit_to_column(spec)
+    assert fitted["width"] == fit.natural_width(spec) == fit.drawn_width(fitted)
+    assert fitted["autosize"] == {"type": "fit-x", "contains": "padding"}  # the height stays as built
+    assert {key: value for key, value in spec.items() if key != "datasets"} == before
+    assert fit.drawn_width(spec) == "content" and fit.drawn_width(None) == "content"
+    assert fit.fit_to_column(None) is None
+
+
+def test_an_alphabet_of_narrow_cells_keeps_its_size():
+    letters = list("abcdefghijklmnopqrstuvwxyz.,")
+    table = viz.heatmap(np.random.default_rng(1).random((28, 28)), letters, letters)
+    spec = spec_of(table)
+    assert not fit.can_fit(spec) and fit.fit_to_column(spec) is spec
+    assert fit.can_fit(spec_of(attention_map()))
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_numbers_shrink_with_their_cells_and_stay_inside_them(lecture):
+    fitted = fit.fit_to_column(spec_of(attention_map(lecture=lecture), lecture))
+    natural = fit.drawn_width(fitted)
+    wide, narrow = value_texts(rendered(fitted, natural)), value_texts(rendered(fitted, int(natural * 0.7)))
+    assert len(wide) == len(narrow) == 36
+    built = max(size for size, _ in wide)
+    assert all(size == built for size, _ in wide)  # at its own width: as built
+    smallest = viz.LECTURE_MIN_VALUE_PX if lecture else 7
+    assert all(smallest <= size < built for size, _ in narrow) or lecture and built == smallest
+    cell = float(re.search(r'role="graphics-symbol" aria-roledescription="rect mark" d="M[\d.,]+h([\d.]+)v',
+                           rendered(fitted, int(natural * 0.7)))[1])
+    assert cell < 40  # the cells did get narrower than built (44 px)
+    # every number fits its cell, unless it is already at the smallest size allowed
+    assert all(fit.text_px(text, size) <= cell - 2 or size == smallest for size, text in narrow)
+
+
+def test_upright_labels_slant_only_when_their_bars_get_too_narrow():
+    words = ["Your", "journey", "starts", "with", "one", "step"]
+    spec = fit.fit_to_column(spec_of(viz.bar_chart([0.95, 1.50, 1.48, 0.84, 0.71, 1.09], words)))
+    natural = fit.drawn_width(spec)
+    assert "rotate(-40" not in rendered(spec, natural)
+    narrow = rendered(spec, int(natural * 0.6))
+    assert narrow.count("rotate(-40") >= len(words)  # every name kept, slanted
+    assert all(word in narrow for word in words)
