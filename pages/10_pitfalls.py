@@ -135,7 +135,9 @@ def render_no_scaling() -> None:
     show_chart(viz_pitfalls.scaling_figure(table, lecture=lecture), name="pitfall-no-scaling",
                caption="Max weight, entropy and softmax gradient against d_k, without and with ÷√d_k. " + cap)
     wide = no_scaling.wide_table(table)
-    st.dataframe(wide, hide_index=True, height=36 * (len(wide) + 1) + 4,
+    # every row in view, as tall as the grid draws its rows: a height in px for 35 px rows hid the
+    # last rows in lecture mode, where the grid's rows grow with the 20 px root font
+    st.dataframe(wide, hide_index=True, height="content",
                  column_config={c: st.column_config.NumberColumn(format="%.3f", width="small")
                                 for c in wide.columns if c != "d_k"})
     st.caption("raw: no scaling (the bug); ÷√d_k: scaled. Entropy in nats (uniform over 8 keys: 2.079); "
@@ -160,7 +162,7 @@ def render_short_names() -> None:
                caption="Number of names of each length, coloured by whether the lecture's windowing "
                        "gives them any example. " + cap)
     table = result["table"]
-    st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 4)
+    st.dataframe(table, hide_index=True, height="content")  # every row in view, as no_scaling's
 
 
 def render_sgd() -> None:

@@ -318,8 +318,9 @@ if view is not None:
                            max_value=max(view.n_batches - 1, 0),
                            help="0 is the batch the book looks at (`for batch in dataloader: ... break`).")
     with c2:
-        state.number_field(settings, "output_dim", prefix=PREFIX, label="Output dim (embedding width)",
-                           help="The lesson uses 256, as GPT-2 small uses 768.")
+        # "(embedding width)" in the help: in the label it took three lines at 1024 px in lecture mode
+        state.number_field(settings, "output_dim", prefix=PREFIX, label="Output dim",
+                           help="The embedding width: the lesson uses 256, as GPT-2 small uses 768.")
     with c3:
         state.bound(st.slider, "Columns shown in the heatmaps", settings, "show_dims", prefix=PREFIX,
                     min_value=2, max_value=16)

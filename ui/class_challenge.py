@@ -17,7 +17,7 @@ from core.classroom import challenge as judge
 from core.classroom.security import ClassroomError, escape_markdown
 from ui import classroom
 from ui.layout import friendly_errors
-from ui.state import checked_number
+from ui.state import checked_number, lecture_mode
 
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
 DEFAULT_MAX_PARAMS = 50_000
@@ -105,17 +105,23 @@ def _board(store, code: str, seat) -> None:
     if entries:
         st.caption(f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} on the board "
                    "(each student's best run).")
-        # 690 px, so it fits the page even at lecture mode's 1.3x zoom of tables (690 x 1.3 < 900 px):
-        # stretched to the page and then zoomed, it ran past the page's right edge
-        st.dataframe(board_frame(entries), hide_index=True, width=690,
+        # 690 px for the grid's 14 px text, not stretched to the page. In lecture mode the grid's text
+        # is 17.5 px (it follows the 20 px root font, ui.layout), and the px given here grow as much,
+        # or "validation loss" and the link were cut: 862 px, inside the page's 900 at 1280 px
+        scale = 20 / 16 if lecture_mode() else 1
+
+        def px(width: int) -> int:
+            return round(width * scale)
+
+        st.dataframe(board_frame(entries), hide_index=True, width=px(690),
                      column_config={
-                         "rank": st.column_config.NumberColumn(width=45),
-                         "nickname": st.column_config.TextColumn(width=100),
+                         "rank": st.column_config.NumberColumn(width=px(45)),
+                         "nickname": st.column_config.TextColumn(width=px(100)),
                          "settings": st.column_config.LinkColumn("settings", display_text="open these settings",
-                                                                 width=150),
-                         "validation loss": st.column_config.NumberColumn(format="%.4f", width=115),
-                         "parameters": st.column_config.NumberColumn(format="localized", width=100),
-                         "five sampled names": st.column_config.TextColumn(width=180)})
+                                                                 width=px(150)),
+                         "validation loss": st.column_config.NumberColumn(format="%.4f", width=px(115)),
+                         "parameters": st.column_config.NumberColumn(format="localized", width=px(100)),
+                         "five sampled names": st.column_config.TextColumn(width=px(180))})
     else:
         st.info("No entries yet. Students submit a finished run from the Train page.", icon=":material/hourglass:")
     if seat is not None:

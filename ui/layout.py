@@ -42,12 +42,16 @@ h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 /* the page's rem padding grows with the 20 px font: give that width back to the figures */
 [data-testid="stMainBlockContainer"], .block-container { padding-left: 2rem !important;
   padding-right: 2rem !important; max-width: none !important; }
-/* tables are drawn on a canvas that ignores font-size: scale the whole grid instead. The zoom is
-   on the table's element box, narrowed by as much: the grid sizes its canvas in px from the box it
-   sits in, so a table zoomed itself was 1.3x its column (the Tokens page's windows ran past the
-   page's edge, and x under y) */
-[data-testid="stElementContainer"]:has(> [data-testid="stDataFrame"]) { zoom: 1.3;
-  width: calc(100% / 1.3) !important; }
+/* tables are drawn on a canvas that ignores font-size. Streamlit 1.67's grid takes its font and
+   rows from the root font when it is first drawn: 17.5 px under lecture mode's 20 px root, nothing to
+   do. A grid already drawn when the sidebar's switch turns lecture mode on keeps its 14 px (the 400
+   14px its wrapper's --gdg-base-font-style says): that one is zoomed by 20/16, so that it reads as it
+   will once redrawn. (A zoom of every table, 1.3 on top of the 17.5 px, hid columns of a dozen tables
+   at 1024 px.) The zoom is on the table's element box, narrowed by as much: the grid sizes its canvas
+   in px from the box it sits in, so a table zoomed itself ran past its column. Since 1.67 a
+   full-screen frame sits between the element box and the grid */
+[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > [data-testid="stDataFrame"]
+    [style*="--gdg-base-font-style: 400 14px"]) { zoom: 1.25; width: calc(100% / 1.25) !important; }
 /* inline code (a caption naming the function shown) and the text typed in boxes: 16 px at least */
 [data-testid="stMain"] code { font-size: 0.9em !important; }
 [data-testid="stMain"] [data-testid="stCode"] code, [data-testid="stMain"] [data-testid="stCode"] span {

@@ -28,8 +28,9 @@ LABEL_TITLES = {"new": "new", "train": "in the training split", "val": "in the v
 class SampleSettings:
     """Controls of the Sample page."""
 
-    # how many names to sample
-    n: int = spec(20, min=1, max=200, step=5, label="How many names")
+    # how many names to sample; a one-word label: "How many names" took two lines in a row of five
+    # at 1024 px (lecture mode), above a box lower than its neighbours'
+    n: int = spec(20, min=1, max=200, step=5, label="Names", help="How many names to sample.")
     # < 1 sharpens, > 1 flattens the distribution
     temperature: float = spec(1.0, min=0.05, max=5.0, step=0.05, widget="slider", label="Temperature")
     # keep the k most likely characters; 0 = all of them (27: "." and a-z, every model's alphabet)

@@ -136,11 +136,51 @@ WIDE_TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'
 })"""
 
 
-def test_lecture_tables_stay_inside_their_columns(lecture_page, server_url):
-    # lecture mode zooms tables 1.3x; stretched to a column they ran 30% past it
-    page = lecture_page
-    _open(page, server_url, "tokens_data?lecture=1")
+# the px of every table's text as seen: the grid's own font (the size in --gdg-base-font-style, which
+# the grid sets on its wrapper and draws its canvas with) times the zoom of its element box
+TABLE_TEXT_PX = """() => [...document.querySelectorAll("[data-testid='stDataFrame']")].map((table) => {
+  const font = getComputedStyle(table.querySelector("canvas")).getPropertyValue("--gdg-base-font-style");
+  const zoom = getComputedStyle(table.closest("[data-testid='stElementContainer']")).zoom;
+  return parseFloat(font.trim().split(" ").pop()) * parseFloat(zoom);
+})"""
+
+
+def _tables_drawn(page) -> None:
     page.locator("[data-testid='stDataFrame']").nth(2).wait_for(timeout=60_000)  # windows, x and y
     assert page.locator("[data-testid='stDataFrame'] canvas").count() >= 3
     page.wait_for_timeout(800)  # the grid sizes its canvas after the first paint
+
+
+def test_lecture_tables_stay_inside_their_columns(lecture_page, server_url):
+    # a zoomed table stretched to a column ran 30% past it
+    page = lecture_page
+    _open(page, server_url, "tokens_data?lecture=1")
+    _tables_drawn(page)
     assert page.evaluate(WIDE_TABLES) == []
+    assert min(page.evaluate(TABLE_TEXT_PX)) >= MIN_PX  # drawn in lecture mode: 17.5 px of its own
+
+
+@pytest.mark.parametrize("width", [1280, 1024])
+def test_lecture_switch_enlarges_tables_already_drawn(browser, server_url, width):
+    # A grid takes its font from the root font when it is drawn: the tables on screen when the
+    # sidebar's switch turns lecture mode on stay at 14 px, and ui.layout zooms them. In Streamlit
+    # 1.67 the zoom's selector matched nothing (a full-screen frame sits between the element box and
+    # the grid) and they stayed at 14 px.
+    context = browser.new_context(viewport={"width": width, "height": 720})
+    page = context.new_page()
+    try:
+        _open(page, server_url, "")  # first visit: home
+        _open(page, server_url, "tokens_data")
+        _tables_drawn(page)
+        page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True).click()
+        wait_idle(page)
+        page.wait_for_timeout(800)
+        assert "lecture=1" in page.url
+        sizes = page.evaluate(TABLE_TEXT_PX)
+        assert len(sizes) >= 3 and min(sizes) >= MIN_PX, sizes
+        assert page.evaluate(WIDE_TABLES) == []  # zoomed, and still inside its column
+        page.locator("[data-testid='stDataFrame']").nth(1).scroll_into_view_if_needed()  # x and y
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"lecture_switched_tokens_data_{width}.png"))
+    finally:
+        context.close()

@@ -69,6 +69,13 @@ GRID_HEADERS = """(n) => [...document.querySelectorAll("[data-testid='stDataFram
   .querySelectorAll("th, [role='columnheader']")].map((h) => h.textContent.trim())"""
 
 
+# the tops of the text and number boxes in the row of columns that holds the label `label`
+BOX_TOPS = """(label) => [...[...document.querySelectorAll("[data-testid='stMain'] [data-testid='stWidgetLabel']")]
+  .find((l) => l.textContent.trim() === label).closest("[data-testid='stHorizontalBlock']")
+  .querySelectorAll(":is([data-testid='stTextInput'], [data-testid='stNumberInput']) input")]
+  .map((box) => Math.round(box.getBoundingClientRect().top))"""
+
+
 @pytest.fixture(scope="module")
 def narrow_page(browser):
     context = browser.new_context(viewport={"width": WIDTH, "height": 768})
@@ -95,6 +102,10 @@ def test_nothing_is_broken_or_cut_at_1024(narrow_page, warm_url, lecture):
         assert page.evaluate(WIDE_FORMULAS) == [], path
         if path == "tokens_data":
             tables_show_input_beside_target(page)
+            # section 4: "Batch shown" and "Output dim" side by side, their boxes in line (the label
+            # "Output dim (embedding width)" took three lines in lecture mode)
+            tops = page.evaluate(BOX_TOPS, "Batch shown")
+            assert len(tops) == 2 and tops[0] == tops[1], tops
 
 
 def tables_show_input_beside_target(page) -> None:
