@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pandas as pd
 import streamlit as st
 
 from core import data as core_data
@@ -18,7 +17,6 @@ from core.lessons import text as texts
 from core.lessons import tokens_data
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, bpe_tokens, gpt2_source
 from core.viz import lessons as lesson_charts
-from ui import formatting as fmt
 from ui import state
 from ui import tokens_cache
 from ui.charts import show_figure
@@ -53,32 +51,6 @@ WINDOW_COLUMN_CONFIG = {
     "target text": st.column_config.TextColumn("target", help="The same tokens one step to the right: "
                                                "each one is the token that follows its input."),
 }
-
-NAME_COLUMNS = ["input", "input id", "target", "target id"]  # the rows of tokens_data.name_window_frames
-
-
-def name_windows_long(tables) -> pd.DataFrame:
-    """The windows of one name (tokens_data.name_window_frames: rows input / input id / target /
-    target id, a column per t) as one row per position: window, t, then input beside target.
-    Their columns side by side were 13 columns for a context of 12, and a 1024 px page showed 9."""
-    rows = [{"window": w, "t": t, **{row: table.loc[row, column] for row in NAME_COLUMNS}}
-            for w, table in enumerate(tables) for t, column in enumerate(table.columns)]
-    return pd.DataFrame(rows, columns=["window", "t", *NAME_COLUMNS])
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def name_windows_table(name: str, context: int, lecture: bool, _tables) -> None:
-    # Drawn inside a cached function, as tokens_cache.windows_table: Streamlit keeps the finished
-    # element and replays it, so the padding's style is formatted once per name and context.
-    frame = name_windows_long(_tables)
-    padded = list(frame.index[frame["target id"] == str(core_data.IGNORE_INDEX)])
-    styler = frame.style
-    if padded:
-        styler = styler.set_properties(subset=(padded, NAME_COLUMNS), **fmt.PADDING_STYLE)
-    # every position of a window of 12 without a scroll bar (a row is 2.1875rem: 35 px, in lecture
-    # mode's 20 px type 44 px)
-    row_px = 44 if lecture else 35
-    st.dataframe(styler, hide_index=True, width="stretch", height=row_px * (min(len(frame), 13) + 1) + 3)
 
 
 def locked_batch_for_text(settings: tokens_data.TokensDataSettings,
@@ -424,7 +396,7 @@ with friendly_errors("the name windows"):
         which = "Window 0" if shown_windows == 1 else f"Windows 0–{shown_windows - 1}"
         st.caption(f"{which}: inputs and targets, shape ({context},) each, one row per position t; "
                    "grey = padding")
-        name_windows_table(shown_name, context, lecture, tables[:6])
+        tokens_cache.name_windows_table(shown_name, context, lecture, tables[:6])
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
     show_code(core_data.name_windows)

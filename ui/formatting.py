@@ -96,20 +96,25 @@ def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = 
 PADDING_STYLE = {"background-color": "#ECECEC", "color": "#777"}
 
 
-def style_padded_windows(tables: Sequence[pd.DataFrame]):
-    """Several windows of one name (rows input / input id / target / target id each) as one table,
-    rows named "window i · row", the padded positions of each window greyed out.
+NAME_COLUMNS = ["input", "input id", "target", "target id"]  # the rows of tokens_data.name_window_frames
 
-    One table, not one per window: Streamlit formats a styled table cell by cell (about 9 ms a
-    window here), on every rerun of the page."""
-    blocks, greyed = [], []
-    for i, table in enumerate(tables):
-        block = table.set_axis([f"window {i} · {row}" for row in table.index], axis=0)
-        padded = [col for col in table.columns if table.loc["target id", col] == str(IGNORE_INDEX)]
-        if padded:
-            greyed.append((list(block.index), padded))
-        blocks.append(block)
-    styler = pd.concat(blocks).style
-    for rows, cols in greyed:
-        styler = styler.set_properties(subset=(rows, cols), **PADDING_STYLE)
+
+def name_windows_long(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The windows of one name (tokens_data.name_window_frames: rows input / input id / target /
+    target id, a column per t) as one row per position: window, t, then input beside target.
+    Their columns side by side were 13 columns for a context of 12, and a 1024 px page showed 9."""
+    rows = [{"window": w, "t": t, **{row: table.loc[row, column] for row in NAME_COLUMNS}}
+            for w, table in enumerate(tables) for t, column in enumerate(table.columns)]
+    return pd.DataFrame(rows, columns=["window", "t", *NAME_COLUMNS])
+
+
+def style_padded_windows(tables: Sequence[pd.DataFrame]):
+    """Several windows of one name as one table (name_windows_long), the padded positions (target
+    id IGNORE_INDEX) greyed out. One table, not one per window: Streamlit formats a styled table
+    cell by cell (about 9 ms a window here)."""
+    frame = name_windows_long(tables)
+    padded = list(frame.index[frame["target id"] == str(IGNORE_INDEX)])
+    styler = frame.style
+    if padded:
+        styler = styler.set_properties(subset=(padded, NAME_COLUMNS), **PADDING_STYLE)
     return styler

@@ -41,7 +41,7 @@ def chips_panels(text: str, allow_special: bool, lecture: bool) -> tuple[str, st
 def chips_element(text: str, allow_special: bool, lecture: bool, which: str) -> None:
     # st.html cleans its body on every call (textwrap.dedent over the ~250 chips' HTML, and a scan
     # for style tags): py-spy put that at a twentieth of this page's time in a 10-minute class.
-    # Drawn inside a cached function, the finished element is replayed (as windows_table).
+    # Drawn inside a cached function, the finished element is replayed (as name_windows_table).
     bpe_html, char_html, _ = chips_panels(text, allow_special, lecture)
     st.html(bpe_html if which == "bpe" else char_html)
 
@@ -63,12 +63,16 @@ def token_rows(output_dim: int, seed: int, ids_key: str, _ids: tuple[int, ...]):
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def windows_table(name: str, context: int, _tables) -> None:
+def name_windows_table(name: str, context: int, lecture: bool, _tables) -> None:
     # The greyed padding is a pandas Styler, and Streamlit formats a styled table cell by cell on
     # every rerun (py-spy: 3% of a busy server's time, a fifth of this page's rerun). Drawn inside a
     # cached function, the finished element is kept and replayed (Streamlit stores the elements a
     # cached function draws), so it is formatted once per name and context for the whole class.
-    st.dataframe(fmt.style_padded_windows(_tables), width="stretch")
+    styler = fmt.style_padded_windows(_tables)
+    # every position of a window of 12 without a scroll bar (a row is 2.1875rem: 35 px, in lecture
+    # mode's 20 px type 44 px)
+    row_px = 44 if lecture else 35
+    st.dataframe(styler, hide_index=True, width="stretch", height=row_px * (min(len(styler.data), 13) + 1) + 3)
 
 
 ROWS_OF_THE_TEXT = 4096  # up to this many distinct ids, the rows of the whole text are kept

@@ -298,17 +298,18 @@ def _greyed(styler) -> set[tuple[int, int]]:
     return cells
 
 
-def test_padded_windows_are_one_table_greyed_only_where_padded():
+def test_padded_windows_are_one_table_one_row_a_position_greyed_only_where_padded():
     tables = tokens_data.name_window_frames("christopherson", 12)  # 4 windows, none padded
     styler = fmt.style_padded_windows(tables)
-    assert styler.data.shape == (16, 12)
-    assert styler.data.index[4:8].tolist() == [f"window 1 · {row}" for row in
-                                               ("input", "input id", "target", "target id")]
-    assert styler.data.loc["window 3 · target"].tolist() == tables[3].loc["target"].tolist()
+    assert styler.data.shape == (48, 6)
+    assert styler.data.columns.tolist() == ["window", "t", "input", "input id", "target", "target id"]
+    window_3 = styler.data[styler.data["window"] == 3]
+    assert window_3["t"].tolist() == list(range(12))
+    assert window_3["target"].tolist() == tables[3].loc["target"].tolist()
     assert _greyed(styler) == set()
-    # ".emma." in 12: the targets after the closing "." are padding, in all four rows
+    # ".emma." in 12: the targets after the closing "." are padding: positions 5-11, input to target id
     assert _greyed(fmt.style_padded_windows(tokens_data.name_window_frames("emma", 12))) == {
-        (r, c) for r in range(4) for c in range(5, 12)}
+        (r, c) for r in range(5, 12) for c in range(2, 6)}
 
 
 @pytest.mark.parametrize("name, message", [("", "Type a name"), ("r2d2", "'2'"), ("x" * 41, "at most 40"),
