@@ -118,7 +118,9 @@ ACCESSIBLE_CSS = """
    scroll box no keyboard can reach (axe: scrollable-region-focusable) */
 .katex-display > .katex > .katex-html { padding-right: 2px; }
 /* a chart wider than its column (a narrow window, 200% zoom) shrinks to fit instead of being
-   cut off at the column's edge (WCAG 1.4.10); Vega draws an SVG with a viewBox, so it scales whole */
+   cut off at the column's edge (WCAG 1.4.10); Vega draws an SVG with a viewBox, so it scales whole.
+   Most charts are laid out again at the column's width before that (core/viz/fit.py): this is for
+   grids and alphabets, which keep their size */
 [data-testid="stVegaLiteChart"] { max-width: 100%; }
 [data-testid="stVegaLiteChart"] > svg, [data-testid="stVegaLiteChart"] > canvas {
   max-width: 100%; height: auto; }
@@ -127,6 +129,13 @@ ACCESSIBLE_CSS = """
    A badge that fits stays one line */
 [data-testid="stMain"] .stMarkdownBadge { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; }
+/* so is a metric's label ("Vowel / consona…" beside the PCA chart at 1024 px): it wraps, between
+   words */
+[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis,
+[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+[data-testid="stMain"] [data-testid="stMetricLabel"] p { word-break: normal !important;
+  overflow-wrap: break-word !important; }
 /* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
 a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px; }

@@ -99,6 +99,15 @@ def test_train_live_then_sample_and_look_inside(page, server_url):
     assert page.locator("[data-testid='stVegaLiteChart']").count() >= 4
     assert_no_error(page)
     shoot(page, "inside_model")
+    # at 1024 px the metric beside the PCA chart has a quarter of the page: its label wraps between
+    # words; Streamlit cuts it to one line with "…" ("Vowel / consona…"), and a projector has no hover
+    page.set_viewport_size({"width": 1024, "height": 2600})
+    page.wait_for_timeout(500)
+    cut = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stMetricLabel']")]
+      .filter((label) => [label, ...label.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1))
+      .map((label) => label.textContent)""")
+    assert cut == [], cut
+    page.set_viewport_size({"width": 1280, "height": 2600})
 
     page.locator("[data-testid='stSidebarNav']").get_by_text("Train the names GPT").click()
     wait_idle(page)
