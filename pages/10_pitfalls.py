@@ -71,16 +71,16 @@ def render_mask_zero() -> None:
     a.metric("Visible scores that are exactly 0", result["n_genuine_zero"],
              help="Scores of a query with itself or an EARLIER token: the mask must keep them.")
     b.metric("Visible positions the buggy mask hides", result["n_wrongly_hidden"], help="Fixed: 0.")
-    left, right = st.columns([1, 2], gap="medium")
-    with left:
-        st.markdown("Five tokens (shape (5, 3)) built so that “on” scores **exactly 0** with “the” "
-                    "(−1·1 + 1·0 + 1·1) and with “sat” (−1·1 + 1·1 + 1·0):")
-        st.dataframe(pd.DataFrame(mask_zero.ZERO_EMBEDDINGS, index=result["tokens"], columns=["d1", "d2", "d3"]))
-    with right:
-        st.markdown("The weights of those two visible keys:")
-        st.dataframe(result["zero_cells"], hide_index=True,
-                     column_config={c: st.column_config.NumberColumn(format="%.4f")
-                                    for c in ("score", "buggy weight", "fixed weight")})
+    # one table under the other: side by side at 1024 px (lecture mode's bigger grid font) each hid a
+    # column behind a scroll bar
+    st.markdown("Five tokens (shape (5, 3)) built so that “on” scores **exactly 0** with “the” "
+                "(−1·1 + 1·0 + 1·1) and with “sat” (−1·1 + 1·1 + 1·0):")
+    st.dataframe(pd.DataFrame(mask_zero.ZERO_EMBEDDINGS, index=result["tokens"], columns=["d1", "d2", "d3"]),
+                 width="content")
+    st.markdown("The weights of those two visible keys:")
+    st.dataframe(result["zero_cells"], hide_index=True, width="content",
+                 column_config={c: st.column_config.NumberColumn(format="%.4f")
+                                for c in ("score", "buggy weight", "fixed weight")})
     cap = "Scores x·xᵀ/√3 of the constructed tokens."
     pitfalls_ui.heatmap_row([(result["attn_scores"], "Scores")], result["tokens"], weights=False,
                             name="pitfall-mask-zero-scores", caption=cap + " Row “on” has two genuine zeros.")

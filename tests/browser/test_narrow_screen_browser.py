@@ -118,3 +118,22 @@ def tables_show_input_beside_target(page) -> None:
     shown = page.evaluate(GRID_HEADERS, 0)
     assert "input" in shown and "target" in shown, shown
     assert page.evaluate(GRID_HEADERS, 3) == ["window", "t", "input", "input id", "target", "target id"]
+
+
+# grids whose columns run past their box (the rest behind a horizontal scroll bar)
+SCROLLING_GRIDS = """() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame'] .dvn-scroller")]
+  .filter((s) => s.scrollWidth > s.clientWidth + 3).map((s) => `${s.scrollWidth} > ${s.clientWidth}`)"""
+
+
+@pytest.mark.parametrize("lecture", [True, False], ids=["lecture", "plain"])
+def test_the_mask_zero_pitfall_shows_every_column_at_1024(narrow_page, warm_url, lecture):
+    # its two tables side by side each hid a column (d3; "fixed weight") at 1024 px
+    page = narrow_page
+    open_app(page, f"{warm_url}/pitfalls?pitfall=mask_zero" + ("&lecture=1" if lecture else ""))
+    page.get_by_role("heading", name="Pitfalls").first.wait_for(timeout=60_000)
+    grids = page.locator("[data-testid='stDataFrame']")
+    grids.nth(1).wait_for(timeout=60_000)
+    for n in range(2):
+        grids.nth(n).scroll_into_view_if_needed()
+    page.wait_for_timeout(800)  # the grids size their canvas after the first paint
+    assert page.evaluate(SCROLLING_GRIDS) == []
