@@ -278,10 +278,16 @@ def fit_to_column(spec: dict | None) -> dict | None:
     spec itself when it cannot be estimated or should keep its size (can_fit); None stays None."""
     if spec is None:
         return None
-    natural = natural_width(spec)
-    if natural is None or not can_fit(spec):
+    try:
+        natural = natural_width(spec)
+        if natural is None or not can_fit(spec):
+            return spec
+        spec_fitted = _slant_when_narrow(spec)
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
+        # a spec shaped in a way this does not read (an expression where a number was expected, a
+        # domain of NaN): the chart is drawn at its own size, as it always could be
         return spec
-    return {**_slant_when_narrow(spec), "width": natural,
+    return {**spec_fitted, "width": natural,
             "autosize": {"type": "fit-x", "contains": "padding"},
             "usermeta": {**spec.get("usermeta", {}), FIT_WIDTH: natural}}
 

@@ -104,3 +104,13 @@ def test_upright_labels_slant_only_when_their_bars_get_too_narrow():
     narrow = rendered(spec, int(natural * 0.6))
     assert narrow.count("rotate(-40") >= len(words)  # every name kept, slanted
     assert all(word in narrow for word in words)
+
+
+def test_a_spec_it_cannot_read_is_drawn_at_its_own_size():
+    spec = spec_of(viz.bar_chart([0.5, 1.5], ["a", "b"]))
+    odd = {**spec, "layer": [{**layer, "encoding": {**layer["encoding"], "x": {
+        **layer["encoding"]["x"], "axis": {"labelAngle": {"expr": "-45"}}}}} for layer in spec["layer"]]}
+    assert fit.fit_to_column(odd) is odd
+    nan = {**spec, "layer": [{**layer, "encoding": {**layer["encoding"], "y": {
+        **layer["encoding"]["y"], "scale": {"domain": [float("nan"), 1.0]}}}} for layer in spec["layer"]]}
+    assert fit.fit_to_column(nan) is nan
