@@ -134,14 +134,17 @@ def render_no_scaling() -> None:
            "means over every query row.")
     show_chart(viz_pitfalls.scaling_figure(table, lecture=lecture), name="pitfall-no-scaling",
                caption="Max weight, entropy and softmax gradient against d_k, without and with ÷√d_k. " + cap)
-    wide = no_scaling.wide_table(table)
-    # every row in view, as tall as the grid draws its rows: a height in px for 35 px rows hid the
-    # last rows in lecture mode, where the grid's rows grow with the 20 px root font
-    st.dataframe(wide, hide_index=True, height="content",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f", width="small")
-                                for c in wide.columns if c != "d_k"})
-    st.caption("raw: no scaling (the bug); ÷√d_k: scaled. Entropy in nats (uniform over 8 keys: 2.079); "
-               "gradient: mean norm of the softmax Jacobian.")
+    # one table per version with the metrics' full names: one wide table of eight "metric raw /
+    # metric ÷√d_k" columns hid the last ones behind a scroll bar at 1024 px. Every row in view, as
+    # tall as the grid draws its rows: a height in px for 35 px rows hid the last rows in lecture
+    # mode, where the grid's rows grow with the 20 px root font
+    for version, part in table.groupby("version", sort=False):
+        st.markdown(f"**{version}**")
+        st.dataframe(part.drop(columns="version"), hide_index=True, height="content",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                    for c in part.columns if c not in ("d_k", "version")})
+    st.caption("Entropy in nats (uniform over 8 keys: 2.079); softmax gradient: mean norm of the softmax "
+               "Jacobian.")
 
 
 def render_short_names() -> None:
@@ -171,7 +174,7 @@ def render_sgd() -> None:
                              [sgd.optimizer_race_configs, sgd.optimizer_table])
     pitfalls_ui.race_controls(settings)
     key = pitfalls_ui.race_key(settings)
-    st.dataframe(sgd.optimizer_table(*key), hide_index=True)
+    st.dataframe(sgd.optimizer_table(*key), hide_index=True)  # a setting per row: only the optimizer's differ
     pitfalls_ui.race_panel(key)
 
 
@@ -197,8 +200,9 @@ def render_vocab_order() -> None:
     m4.metric("Samples unchanged after the restart: fixed", f"{result['fixed_same_samples']} of {n_samples}")
     st.markdown("A bigram model is fitted on all names under **run A**'s ids and saved; its samples "
                 f"(seed {seed}) are decoded with run A's vocabulary and with **run B**'s:")
-    st.dataframe(result["samples"], hide_index=True)
-    with st.expander("Every character's id in both runs", icon=":material/table:"):
+    st.dataframe(pitfalls_ui.decoded_samples(result["samples"]), hide_index=True, height="content")
+    with st.expander("The saved ids, and every character's id in both runs", icon=":material/table:"):
+        st.dataframe(result["samples"][["saved ids (run A)", "buggy: decoded in run A"]], hide_index=True)
         st.dataframe(result["ids"], hide_index=True)
     st.caption("The shuffle in `buggy_vocab` stands in for PYTHONHASHSEED: in one Python process a "
                "set's order is fixed, but every new process (a restart, another student's laptop) "
@@ -263,6 +267,7 @@ def render_prep_global() -> None:
                    f"({result['global_chars']} characters), not your {result['corpus_chars']}.",
                    icon=":material/warning:")
     st.dataframe(result["table"], hide_index=True)
+    st.caption("The buggy prep reads the notebook's global `text`; the fixed one its argument `corpus`.")
 
 
 def render_no_position() -> None:

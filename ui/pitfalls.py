@@ -18,6 +18,7 @@ from __future__ import annotations
 import textwrap
 from typing import Callable, Iterable
 
+import pandas as pd
 import streamlit as st
 
 from core import budget, data, pitfalls as pf, runs, tokenizers
@@ -70,6 +71,18 @@ def side_by_side(buggy: Iterable[Callable], fixed: Iterable[Callable],
         with st.expander("How this page measures it", icon=":material/code:"):
             for fn in demo:
                 _code(fn)
+
+
+def decoded_samples(samples: pd.DataFrame) -> pd.DataFrame:
+    """core.pitfalls.vocab_order's samples, one row per (vocabulary, sample): decoded in run A, in
+    run B, and whether the two agree. Its five columns side by side (the ids and four decodings)
+    hid the last ones behind a scroll bar at 1024 px."""
+    parts = []
+    for version in ("buggy", "fixed"):
+        run_a, run_b = samples[f"{version}: decoded in run A"], samples[f"{version}: decoded in run B"]
+        parts.append(pd.DataFrame({"vocabulary": version, "decoded in run A": run_a, "decoded in run B": run_b,
+                                   "same": run_a == run_b}))
+    return pd.concat(parts, ignore_index=True)
 
 
 def widget(settings: pf.PitfallsSettings, field: str, **overrides):

@@ -80,16 +80,3 @@ def softmax_grad_norm(scores: torch.Tensor, seed: int = 0) -> float:
     upstream = torch.randn(scores.shape, generator=torch.Generator().manual_seed(seed), dtype=scores.dtype)
     (torch.softmax(scores, dim=-1) * upstream).sum().backward()
     return float(scores.grad.norm())
-
-
-SHORT_METRICS = {"score std": "score std", "max weight": "max weight", "entropy (nats)": "entropy",
-                 "softmax gradient": "gradient"}  # column -> its short name in the wide table
-
-
-def wide_table(table: pd.DataFrame) -> pd.DataFrame:
-    """`demo`'s long table as one row per d_k, a column per (metric, version):
-    "max weight raw" (the bug) beside "max weight ÷√d_k" (the fix)."""
-    wide = table.pivot(index="d_k", columns="version", values=list(SHORT_METRICS))
-    wide.columns = [f"{SHORT_METRICS[metric]} {'raw' if version.startswith('no') else '÷√d_k'}"
-                    for metric, version in wide.columns]
-    return wide.reset_index()

@@ -62,16 +62,20 @@ def optimizer_race_configs(steps: int, seed: int, adamw_lr: float) -> dict[str, 
 
 def optimizer_table(steps: int, seed: int, adamw_lr: float) -> pd.DataFrame:
     """What the two runs differ in: the optimizer `core.training.make_optimizer` builds from each
-    config, one row per run. Built on a stand-in layer (left uninitialised, so no random numbers
-    are drawn): an optimizer's settings do not depend on the model it updates."""
-    rows = []
+    config, one column per run, one row per setting (eight columns side by side hid the last ones
+    behind a scroll bar at 1024 px; as rows, the settings that do not change read as equal pairs).
+    Built on a stand-in layer (left uninitialised, so no random numbers are drawn): an optimizer's
+    settings do not depend on the model it updates."""
+    columns = {}
     for label, config in optimizer_race_configs(steps, seed, adamw_lr).items():
         optimizer = make_optimizer(torch.nn.utils.skip_init(torch.nn.Linear, 2, 2), config)
         group = optimizer.param_groups[0]  # the weight matrices (biases get no weight decay)
-        rows.append({"run": label, "optimizer": type(optimizer).__name__, "lr": group["lr"],
-                     "weight decay": group["weight_decay"], "betas": str(group.get("betas", "—")),
-                     "steps": config.max_steps, "batch": config.batch_size, "seed": config.seed})
-    return pd.DataFrame(rows)
+        values = {"optimizer": type(optimizer).__name__, "lr": group["lr"], "weight decay": group["weight_decay"],
+                  "betas": group.get("betas", "—"), "steps": config.max_steps, "batch": config.batch_size,
+                  "seed": config.seed}
+        # text: one column holds names and numbers (0.003, not 0.0030000000000000001)
+        columns[label] = [f"{v:g}" if isinstance(v, float) else str(v) for v in values.values()]
+    return pd.DataFrame({"setting": list(values), **columns})
 
 
 def race_trainers(steps: int, seed: int, adamw_lr: float, data: NamesData) -> dict[str, Trainer]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core import pitfalls as pf
 from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -57,3 +58,35 @@ def test_lecture_mode_heatmaps(page, server_url):
     wait_idle(page)
     assert_no_error(page)
     screenshot(page, "pitfalls_softmax_dim_lecture")
+
+
+# the four pitfalls whose tables were wider than their box at 1024 px (columns behind a scroll bar)
+WIDE_TABLES = ("no_scaling", "sgd", "vocab_order", "prep_global")
+GRID_OVERFLOW = """grid => { const s = grid.querySelector('.dvn-scroller');
+    return !s ? "not drawn" : s.scrollWidth > s.clientWidth + 3 ? `${s.scrollWidth} > ${s.clientWidth}` : null; }"""
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_pitfall_tables_show_every_column_at_1024(browser, warm_url, lecture):
+    """At 1024 x 768 with the sidebar open (the lecture-mode grid font is bigger), every table of
+    these pitfalls shows all its columns: none scrolls sideways."""
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    try:
+        for key in WIDE_TABLES:
+            open_app(page, f"{warm_url}/pitfalls?pitfall={key}" + ("&lecture=1" if lecture else ""))
+            assert visible(page.get_by_role("heading", name=pf.MODULES[key].PITFALL.title.replace("`", "")))
+            grids = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']")
+            assert visible(grids)
+            expanders = page.locator("[data-testid='stMain'] [data-testid='stExpander'] summary",
+                                     has_text="every character's id")
+            if expanders.count():  # vocab_order's second and third tables are folded
+                expanders.first.click()
+                grids.nth(2).wait_for(state="visible")
+            for i in range(grids.count()):  # a grid sizes its columns once it is in view
+                grids.nth(i).scroll_into_view_if_needed()
+                page.wait_for_timeout(800)
+                assert grids.nth(i).evaluate(GRID_OVERFLOW) is None, f"{key}, table {i}: scrolls sideways"
+            assert_no_error(page)
+    finally:
+        context.close()
