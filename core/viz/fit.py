@@ -232,13 +232,16 @@ def natural_width(spec: dict) -> int | None:
 def can_fit(spec: dict) -> bool:
     """Whether the chart stays readable laid out at SHRINK_TO of its width: on a discrete x axis
     each category keeps a line of text for its label (slanted where upright ones no longer fit,
-    see _slant_when_narrow). A 28-letter alphabet of 10 px cells is better scaled as a picture
-    than given labels that run into each other."""
+    see _slant_when_narrow), unless the axis lets Vega thin its labels out (dimension indices). A
+    28-letter alphabet of 10 px cells is better scaled as a picture than given labels that run into
+    each other."""
     found = _channel(spec, "x")
     if found is None or found[0].get("type") == "quantitative":
         return True
     enc, frame = found
     axis = enc.get("axis") or {}
+    if axis.get("labelOverlap") not in (None, False):  # the chart lets Vega thin its labels out
+        return True
     size = axis.get("labelFontSize", spec.get("config", {}).get("axis", {}).get("labelFontSize", 10))
     return len(_categories(enc, frame)) * 1.2 * size <= SHRINK_TO * float(spec.get("width") or 0)
 

@@ -118,7 +118,7 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
             highlight_col: int | None = None, highlight_cells: Sequence[tuple[int, int]] | None = None,
             facets=None, facet_columns: int | None = None, row_axis: bool = True,
             x_on_top: bool = False, legend: bool | None = None,
-            fill_width: int | None = None) -> alt.TopLevelMixin:
+            fill_width: int | None = None, thin_labels: bool = False) -> alt.TopLevelMixin:
     """A labelled heatmap with the value written in each cell when it fits; −∞ cells are grey.
 
     `matrix`: 2-D (rows, cols); 3-D (panels, rows, cols) with `facets` = one name per panel
@@ -131,7 +131,8 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     to fit their numbers, up to `max_width` for the panel. `fill_width` (px, e.g. the page width
     in lecture mode) grows square cells until the panel is that wide (at most MAX_CELL each).
     Numbers are hidden (a colour legend is shown instead) when `show_values` is False or they do
-    not fit.
+    not fit. `thin_labels`: column names Vega may thin out where they would overlap (every other
+    dimension index of a wide matrix drawn narrower, core/viz/fit.py); by default all are written.
     """
     values = np.asarray(matrix, dtype=np.float64)
     df = _frame(values, row_labels, col_labels, fmt, special, masked, facets)
@@ -176,7 +177,8 @@ def heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *, tit
     # shorthands ("col:N") and alt.condition through its JSON schema even outside debug mode
     base = alt.Chart().encode(
         x=alt.X(field="col", type="nominal", sort=cols, title=x_title,
-                axis=alt.Axis(labelAngle=angle, labelOverlap=False, values=shown_cols,
+                axis=alt.Axis(labelAngle=angle, labelOverlap="parity" if thin_labels else False,
+                              values=shown_cols,
                               orient="top" if x_on_top else "bottom")),
         # row_axis=False: a panel to the right of one that already names the rows
         y=alt.Y(field="row", type="nominal", sort=rows, title=y_title if row_axis else None,

@@ -115,7 +115,7 @@ def embedding_heatmap(model: GPT, tokenizer: CharTokenizer, *, lecture: bool = F
                    x_title="embedding dimension", y_title="character", lecture=lecture,
                    diverging=True, scheme=diverging_scheme(lecture), show_values=False,
                    cell_w=max(6, min(20, int(900 / weights.shape[1]))),
-                   cell_h=20 if lecture else 16)
+                   cell_h=20 if lecture else 16, thin_labels=True)
 
 
 def embedding_colours(lecture: bool = False) -> str:

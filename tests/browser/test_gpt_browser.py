@@ -107,6 +107,12 @@ def test_train_live_then_sample_and_look_inside(page, server_url):
       .filter((label) => [label, ...label.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1))
       .map((label) => label.textContent)""")
     assert cut == [], cut
+    # and every chart is laid out at its column's width (core/viz/fit.py), the 27 x 64 embedding
+    # matrix too (its dimension indices thinned out), not shrunk as a picture
+    shrunk = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed svg")]
+      .filter((svg) => svg.getBoundingClientRect().width < Number(svg.getAttribute("width")) - 1)
+      .map((svg) => svg.getAttribute("width"))""")
+    assert shrunk == [], shrunk
     page.set_viewport_size({"width": 1280, "height": 2600})
 
     page.locator("[data-testid='stSidebarNav']").get_by_text("Train the names GPT").click()

@@ -114,3 +114,19 @@ def test_a_spec_it_cannot_read_is_drawn_at_its_own_size():
     nan = {**spec, "layer": [{**layer, "encoding": {**layer["encoding"], "y": {
         **layer["encoding"]["y"], "scale": {"domain": [float("nan"), 1.0]}}}} for layer in spec["layer"]]}
     assert fit.fit_to_column(nan) is nan
+
+
+def test_a_wide_matrix_whose_indices_may_thin_out_is_fitted():
+    weights = np.random.default_rng(2).normal(size=(27, 64))
+    dims = [str(i) for i in range(64)]
+    build = lambda thin: viz.heatmap(weights, list(".abcdefghijklmnopqrstuvwxyz"), dims, diverging=True,  # noqa: E731
+                                     show_values=False, cell_w=14, cell_h=16, thin_labels=thin)
+    every = spec_of(build(False))
+    assert fit.fit_to_column(every) is every  # every index written: kept at its size
+    fitted = fit.fit_to_column(spec_of(build(True)))
+    assert fit.drawn_width(fitted) == fit.natural_width(spec_of(build(True)))
+    narrow = rendered(fitted, 560)
+    # the slanted indices Vega still shows (it hides an overlapping label with opacity 0)
+    shown = re.findall(r'<text[^>]*rotate\(320\)[^>]*opacity="1">(\d{1,2})</text>', narrow)
+    hidden = re.findall(r'<text[^>]*rotate\(320\)[^>]*opacity="0">(\d{1,2})</text>', narrow)
+    assert len(shown) + len(hidden) == 64 and 4 <= len(shown) <= 32, (len(shown), len(hidden))
