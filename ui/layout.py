@@ -129,13 +129,14 @@ ACCESSIBLE_CSS = """
    A badge that fits stays one line */
 [data-testid="stMain"] .stMarkdownBadge { white-space: normal !important; overflow: visible !important;
   text-overflow: clip !important; }
-/* so is a metric's label ("Vowel / consona…" beside the PCA chart at 1024 px): it wraps, between
-   words */
-[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis,
-[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
+/* so are a metric's label and delta ("Vowel / consona…" beside the PCA chart, "scaled: 1.728;
+   uniform: ln …" on the no-scaling pitfall, at 1024 px): they wrap, between words */
+[data-testid="stMain"] :is([data-testid="stMetricLabel"], [data-testid="stMetricDelta"]) .stMarkdownEllipsis,
+[data-testid="stMain"] :is([data-testid="stMetricLabel"], [data-testid="stMetricDelta"]) .stMarkdownEllipsis p,
+[data-testid="stMain"] [data-testid="stMetricDelta"] div {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
-[data-testid="stMain"] [data-testid="stMetricLabel"] p { word-break: normal !important;
-  overflow-wrap: break-word !important; }
+[data-testid="stMain"] :is([data-testid="stMetricLabel"], [data-testid="stMetricDelta"]) p {
+  word-break: normal !important; overflow-wrap: break-word !important; }
 /* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
 a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px; }

@@ -66,6 +66,12 @@ GRID_OVERFLOW = """grid => { const s = grid.querySelector('.dvn-scroller');
     return !s ? "not drawn" : s.scrollWidth > s.clientWidth + 3 ? `${s.scrollWidth} > ${s.clientWidth}` : null; }"""
 
 
+CUT_METRICS = """() => [...document.querySelectorAll(
+    "[data-testid='stMain'] :is([data-testid='stMetricLabel'], [data-testid='stMetricDelta'])")]
+  .filter((m) => [m, ...m.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1))
+  .map((m) => m.textContent)"""
+
+
 @pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
 def test_pitfall_tables_show_every_column_at_1024(browser, warm_url, lecture):
     """At 1024 x 768 with the sidebar open (the lecture-mode grid font is bigger), every table of
@@ -87,6 +93,8 @@ def test_pitfall_tables_show_every_column_at_1024(browser, warm_url, lecture):
                 grids.nth(i).scroll_into_view_if_needed()
                 page.wait_for_timeout(800)
                 assert grids.nth(i).evaluate(GRID_OVERFLOW) is None, f"{key}, table {i}: scrolls sideways"
+            # nor is a metric's label or delta cut with "…" ("scaled: 1.728; uniform: ln …")
+            assert page.evaluate(CUT_METRICS) == [], key
             assert_no_error(page)
     finally:
         context.close()

@@ -384,7 +384,7 @@ def test_chart_builders_carry_the_numbers():
     buggy_cells = [c["value"] for c in cells if c["facet"].startswith("buggy")]
     assert buggy_cells == pytest.approx(result["buggy_weights"].flatten().tolist())
     figure = viz_pitfalls.scaling_figure(no_scaling.demo(seed=1)).to_dict()
-    assert len(figure["hconcat"]) == 3
+    assert len(figure["concat"]) == 3 and figure["columns"] == 2
     names = load_names()
     table = short_names.demo(names, CharTokenizer.from_text("".join(names)), 12)["table"]
     lengths = viz_pitfalls.names_length_chart(table).to_dict()
