@@ -324,7 +324,8 @@ else:
             show_model_chart(race, lambda: lesson_charts.compact_heatmap(
                             emb.values, emb.chars, [f"d{j}" for j in range(shape[1])],
                             title=f"Token embedding {shape}", x_title="dimension", y_title="character",
-                            diverging=True, scheme="redblue", domain=(-limit, limit), lecture=lecture),
+                            diverging=True, scheme="redblue", domain=(-limit, limit), thin_labels=True,
+                            lecture=lecture),
                         ("embedding_table", emb.values, tuple(emb.chars), shape),
                         name="embedding table", caption=embedding_caption(race, emb),
                         key=f"{PREFIX}.embedding")

@@ -134,14 +134,15 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
 def compact_heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str], *,
                     title: str = "", x_title: str = "", y_title: str = "",
                     diverging: bool = False, scheme: str | None = None, max_side: int = 300,
-                    domain: tuple[float, float] | None = None,
+                    domain: tuple[float, float] | None = None, thin_labels: bool = False,
                     lecture: bool = False) -> alt.TopLevelMixin:
     """`viz.heatmap` for tables too big to print a value in each cell (tooltips hold them): cells
-    may be taller than wide, so the row labels (characters) stay readable with many columns."""
+    may be taller than wide, so the row labels (characters) stay readable with many columns.
+    `thin_labels`: column names that may be thinned out in a narrow column (dimension indices)."""
     values = np.asarray(matrix, dtype=np.float64)
     n_rows, n_cols = values.shape
     return viz.heatmap(values, row_labels, col_labels, title=title, x_title=x_title,
                        y_title=y_title, fmt=".3f", lecture=lecture, diverging=diverging, scheme=scheme,
-                       domain=domain, show_values=False, legend=True,
+                       domain=domain, show_values=False, legend=True, thin_labels=thin_labels,
                        cell_w=max(5, min(22, max_side // max(n_cols, 1))),
                        cell_h=max(5, min(22, max_side // max(n_rows, 1))))
