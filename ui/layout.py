@@ -65,13 +65,12 @@ h3 { padding-top: 0.4rem !important; padding-bottom: 0.6rem !important; }
 [data-testid="stColumn"] [data-testid="stMetricValue"],
 [data-testid="stColumn"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p {
   font-size: 2rem !important; }
-/* labels (toggles, metrics, boxes) are one line cut with "..." when they do not fit, and a projector
-   has no hover for the tooltip: with the bigger text they wrap instead. Not buttons: a button's one
-   word would break inside itself ("Op|en"); their columns are made wide enough */
+/* labels (toggles, boxes) are one line cut with "..." when they do not fit, and a projector has no
+   hover for the tooltip: with the bigger text they wrap instead (metrics' labels wrap in both modes,
+   ACCESSIBLE_CSS). Not buttons: a button's one word would break inside itself ("Op|en"); their
+   columns are made wide enough */
 [data-testid="stMain"] [data-testid="stWidgetLabel"] .stMarkdownEllipsis,
-[data-testid="stMain"] [data-testid="stWidgetLabel"] .stMarkdownEllipsis p,
-[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis,
-[data-testid="stMain"] [data-testid="stMetricLabel"] .stMarkdownEllipsis p {
+[data-testid="stMain"] [data-testid="stWidgetLabel"] .stMarkdownEllipsis p {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 /* ... and they wrap between words only. Streamlit's markdown breaks a word that does not fit its
    line anywhere (word-break: break-word): at 1024 px a row of five boxes showed "max_len|gth",

@@ -60,6 +60,11 @@ def text_px(text: str, size: float) -> float:
     return em * size
 
 
+def _label_size(spec: dict, axis: dict) -> float:
+    """An x or y axis's label font size in px: its own, else the chart's axis config's."""
+    return axis.get("labelFontSize", spec.get("config", {}).get("axis", {}).get("labelFontSize", 10))
+
+
 def _layers(spec: dict) -> list[dict]:
     return spec.get("layer") or [spec]
 
@@ -139,7 +144,7 @@ def _left_axis_px(spec: dict, config: dict) -> float:
     axis_config = config.get("axis", {})
     px = 0.0
     if axis.get("labels", True) is not False:
-        size = axis.get("labelFontSize", axis_config.get("labelFontSize", 10))
+        size = _label_size(spec, axis)
         labels = _axis_labels(enc, frame, float(spec.get("height") or 200))
         widest = max((text_px(s, size) for s in labels), default=0.0)
         px += min(widest, axis.get("labelLimit", axis_config.get("labelLimit", LABEL_LIMIT_PX)))
@@ -179,7 +184,7 @@ def _legend_px(spec: dict, config: dict) -> float:
     return LEGEND_OFFSET_PX + widest if widest else 0.0
 
 
-def _x_overhang_px(spec: dict, config: dict, left_px: float) -> tuple[float, float]:
+def _x_overhang_px(spec: dict, left_px: float) -> tuple[float, float]:
     """How far the x axis's labels reach past the plot's left edge (beyond the y axis) and its
     right edge."""
     found = _channel(spec, "x")
@@ -190,7 +195,7 @@ def _x_overhang_px(spec: dict, config: dict, left_px: float) -> tuple[float, flo
     if axis.get("labels", True) is False:
         return 0.0, 0.0
     width = float(spec.get("width") or 200)
-    size = axis.get("labelFontSize", config.get("axis", {}).get("labelFontSize", 10))
+    size = _label_size(spec, axis)
     labels = _axis_labels(enc, frame, width)
     if not labels:
         return 0.0, 0.0
@@ -221,7 +226,7 @@ def natural_width(spec: dict) -> int | None:
             return None
     config = spec.get("config", {})
     left = _left_axis_px(spec, config)
-    over_left, over_right = _x_overhang_px(spec, config, left)
+    over_left, over_right = _x_overhang_px(spec, left)
     right = max(over_right, _legend_px(spec, config))
     body = left + over_left + width + right
     heading = config.get("title", {}).get("fontSize", 13)
@@ -242,7 +247,7 @@ def can_fit(spec: dict) -> bool:
     axis = enc.get("axis") or {}
     if axis.get("labelOverlap") not in (None, False):  # the chart lets Vega thin its labels out
         return True
-    size = axis.get("labelFontSize", spec.get("config", {}).get("axis", {}).get("labelFontSize", 10))
+    size = _label_size(spec, axis)
     return len(_categories(enc, frame)) * 1.2 * size <= SHRINK_TO * float(spec.get("width") or 0)
 
 
@@ -257,7 +262,7 @@ def _slant_when_narrow(spec: dict) -> dict:
     axis = enc.get("axis") or {}
     if axis.get("labelAngle", 0) != 0 or axis.get("labels", True) is False:
         return spec
-    size = axis.get("labelFontSize", spec.get("config", {}).get("axis", {}).get("labelFontSize", 10))
+    size = _label_size(spec, axis)
     needed = max((text_px(s, size) for s in _categories(enc, frame)), default=0.0) + 6
     angle = {"expr": f"(bandwidth('x') < {needed:.0f} ? -40 : 0)"}
 
