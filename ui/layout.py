@@ -136,6 +136,17 @@ ACCESSIBLE_CSS = """
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 [data-testid="stMain"] :is([data-testid="stMetricLabel"], [data-testid="stMetricDelta"]) p {
   word-break: normal !important; overflow-wrap: break-word !important; }
+/* a refusal under a number box in a row of columns (five boxes at 1024 px) is as narrow as the
+   box, and Streamlit's markdown broke its words at any letter ("Name|s: “ab|c”"): in a column it
+   wraps between words, and its icon (hidden from screen readers anyway) and padding give the words
+   their room */
+[data-testid="stMain"] [data-testid="stColumn"] [data-testid="stAlertContainer"] { padding: 0.5rem 0.6rem; }
+[data-testid="stMain"] [data-testid="stColumn"] [data-testid="stAlertContainer"]
+  div:has(> span > [data-testid="stAlertDynamicIcon"]) { display: none; }
+[data-testid="stMain"] [data-testid="stColumn"] [data-testid="stAlertContainer"] [data-testid="stMarkdownContainer"] {
+  width: 100% !important; }
+[data-testid="stMain"] [data-testid="stColumn"] [data-testid="stAlertContainer"] p {
+  word-break: normal !important; overflow-wrap: break-word !important; }
 /* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
 a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px; }

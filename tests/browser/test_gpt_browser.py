@@ -54,6 +54,24 @@ def open_train_page(page, server_url: str, query: dict) -> None:
     open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(query)}", "Train the names GPT")
 
 
+# the words of an element whose lines break inside them (a letter on one line, the next on the next)
+BROKEN_INSIDE_A_WORD = """(el) => {
+  const out = [], walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  let prev = null, prevTop = null;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+      const rect = range.getClientRects()[0];
+      if (!rect || /\\s/.test(node.data[i])) { prev = " "; continue; }
+      if (prevTop !== null && rect.top > prevTop + 2 && prev !== null && !/[\\s\\-/]/.test(prev))
+        out.push(node.data.slice(Math.max(0, i - 4), i + 4));
+      prevTop = rect.top; prev = node.data[i];
+    }
+  }
+  return out;
+}"""
+
+
 def test_train_live_then_sample_and_look_inside(page, server_url):
     page.set_viewport_size({"width": 1280, "height": 2600})
     open_train_page(page, server_url, QUERY)
@@ -113,6 +131,17 @@ def test_train_live_then_sample_and_look_inside(page, server_url):
       .filter((svg) => svg.getBoundingClientRect().width < Number(svg.getAttribute("width")) - 1)
       .map((svg) => svg.getAttribute("width"))""")
     assert shrunk == [], shrunk
+    # a refusal under the Sample page's "Names" box (a row of five at 1024 px) wraps between words;
+    # Streamlit broke it at any letter ("Name|s: “ab|c”")
+    page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
+    wait_idle(page)
+    box = page.get_by_role("textbox", name="Names", exact=True)
+    box.fill("abc")
+    box.press("Enter")
+    wait_idle(page)
+    refusal = page.locator("[data-testid='stMain'] [data-testid='stColumn'] [data-testid='stAlert']")
+    assert "is not a number" in refusal.inner_text()
+    assert refusal.evaluate(BROKEN_INSIDE_A_WORD) == [], refusal.inner_text()
     page.set_viewport_size({"width": 1280, "height": 2600})
 
     page.locator("[data-testid='stSidebarNav']").get_by_text("Train the names GPT").click()
