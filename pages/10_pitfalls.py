@@ -178,16 +178,21 @@ def render_sgd() -> None:
     pitfalls_ui.race_panel(key)
 
 
+def _widget_row(*fields: str) -> list:
+    """The pitfall's settings `fields` in one row of columns; their values. A refused number is
+    said under the row, at full width (state.refusals_below)."""
+    values = []
+    with state.refusals_below():
+        for column, field in zip(st.columns(len(fields)), fields):
+            with column:
+                values.append(pitfalls_ui.widget(settings, field))
+    return values
+
+
 def render_vocab_order() -> None:
     pitfalls_ui.side_by_side([vocab_order.buggy_vocab], [vocab_order.fixed_vocab, tokenizers.CharTokenizer.from_text],
                              [vocab_order.demo, vocab_order.fit_bigram_probs, vocab_order.sample_bigram_ids])
-    a, b, c = st.columns(3)
-    with a:
-        hash_a = pitfalls_ui.widget(settings, "hash_seed_a")
-    with b:
-        hash_b = pitfalls_ui.widget(settings, "hash_seed_b")
-    with c:
-        seed = pitfalls_ui.widget(settings, "seed")
+    hash_a, hash_b, seed = _widget_row("hash_seed_a", "hash_seed_b", "seed")
     if hash_a == hash_b:
         st.info("Both runs use the same hash seed, so even `list(set(...))` gives the same order: "
                 "pick two different seeds to see a restart.", icon=":material/info:")
@@ -212,13 +217,7 @@ def render_vocab_order() -> None:
 def render_fit_indent() -> None:
     pitfalls_ui.side_by_side([fit_indent.buggy_fit], [fit_indent.fixed_fit], [fit_indent.demo, slides.slides_setup],
                              wrap=False)
-    a, b, c = st.columns(3)
-    with a:
-        iters = pitfalls_ui.widget(settings, "fit_iters")
-    with b:
-        every = pitfalls_ui.widget(settings, "eval_iters")
-    with c:
-        seed = pitfalls_ui.widget(settings, "seed")
+    iters, every, seed = _widget_row("fit_iters", "eval_iters", "seed")
     try:
         fit_indent.check_fit_args(iters, every)
     except ValueError as exc:

@@ -39,7 +39,8 @@ with bar.controls:  # compact rows: the popover should fit a projector's screen
                     help="Hide every later token (j > i) from query i.")
         state.bound(st.toggle, "Training mode", settings, "train_mode", prefix=PREFIX,
                     help="model.train(): dropout active. model.eval(): dropout off.")
-    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+    # a refused seed is said under the row, not in its 210 px (state.refusals_below)
+    with state.refusals_below(), st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         walkthrough.dropout_slider(settings, width=300)
         state.number_field(settings, "dropout_seed", prefix=PREFIX, label="Dropout seed", width=210)
     st.markdown("**Queries, keys, values**: W_q, W_k, W_v as on the previous page")

@@ -34,7 +34,7 @@ num_tokens, d_in = inputs.shape  # (T, d_in)
 step = bar.step
 with bar.controls:  # compact rows: the popover should fit a projector's screen
     sizes = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-with bar.controls, sizes:
+with bar.controls, state.refusals_below(), sizes:  # a refusal goes under the row, not in its 130 px
     state.number_field(settings, "heads_d_out", prefix=PREFIX, label="d_out", width=130,
                        help="Width of all heads together (this page's own; pages 2–3 keep theirs).")
 choices = multi_head.head_choices(settings.heads_d_out)
@@ -49,7 +49,7 @@ with bar.controls, sizes:
     state.bound(st.selectbox, "Heads", settings, "num_heads", prefix=PREFIX, options=choices,
                 width=110, help="Only head counts that divide d_out are offered.")
 with bar.controls:
-    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+    with state.refusals_below(), st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         state.number_field(settings, "heads_seed", prefix=PREFIX, label="Seed", width=210,
                            help="torch.manual_seed(seed) before building the heads.")
         state.bound(st.selectbox, "W_q, W_k scale", settings, "qk_scale", prefix=PREFIX,

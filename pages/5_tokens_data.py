@@ -165,34 +165,35 @@ st.markdown(
     "step to the right as the **target**; the next window starts `stride` tokens later. "
     "`DataLoader` groups windows into batches (dropping a last, incomplete batch).")
 # aligned at the bottom: a label of two lines ("Shuffle seed") no longer lowers its box alone
-c1, c2, c3, c4, c5 = st.columns(5, vertical_alignment="bottom")
-with c1:
-    state.number_field(settings, "max_length", prefix=PREFIX, help="Tokens per window (the lesson uses 4).")
-with c2:
-    state.number_field(settings, "stride", prefix=PREFIX,
-                       help="How far the next window starts (the lesson uses 5). "
-                            "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
-batch_locked = "batch_size" in state.locked_fields(PREFIX)
-# computed for a locked batch_size too: a lesson's size can be too large for the text as well
-batch_max = tokens_data.batch_size_limit(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
-                                         settings.max_length, settings.stride)
-loader_settings = settings  # what the windows are made with (a locked batch_size may be lowered)
-batch_was, wanted = None, None
-with c3:
-    if batch_locked:  # the lesson's value stays in settings; only this text's windows use less
-        loader_settings = locked_batch_for_text(settings, batch_max)
-    else:
-        batch_was, wanted = fit_batch_to_text(settings, batch_max)
-    # a locked box shows the size in use (its object's value); the notice below names the lesson's
-    state.number_field(loader_settings, "batch_size", prefix=PREFIX, max_value=batch_max,
-                       help="Windows per batch (the lesson uses 8); at most the number of windows.")
-with c4:
-    state.number_field(settings, "seed", prefix=PREFIX, label="Shuffle seed",
-                       help="Seeds the shuffle (a private torch.Generator). The embedding tables below keep "
-                            f"the book's seed, {tokens_data.EMBEDDING_SEED}: a new shuffle, the same vectors.")
-with c5:
-    state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
-                help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
+with state.refusals_below():  # a refused entry is said under the row, at full width
+    c1, c2, c3, c4, c5 = st.columns(5, vertical_alignment="bottom")
+    with c1:
+        state.number_field(settings, "max_length", prefix=PREFIX, help="Tokens per window (the lesson uses 4).")
+    with c2:
+        state.number_field(settings, "stride", prefix=PREFIX,
+                           help="How far the next window starts (the lesson uses 5). "
+                                "stride < max_length: windows overlap; stride > max_length: tokens are skipped.")
+    batch_locked = "batch_size" in state.locked_fields(PREFIX)
+    # computed for a locked batch_size too: a lesson's size can be too large for the text as well
+    batch_max = tokens_data.batch_size_limit(tokens_cache.token_summary(text, settings.allow_special).n_bpe,
+                                             settings.max_length, settings.stride)
+    loader_settings = settings  # what the windows are made with (a locked batch_size may be lowered)
+    batch_was, wanted = None, None
+    with c3:
+        if batch_locked:  # the lesson's value stays in settings; only this text's windows use less
+            loader_settings = locked_batch_for_text(settings, batch_max)
+        else:
+            batch_was, wanted = fit_batch_to_text(settings, batch_max)
+        # a locked box shows the size in use (its object's value); the notice below names the lesson's
+        state.number_field(loader_settings, "batch_size", prefix=PREFIX, max_value=batch_max,
+                           help="Windows per batch (the lesson uses 8); at most the number of windows.")
+    with c4:
+        state.number_field(settings, "seed", prefix=PREFIX, label="Shuffle seed",
+                           help="Seeds the shuffle (a private torch.Generator). The embedding tables below keep "
+                                f"the book's seed, {tokens_data.EMBEDDING_SEED}: a new shuffle, the same vectors.")
+    with c5:
+        state.bound(st.checkbox, "shuffle", settings, "shuffle", prefix=PREFIX,
+                    help="Shuffle the order of the windows each epoch, like create_dataloader(shuffle=True).")
 
 if loader_settings is not settings:
     locked_batch_notice(settings.batch_size, loader_settings.batch_size)
@@ -284,18 +285,19 @@ if view is not None:
                 f"{view.n_batches} batch(es), so batch {last} (the last) is shown.",
                 icon=":material/info:")
         state.set_field(PREFIX, "batch_index", last)
-    c1, c2, c3 = st.columns(3, vertical_alignment="bottom")  # boxes in line when a label wraps
-    with c1:
-        state.number_field(settings, "batch_index", prefix=PREFIX, label="Batch shown",
-                           max_value=max(view.n_batches - 1, 0),
-                           help="0 is the batch the book looks at (`for batch in dataloader: ... break`).")
-    with c2:
-        # "(embedding width)" in the help: in the label it took three lines at 1024 px in lecture mode
-        state.number_field(settings, "output_dim", prefix=PREFIX, label="Output dim",
-                           help="The embedding width: the lesson uses 256, as GPT-2 small uses 768.")
-    with c3:
-        state.bound(st.slider, "Columns shown in the heatmaps", settings, "show_dims", prefix=PREFIX,
-                    min_value=2, max_value=16)
+    with state.refusals_below():  # a refused entry is said under the row, at full width
+        c1, c2, c3 = st.columns(3, vertical_alignment="bottom")  # boxes in line when a label wraps
+        with c1:
+            state.number_field(settings, "batch_index", prefix=PREFIX, label="Batch shown",
+                               max_value=max(view.n_batches - 1, 0),
+                               help="0 is the batch the book looks at (`for batch in dataloader: ... break`).")
+        with c2:
+            # "(embedding width)" in the help: in the label it took three lines at 1024 px in lecture mode
+            state.number_field(settings, "output_dim", prefix=PREFIX, label="Output dim",
+                               help="The embedding width: the lesson uses 256, as GPT-2 small uses 768.")
+        with c3:
+            state.bound(st.slider, "Columns shown in the heatmaps", settings, "show_dims", prefix=PREFIX,
+                        min_value=2, max_value=16)
     with friendly_errors("the embeddings"):
         k = min(settings.batch_index, view.n_batches - 1)
         x, y = view.batch(k)

@@ -22,7 +22,7 @@ from core.tokenizers import CharTokenizer
 from core.viz import lessons as lesson_charts
 from ui import formatting as fmt
 from ui import small_lm_cache, state
-from ui.charts import show_chart, show_figure
+from ui.charts import kept_figure, make_figure, show_chart, show_figure
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
 from ui.live import leave_queue, live_fragment
@@ -86,7 +86,8 @@ with c3:
 with c4:
     state.bound(st.slider, "d · head size", settings, "head_size", prefix=PREFIX,
                 min_value=1, max_value=128, help="The slides use 16.")
-with st.expander("Training settings", icon=":material/tune:"):
+# a refused Seed or Steps is said under the row, at full width (state.refusals_below)
+with st.expander("Training settings", icon=":material/tune:"), state.refusals_below():
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         # a rate from a link or a lesson that is not one of the usual steps becomes a step of its
@@ -158,6 +159,17 @@ def show_model_chart(race_: small_lm.SmallLMRace, build, inputs: tuple, **kwargs
         show_figure(build, inputs, **kwargs)
     else:
         show_chart(build(), **kwargs)
+
+
+def table_chart(race_: small_lm.SmallLMRace, build, inputs: tuple, **kwargs) -> None:
+    """show_model_chart in a box of the chart's own width, for a row that wraps (section 5): a
+    chart in a box narrower than itself is shrunk as a picture, letters and all."""
+    figure = kept_figure(build, inputs) if race_.step == 0 else make_figure(build, lecture)
+    width = charts.drawn_width(figure.spec) if figure.spec else None  # a fitted chart's own width
+    if not isinstance(width, int):
+        width = charts.natural_width(figure.spec) if figure.spec else None
+    with st.container(width=width + 8 if width else "content"):
+        show_figure(build, inputs, figure=figure, **kwargs)
 
 
 def draw_race(race_: small_lm.SmallLMRace) -> None:
@@ -304,31 +316,31 @@ else:
     # -----------------------------------------------------------------------------------------
     st.header("5 · What each model stores")
     # a large vocabulary (pasted Chinese text: thousands of characters) is drawn as its most
-    # frequent characters; the whole |V|×|V| table made a chart Streamlit could not send
-    left, right = st.columns(2)
+    # frequent characters; the whole |V|×|V| table made a chart Streamlit could not send.
+    # The two tables share a row that wraps: side by side where the page has room for both, one
+    # under the other where it has not (1024 px with the sidebar). In half the row the bigram
+    # table's 28 letters a side were shrunk with the picture to 7.5 px
+    with friendly_errors("the tables"), st.container(horizontal=True, gap="large"):
+        bigram = race.bigram_table_shown()  # (n, n) of the (V, V) table
+        V = race.tokenizer.vocab_size
+        table_chart(race, lambda: lesson_charts.compact_heatmap(
+                        bigram.values, bigram.chars, bigram.chars, title=f"Bigram table {(V, V)}",
+                        x_title="next character", y_title="current character", domain=(0.0, 1.0),
+                        lecture=lecture),
+                    ("bigram_table", bigram.values, tuple(bigram.chars), V),
+                    name="bigram table", caption=bigram_caption(race, bigram), key=f"{PREFIX}.bigram")
+        emb = race.embedding_shown()  # (n, C) of the (V, C) embedding
+        shape = (race.tokenizer.vocab_size, emb.values.shape[1])
+        limit = float(abs(emb.values).max()) or 1.0
+        table_chart(race, lambda: lesson_charts.compact_heatmap(
+                        emb.values, emb.chars, [f"d{j}" for j in range(shape[1])],
+                        title=f"Token embedding {shape}", x_title="dimension", y_title="character",
+                        diverging=True, scheme="redblue", domain=(-limit, limit), thin_labels=True,
+                        lecture=lecture),
+                    ("embedding_table", emb.values, tuple(emb.chars), shape),
+                    name="embedding table", caption=embedding_caption(race, emb),
+                    key=f"{PREFIX}.embedding")
     with friendly_errors("the tables"):
-        with left:
-            bigram = race.bigram_table_shown()  # (n, n) of the (V, V) table
-            V = race.tokenizer.vocab_size
-            show_model_chart(race, lambda: lesson_charts.compact_heatmap(
-                            bigram.values, bigram.chars, bigram.chars, title=f"Bigram table {(V, V)}",
-                            x_title="next character", y_title="current character", domain=(0.0, 1.0),
-                            lecture=lecture),
-                        ("bigram_table", bigram.values, tuple(bigram.chars), V),
-                        name="bigram table", caption=bigram_caption(race, bigram),
-                        key=f"{PREFIX}.bigram")
-        with right:
-            emb = race.embedding_shown()  # (n, C) of the (V, C) embedding
-            shape = (race.tokenizer.vocab_size, emb.values.shape[1])
-            limit = float(abs(emb.values).max()) or 1.0
-            show_model_chart(race, lambda: lesson_charts.compact_heatmap(
-                            emb.values, emb.chars, [f"d{j}" for j in range(shape[1])],
-                            title=f"Token embedding {shape}", x_title="dimension", y_title="character",
-                            diverging=True, scheme="redblue", domain=(-limit, limit), thin_labels=True,
-                            lecture=lecture),
-                        ("embedding_table", emb.values, tuple(emb.chars), shape),
-                        name="embedding table", caption=embedding_caption(race, emb),
-                        key=f"{PREFIX}.embedding")
         params = race.n_params()
         st.caption("Parameters: " + " · ".join(f"{small_lm.MODEL_LABELS[k]} {v:,}"
                                                for k, v in params.items()))
@@ -371,7 +383,7 @@ except ValueError as exc:
 logits = settings.ce_logits
 if settings.ce_target > len(logits) - 1:  # clamp before the widget: fewer classes than before
     state.set_field(PREFIX, "ce_target", len(logits) - 1)
-with c2:
+with state.refusals_below(), c2:  # a refused target is said under the row (after the Logits one)
     state.number_field(settings, "ce_target", prefix=PREFIX, label="Target class", max_value=len(logits) - 1)
 with c3:
     st.button("Slide's example", on_click=_slide_example, key=f"{PREFIX}.ce_reset",

@@ -14,7 +14,7 @@ from core.training.muon import MuonAdamW, orthogonalise
 from ui import class_challenge, class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
-from ui.state import page_settings, replace_settings, spec_widget, sync_url, widget_key
+from ui.state import page_settings, refusals_below, replace_settings, spec_widget, sync_url, widget_key
 
 PREFIX = "train"
 CUDA_HERE = available_devices()["cuda"][0]
@@ -67,17 +67,19 @@ def _setting(name: str, **overrides) -> None:
 with st.expander("All settings: model, training, device", icon=":material/tune:"):
     model_tab, train_tab, device_tab, more_tab, structure_tab = st.tabs(
         ["Model", "Training", "Device and fine print", "More", "Model structure"])
-    with model_tab:
+    # each tab's boxes in two columns: a refused number is said under both, at the tab's width
+    # (in its column it pushed the boxes under it out of line with their neighbours)
+    with model_tab, refusals_below():
         cols = st.columns(2)
         for i, name in enumerate(train_settings.fields_in("model")):
             with cols[i % 2]:
                 _setting(name)
-    with train_tab:
+    with train_tab, refusals_below():
         cols = st.columns(2)
         for i, name in enumerate(train_settings.fields_in("training")):
             with cols[i % 2]:
                 _setting(name)
-    with device_tab:
+    with device_tab, refusals_below():
         cols = st.columns(2)
         with cols[0]:
             _setting("device", options=offered, on_change=_clear_device_notice)  # only what this machine has
@@ -91,7 +93,7 @@ with st.expander("All settings: model, training, device", icon=":material/tune:"
         if settings.pack_length and not settings.causal:
             st.caption("Packing needs the causal mask (names in a row must not see each other), so "
                        "this mask-off run trains one window per row.")
-    with more_tab:
+    with more_tab, refusals_below():
         st.caption("Evaluation, speed, biases, which weights the run ends with, and their running average.")
         cols = st.columns(2)
         for i, name in enumerate(train_settings.fields_in("more")):

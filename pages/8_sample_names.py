@@ -13,7 +13,7 @@ from core.sampling import label_shares, next_char_distributions, sample_names
 from ui import class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
+from ui.state import bound, lecture_mode, refusals_below, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
 LAST_KEY = "sample.last_valid"  # the last SampleResult that could be drawn, kept through bad input
@@ -27,10 +27,11 @@ st.markdown(
 
 settings, book, run = training.model_page(PREFIX, lesson.SampleSettings, "sample")
 
-for col, field in zip(st.columns(5, vertical_alignment="bottom"),  # in line when a label wraps
-                      ("n", "temperature", "top_k", "prefix", "seed")):
-    with col:  # each control from its field's declaration in SampleSettings (label, bounds, step)
-        spec_widget(settings, field, prefix=PREFIX)
+with refusals_below():  # refusals under the row, at full width: in a column they pushed the others down
+    for col, field in zip(st.columns(5, vertical_alignment="bottom"),  # in line when a label wraps
+                          ("n", "temperature", "top_k", "prefix", "seed")):
+        with col:  # each control from its field's declaration in SampleSettings (label, bounds, step)
+            spec_widget(settings, field, prefix=PREFIX)
 
 
 def _sampled(run: runs.Run, settings: lesson.SampleSettings) -> lesson.SampleResult:

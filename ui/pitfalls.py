@@ -243,14 +243,16 @@ def race_key(settings: pf.PitfallsSettings) -> sgd.RaceKey:
 
 
 def race_controls(settings: pf.PitfallsSettings) -> None:
-    """Steps, AdamW's learning rate and the seed of the race (steps capped by the server's limit)."""
-    a, b, c = st.columns(3)
-    with a:
-        widget(settings, "optim_steps")
-    with b:
-        widget(settings, "adamw_lr")
-    with c:
-        widget(settings, "seed")
+    """Steps, AdamW's learning rate and the seed of the race (steps capped by the server's limit);
+    a refused number is said under the row, at full width."""
+    with state.refusals_below():
+        a, b, c = st.columns(3)
+        with a:
+            widget(settings, "optim_steps")
+        with b:
+            widget(settings, "adamw_lr")
+        with c:
+            widget(settings, "seed")
     if settings.optim_steps > budget.LIMITS.max_steps:
         st.warning(f"This server allows at most {budget.LIMITS.max_steps:,} steps per run; "
                    f"using {budget.LIMITS.max_steps:,}.", icon=":material/warning:")

@@ -12,12 +12,14 @@ combination the page blocks is never written to the URL (the last one that works
 
 Every number box of the app is `checked_number` (a settings field: `number_field`, bounds from its
 spec): typed text is checked here, never changed into another number in the browser.
+`refusals_below` moves the refusals of a row of boxes under the whole row, at full width.
 `keep_last_valid` keeps the last good result of a computation a user's entry can make fail.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import threading
 import unicodedata
@@ -190,8 +192,9 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
     Streamlit's number input turns "1e30" into 1 and "abc" into the minimum in the browser, so the
     server cannot tell them from a real 1. This box is a text input checked here
     (core.settings.parse_number_text against `rules`: min, max, format): text that is not a number
-    of the field's type and range is refused with an error under the box, which stays until a
-    valid value is typed, and the box goes back to the last valid value, which stays in force.
+    of the field's type and range is refused with an error under the box (under its row inside
+    `refusals_below`), which stays until a valid value is typed, and the box goes back to the
+    last valid value, which stays in force.
     Returns the value in force; `on_valid(value)` runs when a new value is taken.
     """
     refused_key, kept_key = REFUSED.format(key=key), KEPT.format(key=key)
@@ -222,11 +225,44 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
     st.text_input(label, key=key, on_change=check, disabled=disabled,
                   help=f"{help_text}Type {words}; {NUMBER_HELP}.",
                   **kwargs)
-    if st.session_state.get(refused_key):
-        st.error(st.session_state[refused_key], icon=":material/block:")
+    refusal = st.session_state.get(refused_key)
+    if refusal:
+        pending = _row_refusals.get()
+        if pending is None:
+            _draw_refusal(refusal)
+        else:  # inside `refusals_below`: drawn under the whole row
+            pending.append(refusal)
     number = number_now(key, kind, rules, value)
     st.session_state[kept_key] = number
     return number
+
+
+# the refusals of the row being drawn, or None outside `refusals_below`. A context variable, not a
+# module global: each session runs its script in its own thread, which has its own context
+_row_refusals: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "row_refusals", default=None)
+
+
+def _draw_refusal(message: str) -> None:
+    st.error(message, icon=":material/block:")
+
+
+@contextlib.contextmanager
+def refusals_below() -> Iterator[None]:
+    """Around a row of controls (`st.columns`, a horizontal container), entered outside the row's
+    own `with`: the refusals of its number boxes are drawn after the row, in the container the row
+    sits in, at full width and in the order of the boxes. Under its box in a narrow column a
+    refusal wrapped to many lines, and in a bottom-aligned row it pushed every neighbour down.
+    Nothing is drawn when the block raises (a rerun or stop too). Nested, the inner one keeps its
+    own refusals and draws them under its own row."""
+    refusals: list[str] = []
+    token = _row_refusals.set(refusals)
+    try:
+        yield
+    finally:
+        _row_refusals.reset(token)
+    for message in refusals:
+        _draw_refusal(message)
 
 
 def forget_number(key: str) -> None:

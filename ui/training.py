@@ -167,7 +167,8 @@ def run_controls(book: runs.RunBook, settings: train_settings.TrainSettings, *, 
         st.info(dropped, icon=":material/info:")
     if not blocked:
         _warn_before_letting_go(book)
-    with st.container(horizontal=True, vertical_alignment="bottom"):
+    # a refused "More steps" is said under the buttons, not in its 150 px (state.refusals_below)
+    with state.refusals_below(), st.container(horizontal=True, vertical_alignment="bottom"):
         if state_now == "running":
             if st.button("Pause", key="train.pause", icon=":material/pause:", type="primary",
                          help="Pause here; Resume carries on from this step."):

@@ -498,7 +498,8 @@ def _embedding_tools(settings: WalkthroughSettings, is_locked: bool) -> None:
         for key in (RANDOM_TOKENS, RANDOM_DIMS):  # the table changed size (CSV, edit, link): the boxes follow
             state.forget_number(key)
         st.session_state[f"{PREFIX}.random_shape"] = (len(settings.tokens), d_in)
-    with st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
+    # a refused entry is said under the row, at full width (state.refusals_below)
+    with state.refusals_below(), st.container(horizontal=True, vertical_alignment="bottom", gap="small"):
         for label, key, start in (("Tokens", RANDOM_TOKENS, len(settings.tokens)),
                                   ("Dimensions", RANDOM_DIMS, d_in)):
             state.checked_number(label, key=key, kind=int, rules=RANDOM_RULES[key], value=start,
@@ -589,8 +590,9 @@ VARIANT_LABELS = {"v1": "V1 · nn.Parameter(torch.rand)", "v2": "V2 · nn.Linear
 
 def projection_controls(settings: WalkthroughSettings, d_in: int) -> self_attention.Projection:
     """Variant, d_out, seed and bias of W_q, W_k, W_v (for the Settings popover); returns the
-    projection. The hand-edit tables are `weights_editor`, in the page itself."""
-    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
+    projection. The hand-edit tables are `weights_editor`, in the page itself. A refused d_out or
+    seed is said under the row, not in the box's 130 or 210 px (state.refusals_below)."""
+    with state.refusals_below(), st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         state.bound(st.segmented_control, "Weights", settings, "variant", prefix=PREFIX,
                     options=["v1", "v2"], format_func=VARIANT_LABELS.get, required=True, wrap=True,
                     from_widget=lambda v: v if v in ("v1", "v2") else settings.variant,

@@ -138,11 +138,26 @@ def compact_heatmap(matrix, row_labels: Sequence[str], col_labels: Sequence[str]
                     lecture: bool = False) -> alt.TopLevelMixin:
     """`viz.heatmap` for tables too big to print a value in each cell (tooltips hold them): cells
     may be taller than wide, so the row labels (characters) stay readable with many columns.
-    `thin_labels`: column names that may be thinned out in a narrow column (dimension indices)."""
+    `thin_labels`: column names that may be thinned out in a narrow column (dimension indices).
+
+    Rows (and columns named by one character, not thinned) are at least a line of the axis labels
+    tall (wide) while that keeps the table under LABELLED_TABLE_PX: in `max_side` px, the 28
+    characters of the names data got 10 px rows for 11 px letters (19 px in lecture mode), which
+    ran into one another. A larger vocabulary (50 characters shown) keeps the smaller cells."""
     values = np.asarray(matrix, dtype=np.float64)
     n_rows, n_cols = values.shape
+    line = viz.font_sizes(lecture)["label"] + 3  # a line of axis labels, with a little air
+    cell_w = max(5, min(22, max_side // max(n_cols, 1)))
+    cell_h = max(5, min(22, max_side // max(n_rows, 1)))
+    if n_rows * line <= LABELLED_TABLE_PX:
+        cell_h = max(cell_h, line)
+    one_letter = all(len(str(name)) == 1 for name in col_labels)
+    if one_letter and not thin_labels and n_cols * line <= LABELLED_TABLE_PX:
+        cell_w = max(cell_w, line)  # upright letters, one per column
     return viz.heatmap(values, row_labels, col_labels, title=title, x_title=x_title,
                        y_title=y_title, fmt=".3f", lecture=lecture, diverging=diverging, scheme=scheme,
                        domain=domain, show_values=False, legend=True, thin_labels=thin_labels,
-                       cell_w=max(5, min(22, max_side // max(n_cols, 1))),
-                       cell_h=max(5, min(22, max_side // max(n_rows, 1))))
+                       cell_w=cell_w, cell_h=cell_h)
+
+
+LABELLED_TABLE_PX = 600  # the tallest (widest) compact_heatmap grows to so that every label reads

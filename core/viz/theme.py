@@ -74,7 +74,10 @@ def theme_config(lecture: bool = False) -> dict:
     if lecture:  # light-grey axis text fades on a projector
         axis.update(labelColor="#222222", titleColor="#111111")
     legend = {"labelFontSize": size["label"], "titleFontSize": size["title"]}
-    return {"axis": axis, "legend": legend, "header": dict(legend),
+    # Streamlit's chart theme sets labelFlush on every axis: on a band axis (a heatmap's tokens, a
+    # bar per token) it moved the first and last names off their cells, toward the middle (the
+    # Small LM tables' "." sat 5 px under its row, against the next name). Centred on their band
+    return {"axis": axis, "axisDiscrete": {"labelFlush": False}, "legend": legend, "header": dict(legend),
             "title": {"fontSize": size["heading"], "subtitleFontSize": size["label"], "anchor": "start"}}
 
 

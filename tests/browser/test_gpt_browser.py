@@ -72,6 +72,11 @@ BROKEN_INSIDE_A_WORD = """(el) => {
 }"""
 
 
+# the top of each control in a row of columns: a text box's field, a slider's track (its group)
+ROW_TOPS = """(row) => [...row.querySelectorAll(":scope > [data-testid='stColumn']")].map((col) =>
+  col.querySelector("[data-testid='stTextInputRootElement'], [role='group']").getBoundingClientRect().top)"""
+
+
 def test_train_live_then_sample_and_look_inside(page, server_url):
     page.set_viewport_size({"width": 1280, "height": 2600})
     open_train_page(page, server_url, QUERY)
@@ -131,16 +136,28 @@ def test_train_live_then_sample_and_look_inside(page, server_url):
       .filter((svg) => svg.getBoundingClientRect().width < Number(svg.getAttribute("width")) - 1)
       .map((svg) => svg.getAttribute("width"))""")
     assert shrunk == [], shrunk
-    # a refusal under the Sample page's "Names" box (a row of five at 1024 px) wraps between words;
-    # Streamlit broke it at any letter ("Name|s: “ab|c”")
+    # a refusal of the Sample page's "Names" box (a row of five at 1024 px) is said under the row,
+    # at the row's width (ui.state.refusals_below): in the box's 113 px column it was ~232 px tall
+    # and pushed the other four boxes down. Its words are never broken at a letter ("Name|s: “ab|c”")
     page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
     wait_idle(page)
     box = page.get_by_role("textbox", name="Names", exact=True)
+    row = page.locator("[data-testid='stMain'] [data-testid='stHorizontalBlock']").filter(has=box).last
+    tops_before = row.evaluate(ROW_TOPS)
     box.fill("abc")
     box.press("Enter")
     wait_idle(page)
-    refusal = page.locator("[data-testid='stMain'] [data-testid='stColumn'] [data-testid='stAlert']")
-    assert "is not a number" in refusal.inner_text()
+    alerts = page.locator("[data-testid='stMain'] [data-testid='stAlert']").filter(has_text="is not a number")
+    assert alerts.count() == 1
+    refusal = alerts.first
+    assert "Names: “abc” is not a number" in refusal.inner_text()
+    assert row.locator("[data-testid='stAlert']").count() == 0  # not in the row
+    row_box, refusal_box = row.bounding_box(), refusal.bounding_box()
+    assert refusal_box["y"] >= row_box["y"] + row_box["height"] - 1  # under the row
+    assert abs(refusal_box["x"] - row_box["x"]) <= 2 and refusal_box["width"] >= row_box["width"] - 4
+    tops = row.evaluate(ROW_TOPS)
+    assert len(tops) == 5 and max(tops) - min(tops) <= 2, tops  # the five boxes in line
+    assert all(abs(a - b) <= 2 for a, b in zip(tops, tops_before)), (tops_before, tops)  # none moved
     assert refusal.evaluate(BROKEN_INSIDE_A_WORD) == [], refusal.inner_text()
     page.set_viewport_size({"width": 1280, "height": 2600})
 

@@ -249,6 +249,26 @@ def test_names_of_columns_narrower_than_a_line_stand_upright_and_thin_out():
     assert axis["values"] == chars and axis["labelAngle"] != -90
 
 
+def test_a_table_of_characters_gives_each_name_a_line_while_it_stays_on_a_screen():
+    # the Small LM page's 28 x 28 bigram table had 10 px rows for 11 px letters (one ran into the
+    # next); 50 characters (a pasted text) would make a table taller than a screen: cells as before
+    from core.viz.lessons import LABELLED_TABLE_PX, compact_heatmap
+
+    def size(chart):
+        layer = chart.to_dict(validate=True)["layer"][0]
+        return chart.to_dict()["width"], chart.to_dict()["height"], layer["encoding"]["x"]["axis"]["labelAngle"]
+
+    for lecture, line in ((False, 11 + 3), (True, 16 + 3)):
+        chars = list("abcdefghijklmnopqrstuvwxyz.,")
+        assert size(compact_heatmap(np.zeros((28, 28)), chars, chars, lecture=lecture)) == (28 * line, 28 * line, 0)
+        dims = [f"d{j}" for j in range(32)]  # names of two or more characters: as narrow as before
+        assert size(compact_heatmap(np.zeros((28, 32)), chars, dims, thin_labels=True,
+                                    lecture=lecture))[:2] == (32 * 9, 28 * line)
+    many = [chr(0x4E00 + i) for i in range(50)]
+    assert 50 * 14 > LABELLED_TABLE_PX
+    assert size(compact_heatmap(np.zeros((50, 50)), many, many))[:2] == (6 * 50, 6 * 50)
+
+
 def test_an_export_copies_a_shared_chart_only_when_no_one_is_showing_it():
     # a chart cached for every session is shown (vega_spec swaps its data for a name meanwhile)
     # and exported from two threads: the export takes its copy under the same lock
