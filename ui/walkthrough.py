@@ -114,13 +114,27 @@ def page_top(page: str, title: str, intro: str, *, step_field: str, steps: Seque
     embeddings_slot, weights_slot = area.inputs, None
     if weights_editor:
         with area.inputs:  # the two editing panels, collapsed side by side: one row
-            embeddings_slot, weights_slot = st.columns(2)
+            if editor_open():  # ... and one under the other while one is open: in half the row
+                embeddings_slot = weights_slot = st.container()  # (1024 px) its table hid d2, d3
+            else:
+                embeddings_slot, weights_slot = st.columns(2)
     with embeddings_slot:
         embeddings_editor(settings, expanded=False, notes=area.lesson)
     show_query_notice(area.lesson)  # after the editor: an edit there may have moved the query
     bar = stepper(settings, step_field, steps, step_labels, area.lesson)
     return PageTop(settings, area, bar, labels=wt.labels_of(settings), inputs=wt.inputs_tensor(settings),
                    weights_slot=weights_slot)
+
+
+EMBEDDINGS_OPEN = f"{PREFIX}.embeddings_open"  # + ".0"/".1": the editor's expander, closed/open at first
+WEIGHTS_OPEN = f"{PREFIX}.weights_open"  # the weights editor's expander
+
+
+def editor_open() -> bool:
+    """Whether the embeddings or the weights editor is open (their expanders track it in the
+    session state under their keys; opening one reruns the page)."""
+    ss = st.session_state
+    return bool(ss.get(f"{EMBEDDINGS_OPEN}.0") or ss.get(WEIGHTS_OPEN))
 
 
 QUERY_NOTICE = f"{PREFIX}.query_notice"  # why the query moved, until `show_query_notice` shows it
@@ -427,7 +441,7 @@ def embeddings_editor(settings: WalkthroughSettings, *, expanded: bool,
     # a constant label (a changing one would make a new, re-closed expander); the shape is inside
     box = st.expander("Embeddings X · shared by the four pages", expanded=expanded,
                       icon=":material/table_edit:", on_change="rerun",
-                      key=f"{PREFIX}.embeddings_open.{int(expanded)}")
+                      key=f"{EMBEDDINGS_OPEN}.{int(expanded)}")
     with box:
         if box.open:
             table = _editor_body(settings, is_locked)
@@ -630,7 +644,7 @@ def _weights_editor(settings: WalkthroughSettings, projection: self_attention.Pr
     is_locked = locked("custom_weights")
     # a constant label: a changing one would make a new expander and close it
     box = st.expander("Edit W_q, W_k, W_v by hand", icon=":material/edit:", on_change="rerun",
-                      key=f"{PREFIX}.weights_open")
+                      key=WEIGHTS_OPEN)
     with box:
         if not box.open:
             return
@@ -645,21 +659,26 @@ def _weights_editor(settings: WalkthroughSettings, projection: self_attention.Pr
             return
         st.caption("Rows: input dimensions (d_in); columns: output dimensions (d_out); "
                    "the book's x @ W convention. Invalid entries are reported and not used.")
-        cols = st.columns(3)
-        for k, (name, W) in enumerate(zip(("W_q", "W_k", "W_v"), projection.matrices())):
-            with cols[k]:
-                st.markdown(f"**{name}** `{wt.shape_text(W)}`")
-                current = tuple(tuple(row) for row in settings.custom_weights[k])
-                edited = synced_editor(f"w{k}", current, lambda W=W: emb.weight_frame(W),
-                                       num_rows="fixed", disabled=is_locked)
+        # each table as wide as its columns, in a row that wraps: in a third of the row each (1024
+        # px) their last column was hidden behind a scroll bar. Refusals go under the row
+        refused = []
+        with st.container(horizontal=True, gap="medium"):
+            for k, (name, W) in enumerate(zip(("W_q", "W_k", "W_v"), projection.matrices())):
+                with st.container(width="content"):
+                    st.markdown(f"**{name}** `{wt.shape_text(W)}`")
+                    current = tuple(tuple(row) for row in settings.custom_weights[k])
+                    edited = synced_editor(f"w{k}", current, lambda W=W: emb.weight_frame(W),
+                                           num_rows="fixed", disabled=is_locked, width="content")
                 try:
                     values = emb.validate_weight_table(edited, name, tuple(W.shape))
                 except ValueError as exc:
-                    st.error(f"Not applied: {exc}", icon=":material/block:")
+                    refused.append(f"Not applied: {exc}")
                     continue
                 if values != settings.custom_weights[k]:
                     settings.custom_weights[k] = values
                     mark_editor_shown(f"w{k}", tuple(tuple(row) for row in values))
+        for message in refused:
+            st.error(message, icon=":material/block:")
         st.button("Back to the seeded weights", key=f"{PREFIX}.seeded_weights", disabled=is_locked,
                   on_click=state.set_field, args=(PREFIX, "custom_weights", []))
 

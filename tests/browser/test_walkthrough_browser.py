@@ -252,3 +252,41 @@ def test_a_figure_downloads_as_png_from_its_download_menu(page, warm_url):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000, (download.suggested_filename, len(data))
     assert download.suggested_filename.endswith(".png")
     assert_no_error(page)
+
+
+# every data grid of the page: its drawn content's width against the width it shows
+GRIDS = """() => [...document.querySelectorAll("[data-testid='stDataFrame']")].map((table) => {
+  const scroller = table.querySelector(".dvn-scroller");
+  return {content: scroller.scrollWidth, shown: scroller.clientWidth,
+          top: table.getBoundingClientRect().top};
+})"""
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_an_open_editor_shows_every_column_at_1024(page, warm_url, lecture):
+    """Pages 2 and 3 keep the embeddings and the weights editors collapsed side by side. Opened at
+    1024 px (the sidebar open), the embeddings grid had half the row: 240 px for 368 px of columns,
+    d2 and d3 behind a scroll bar. An open editor now takes the whole row, the other under it."""
+    page.set_viewport_size({"width": 1024, "height": 1400})
+    page.goto(f"{warm_url}/{CAUSAL}" + ("?lecture=1" if lecture else ""), wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    settle(page)
+    open_editor(page)
+    page.wait_for_timeout(400)
+    (grid,) = page.evaluate(GRIDS)
+    assert grid["content"] <= grid["shown"] + 1, grid  # every column in view
+    weights = page.get_by_text("Edit W_q, W_k, W_v by hand")
+    assert weights.bounding_box()["y"] > grid["top"] + 200  # under the open editor
+    weights.click()
+    wait_idle(page)
+    settle(page)
+    page.get_by_role("button", name="Copy the seeded weights into editable tables").click()
+    wait_idle(page)
+    settle(page)
+    grids = page.evaluate(GRIDS)
+    assert len(grids) == 4, grids  # the embeddings and W_q, W_k, W_v
+    for grid in grids:
+        assert grid["content"] <= grid["shown"] + 1, grids
+    assert_no_error(page)
+    screenshot(page, f"causal_editors_open_1024{'_lecture' if lecture else ''}")
