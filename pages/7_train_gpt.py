@@ -137,7 +137,7 @@ if not problems:
 if n_params is None:
     with structure_tab:
         st.caption("The structure appears once the settings above can be trained.")
-summary_box.markdown(training.settings_summary(settings, n_params))
+summary_box.markdown(training.settings_summary(settings, n_params, book.current))
 
 # ------------------------------------------------------------------ controls + the live panel
 run = book.current

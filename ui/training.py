@@ -126,10 +126,15 @@ def _fmt_duration(seconds: float) -> str:
     return f"{halves // 2}{'½' if halves % 2 else ''} min"
 
 
-def settings_summary(settings: train_settings.TrainSettings, n_params: int | None) -> str:
-    """One line: the preset the settings match and the main numbers (shown beside the presets)."""
+def settings_summary(settings: train_settings.TrainSettings, n_params: int | None,
+                     shown: runs.Run | None = None) -> str:
+    """One line: the preset the settings match and the main numbers (shown beside the presets).
+    With a run `shown` below that was trained with other settings, the line says it is about the
+    next run: "Preset: quick demo" over a run of custom settings read as a contradiction."""
     matched = train_settings.matching_preset(settings)
-    preset = f"Preset: **{train_settings.PRESET_TITLES[matched]}**" if matched else "Preset: **custom**"
+    name = train_settings.PRESET_TITLES[matched] if matched else "custom"
+    preset = (f"Next run: **{name}**" if shown is not None and shown.settings != settings
+              else f"Preset: **{name}**")
     parts = [f"{count(settings.n_layer, 'layer')} × {count(settings.n_head, 'head')}, width {settings.d_embed}"]
     if n_params is not None:
         parts.append(f"{n_params:,} parameters")

@@ -47,6 +47,23 @@ def test_default_page_shows_the_quick_demo_and_its_structure():
         assert reason in texts(at.caption)
 
 
+def test_the_settings_line_says_next_run_when_the_run_shown_used_other_settings():
+    # a reload brings the trained run back with the page's settings at their defaults: the line
+    # read "Preset: quick demo · … 1,200 steps" over a run of other settings, a contradiction
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = tiny_trained_book()
+    at.run()
+    assert_no_exception(at)
+    assert "Next run: **quick demo** · " in texts(at.markdown)
+    assert "Preset: " not in texts(at.markdown)
+    same = runs.RunBook(owner="apptest")
+    same.create(train_settings.TrainSettings())  # a run of the form's own settings (not trained)
+    at = open_page(PAGE)
+    at.session_state["gpt.runbook"] = same
+    at.run()
+    assert "Preset: **quick demo** · " in texts(at.markdown) and "Next run" not in texts(at.markdown)
+
+
 def test_presets_and_controls_change_the_model():
     at = open_page(PAGE)
     at.button(key="train.preset.lecture").click().run()
