@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.viz.fit import value_font
-from core.viz.theme import fast_build, font_sizes, format_value, layered, palette, unique_labels
+from core.viz.fit import bar_values, text_px, value_em
+from core.viz.theme import (LECTURE_MIN_VALUE_PX, fast_build, font_sizes, format_value, layered, palette,
+                            unique_labels)
+
+MIN_DECIMALS = {"f": 2, "%": 0, "e": 1}  # what a number on a bar keeps however narrow it is
+
+
+def shorter_formats(fmt: str) -> list[str]:
+    """The ways to write a number on a bar with fewer decimals, one and two fewer than `fmt`
+    (".4f" -> [".3f", ".2f"]), keeping MIN_DECIMALS: the full value is in the tooltip."""
+    match = re.fullmatch(r"([^.]*)\.(\d+)([fe%])", fmt)
+    if not match:
+        return []
+    prefix, decimals, kind = match[1], int(match[2]), match[3]
+    return [f"{prefix}.{k}{kind}" for k in range(decimals - 1, max(MIN_DECIMALS[kind], decimals - 2) - 1, -1)]
 
 
 @fast_build
@@ -31,21 +45,32 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
     """Bars per label, one colour per series side by side (e.g. softmax beside plain
     normalisation); values written on the bars while at most `max_labels` labels."""
     names = unique_labels(labels)
+    written = len(names) <= max_labels
+    # fewer decimals where the bars get too narrow for the numbers (see core.viz.fit.bar_values)
+    shorter = shorter_formats(fmt) if written else []
     frames = []
     for kind, vals in series.items():
         vals = np.asarray(vals, dtype=np.float64).ravel()
         if len(vals) != len(names):
             raise ValueError(f"{len(vals)} values but {len(names)} labels")
-        frames.append(pd.DataFrame({
+        frame = pd.DataFrame({
             "label": names, "kind": kind, "value": np.where(np.isfinite(vals), vals, np.nan),
             "text": [format_value(v, fmt) for v in vals],
-            "highlight": [i == highlight for i in range(len(vals))]}))
+            "highlight": [i == highlight for i in range(len(vals))]})
+        for k, short in enumerate(shorter, start=1):
+            frame[f"text_{k}"] = [format_value(v, short) for v in vals]
+        frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
     colors = palette(lecture)
     grouped = len(series) > 1
+    width = width or max(240, min(56 * len(names) * (len(series) if grouped else 1), 700))
+    # names upright while they fit their bars as built; a chart laid out narrower slants them
+    # (core.viz.fit._slant_when_narrow)
+    label_px = max((text_px(name, font_sizes(lecture)["label"]) for name in names), default=0.0)
+    upright = label_px + 6 <= width / max(len(names), 1)
     y_scale = alt.Scale(domain=list(domain)) if domain else alt.Scale()
     enc = dict(x=alt.X(field="label", type="nominal", sort=names, title=x_title,
-                       axis=alt.Axis(labelAngle=-40 if len(names) > 6 else 0)),
+                       axis=alt.Axis(labelAngle=0 if upright else -40, labelOverlap=False)),
                y=alt.Y(field="value", type="quantitative", title=y_title, scale=y_scale))
     if grouped:
         enc["xOffset"] = alt.XOffset(field="kind", type="nominal", sort=list(series))
@@ -57,16 +82,22 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
         ([alt.Tooltip(field="kind", type="nominal")] if grouped else []) + \
         [alt.Tooltip(field="text", type="nominal", title="value")]
     layers = [base.mark_bar().encode(color=color, tooltip=tooltip)]
-    if len(names) <= max_labels:
+    if written:
         font = font_sizes(lecture)["text"] - (2 if grouped else 1)
-        font = max(font, 14) if lecture else font
-        # in a chart laid out narrower than built (core/viz/fit.py) the numbers shrink with the bars
-        chars = max((len(t) for t in df["text"]), default=1)
-        size = value_font(font, chars, 0.55 * font, floor=14 if lecture else 7,
-                          scale="xOffset" if grouped else "x")
-        layers.append(base.mark_text(dy=-8, fontSize=size)
-                      .encode(text=alt.Text(field="text", type="nominal")))
-    width = width or max(240, min(56 * len(names) * (len(series) if grouped else 1), 700))
+        font = max(font, LECTURE_MIN_VALUE_PX) if lecture else font
+        # in a chart laid out narrower than built (core/viz/fit.py) the numbers shrink with the
+        # bars, lose decimals, and at last stand upright: neighbours never run into each other
+        ems = [max((value_em(t) for t in df[column]), default=1.0)
+               for column in ["text"] + [f"text_{k}" for k in range(1, len(shorter) + 1)]]
+        # lecture mode: the floor is the built size; plain: all the decimals down to 2 px smaller,
+        # and the shortest numbers turn upright rather than go below that (7 px made 27 bars'
+        # numbers unreadable)
+        floor = LECTURE_MIN_VALUE_PX if lecture else font - 2
+        mark, conditions = bar_values(font, floor, ems, bars=len(names), groups=len(series), readable=floor)
+        text = {"field": "text", "type": "nominal"}
+        if conditions:
+            text["condition"] = conditions
+        layers.append(base.mark_text(baseline="middle", **mark).encode(text=text))
     return layered(layers, data=df, title=title, width=width, height=height)
 
 

@@ -20,7 +20,8 @@ from core import viz
 from core.lessons.small_lm import MODEL_LABELS
 from core.lessons.tokens_data import WINDOW_KINDS, LoaderView, window_frame
 from core.lessons.walkthrough import SCALE_DKS
-from core.viz.theme import fast_build, palette
+from core.viz.fit import cell_values, value_em
+from core.viz.theme import LECTURE_MIN_VALUE_PX, fast_build, palette
 
 UNSCALED, SCALED = "softmax(q·k)", "softmax(q·k / √d_k)"  # the two lines of the scaling chart
 
@@ -60,8 +61,15 @@ def scaling_chart(table: pd.DataFrame, *, chosen: int | None = None, lecture: bo
 @fast_build
 def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8,
                  lecture: bool = False) -> alt.LayerChart:
-    """The windows drawn over the token sequence: overlap and never-read tokens are visible."""
+    """The windows drawn over the token sequence: overlap and never-read tokens are visible.
+    A window that runs past the tokens shown is left out (it was drawn as one input cell and no
+    target); the ids shrink with their cells in a narrow column, and turn upright where a
+    five-digit id no longer fits across its cell."""
     df = window_frame(view, max_tokens, max_windows)
+    rows = df.groupby("row", sort=False)["pos"].transform("size")
+    whole = (df["order"] == 0) | (rows == view.settings.max_length)
+    cut = set(df.loc[~whole, "order"].map(lambda order: (order - 1) // 2))  # windows not drawn whole
+    df = df[~((df["order"] > 0) & ((df["order"] - 1) // 2).isin(cut))]
     colours = palette(lecture)
     kind_scale = alt.Scale(domain=WINDOW_KINDS,
                            range=[colours[0], colours[1], "#E8E8E8", "#C7E9C0", "#74C476"])
@@ -69,6 +77,11 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
     row_order = list(dict.fromkeys(df.sort_values("order", kind="stable")["row"]))
     # the y labels take ~110 px more: the whole chart stays within the page's ~800 px
     cell = max(22, min(40 if lecture else 36, 640 // max(len(pos_order), 1)))
+    font = LECTURE_MIN_VALUE_PX if lecture else 10
+    id_em = max((value_em(t) for t in df["text"]), default=1.0)
+    # rows tall enough for an id turned upright (a narrow column), at least as built before
+    row_px = max(cell - 10, math.ceil(id_em * font) + 6)
+    size = cell_values(font, LECTURE_MIN_VALUE_PX if lecture else 8, id_em)
     base = alt.Chart(df).encode(
         x=alt.X("pos:N", sort=pos_order, title="token position : token",
                 axis=alt.Axis(labelAngle=-55, orient="top", labelOverlap=False)),
@@ -77,12 +90,12 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
     rect = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
         color=alt.Color("kind:N", scale=kind_scale, title=None,
                         legend=alt.Legend(orient="bottom", columns=3)))
-    text = base.mark_text(fontSize=12 if lecture else 10).encode(
+    text = base.mark_text(**size).encode(
         text="text:N",
         color=alt.condition("datum.kind == 'input' || datum.kind == 'target'",
                             alt.value("white"), alt.value("black")))
     return alt.layer(rect, text).properties(width=cell * len(pos_order),
-                                            height=(cell - 10) * len(row_order))
+                                            height=row_px * len(row_order))
 
 
 @fast_build
@@ -115,8 +128,11 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
         # default symbols "val" and "train" were two identical dots (squares once trained)
         strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=["val", "train"],
                                                              range=[[1, 0], [6, 4]]),
+                                  # one above the other, beside the models: in a row they
+                                  # ran past the chart's right edge ("train (dash…" cut in
+                                  # lecture mode at 1024 px)
                                   title=None, legend=alt.Legend(
-                                      orient="top", symbolType="stroke", symbolSize=900,
+                                      orient="top", columns=1, symbolType="stroke", symbolSize=900,
                                       symbolStrokeWidth=3 if lecture else 2,
                                       symbolStrokeColor="#333", symbolFillColor="transparent",
                                       labelExpr="datum.value == 'val' ? 'validation (solid)' "

@@ -46,10 +46,12 @@ def step_bars_chart(steps: NameSteps, step: int, *, lecture: bool = False) -> al
     """Probability of every next character at one step; the character that came is highlighted."""
     p = steps.probs[step]  # (V,)
     chosen = steps.vocab.index(steps.chosen[step])
-    labels = ["end (.)" if c == BOUNDARY_TOKEN else c for c in steps.vocab]
+    # one character a bar, "." the end of the name (as in steps_heatmap): "end (.)" made the
+    # names slant in a narrow column, and Vega then wrote every other one only
+    labels = ["." if c == BOUNDARY_TOKEN else c for c in steps.vocab]
     title = (f"After “{steps.contexts[step]}”: the model gave "
              f"“{steps.chosen[step]}” p = {p[chosen]:.2f}")
-    return grouped_bars({"p(next)": p}, labels, title=title, x_title="next character",
+    return grouped_bars({"p(next)": p}, labels, title=title, x_title="next character (“.”: the name ends)",
                         y_title="probability", fmt=".2f", lecture=lecture, highlight=chosen,
                         domain=(0.0, 1.0), max_labels=len(labels),
                         width=(34 if lecture else 24) * len(labels), height=240)

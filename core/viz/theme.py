@@ -29,6 +29,7 @@ NEG_INF_LABEL = "−∞"
 # lecture mode's floor, held by every builder here (a 1280x720 projector seen from the back row)
 LECTURE_MIN_AXIS_PX = 16
 LECTURE_MIN_VALUE_PX = 14
+LEGEND_LABEL_LIMIT = 360  # px: the longest legend label written whole (Vega's default is 160)
 
 
 def palette(lecture: bool = False) -> list[str]:
@@ -73,7 +74,9 @@ def theme_config(lecture: bool = False) -> dict:
     axis = {"labelFontSize": size["label"], "titleFontSize": size["title"], "labelLimit": 220}
     if lecture:  # light-grey axis text fades on a projector
         axis.update(labelColor="#222222", titleColor="#111111")
-    legend = {"labelFontSize": size["label"], "titleFontSize": size["title"]}
+    # Vega cuts a legend's label at 160 px: "gives no example (dr…", "buggy: 20 optimizer s…" in
+    # lecture mode, the words that say what a colour is
+    legend = {"labelFontSize": size["label"], "titleFontSize": size["title"], "labelLimit": LEGEND_LABEL_LIMIT}
     # Streamlit's chart theme sets labelFlush on every axis: on a band axis (a heatmap's tokens, a
     # bar per token) it moved the first and last names off their cells, toward the middle (the
     # Small LM tables' "." sat 5 px under its row, against the next name). Centred on their band

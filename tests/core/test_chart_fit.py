@@ -73,10 +73,14 @@ def test_fit_to_column_draws_a_copy_at_its_natural_width_and_leaves_the_spec_alo
 
 def test_an_alphabet_of_narrow_cells_keeps_its_size():
     letters = list("abcdefghijklmnopqrstuvwxyz.,")
-    table = viz.heatmap(np.random.default_rng(1).random((28, 28)), letters, letters)
+    table = viz.heatmap(np.random.default_rng(1).random((28, 28)), letters, letters, cell=10)
     spec = spec_of(table)
     assert not fit.can_fit(spec) and fit.fit_to_column(spec) is spec
     assert fit.can_fit(spec_of(attention_map()))
+    # in 22 px cells there is room to narrow them: upright letters need half of each neighbour
+    # and a gap (13 px at 60 %), not a whole line of text each
+    roomy = spec_of(viz.heatmap(np.random.default_rng(1).random((28, 28)), letters, letters, cell=22))
+    assert fit.can_fit(roomy)
 
 
 @pytest.mark.parametrize("lecture", [False, True])

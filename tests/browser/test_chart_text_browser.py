@@ -1,0 +1,124 @@
+"""Chart text on a 1024 px laptop with the sidebar open, plain and in lecture mode, as Chromium
+draws it: no title or legend label cut with "…" (Streamlit limits a title to its column less
+40 px, Vega a legend label to 160 px) or past the chart's edge, and no two numbers written in the
+marks (over bars, in cells) overlapping. The audit found "softmax, mask, re…" over the causal
+page's three maps, "0.10820.1077" over the simple-attention bars in lecture mode, "train (dash"
+cut at the Small LM loss chart's edge and "1124117509" in the Tokens page's windows.
+tests/core/test_chart_text.py checks the same specs through vl-convert at these widths."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import assert_no_error, open_app, screenshot
+from tests.browser.test_sample_browser import train_tiny_then_sample
+
+pytestmark = pytest.mark.browser
+
+# every chart on the page: its title and legend texts, the ones cut with "…" or past the SVG's
+# edges, and the pairs of mark texts (numbers) whose boxes overlap
+TEXTS = """() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed svg")].map((svg) => {
+  const box = svg.getBoundingClientRect();
+  const shown = (t) => t.textContent.trim() && t.getAttribute("opacity") !== "0";
+  const lines = (t) => t.querySelector("tspan") ? [...t.querySelectorAll("tspan")].map((s) => s.textContent)
+                                                : [t.textContent];  // a title on several lines
+  const words = [...svg.querySelectorAll(".role-title text, .role-legend-label text, .role-axis-title text")]
+    .filter(shown);
+  const marks = [...svg.querySelectorAll(".role-mark text")]
+    .filter((t) => shown(t) && !t.closest(".role-axis, .role-legend, .role-title"))
+    .map((t) => ({text: t.textContent, r: t.getBoundingClientRect()}));
+  const overlapping = [];
+  for (let a = 0; a < marks.length; a++) for (let b = a + 1; b < marks.length; b++) {
+    const A = marks[a].r, B = marks[b].r;
+    const w = Math.min(A.right, B.right) - Math.max(A.left, B.left);
+    const h = Math.min(A.bottom, B.bottom) - Math.max(A.top, B.top);
+    if (w > 0.5 && h > 0.5) overlapping.push(`${marks[a].text}|${marks[b].text}`);
+  }
+  return {label: (svg.closest(".vega-embed").getAttribute("aria-label") || "").slice(0, 60),
+          texts: words.map((t) => lines(t).join(" ")),
+          cut: words.flatMap(lines).filter((line) => line.trim().endsWith("…")),
+          outside: words.filter((t) => { const r = t.getBoundingClientRect();  // a y title is turned
+                                         return !/rotate/.test(t.getAttribute("transform") || "")
+                                           && (r.left < box.left - 1 || r.right > box.right + 1); })
+                        .map((t) => t.textContent),
+          numbers: marks.length, overlapping};
+})"""
+
+# (page and query, a title or legend text that must be written whole somewhere on it)
+PAGES = [
+    ("causal_attention?causal_step=order", "softmax, mask,"),
+    ("causal_attention?causal_step=dropout", "weights, unchanged by"),
+    ("simple_attention?step=scores", "scores of query"),
+    ("simple_attention?step=weights", "weights of query"),
+    ("simple_attention?step=context", "context vector"),
+    ("self_attention?sa_step=weights", "W_q"),
+    ("multi_head?mh_step=why", "initial W_q of every"),
+    ("pitfalls?pitfall=fit_indent", "optimizer steps"),
+    ("pitfalls?pitfall=short_names", "gives no example"),
+    ("pitfalls?pitfall=no_position", "How much the last output"),
+    ("tokens_data", "token position : token"),
+    ("small_lm", "train (dashed)"),
+]
+
+
+@pytest.fixture(scope="module")
+def laptop(browser):
+    context = browser.new_context(viewport={"width": 1024, "height": 1600})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def check_charts(page, where: str) -> list[dict]:
+    page.wait_for_function("""() => document.querySelector(
+        "[data-testid='stMain'] .vega-embed svg .role-mark")""", timeout=30_000)
+    page.wait_for_timeout(800)  # the charts' layout, and a fitted chart's second one
+    assert_no_error(page)
+    charts = page.evaluate(TEXTS)
+    assert charts, where
+    for chart in charts:
+        at = f"{where}: {chart['label']}"
+        assert chart["cut"] == [], f"cut with …: {at}: {chart['cut']}"
+        assert chart["outside"] == [], f"past the chart's edge: {at}: {chart['outside']}"
+        assert chart["overlapping"] == [], f"numbers overlapping: {at}: {chart['overlapping'][:6]}"
+    return charts
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_chart_titles_legends_and_numbers_are_whole_and_apart_at_1024(laptop, warm_url, lecture):
+    page = laptop
+    numbers = 0
+    for path, expected in PAGES:
+        url = f"{warm_url}/{path}" + (("&" if "?" in path else "?") + "lecture=1" if lecture else "")
+        open_app(page, url)
+        charts = check_charts(page, path)
+        written = " ".join(" ".join(chart["texts"]) for chart in charts)
+        assert expected in " ".join(written.split()), f"{path}: {expected!r} not in {written[:300]!r}"
+        numbers += sum(chart["numbers"] for chart in charts)
+        if path in ("simple_attention?step=weights", "causal_attention?causal_step=order"):
+            screenshot(page, f"chart_text_1024{'_lecture' if lecture else ''}_{path.split('?')[0]}")
+    assert numbers > 100  # the checks did see numbers in the marks
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_next_character_bars_name_every_letter_and_keep_numbers_apart(browser, server_url, lecture):
+    """Sample names: 27 bars with a probability over each. In lecture mode at 1024 they read
+    "0.060.060.06" and only every other letter was named (the highlighted "a" had none)."""
+    context = browser.new_context(viewport={"width": 1024, "height": 1600})
+    page = context.new_page()
+    try:
+        train_tiny_then_sample(page, server_url, {"lecture": "1"} if lecture else None)
+        charts = check_charts(page, "sample_names")
+        bars = next(chart for chart in charts if chart["label"].startswith("Next-character probabilities at one"))
+        assert bars["numbers"] == 27
+        letters = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed")]
+            .filter((e) => (e.getAttribute("aria-label") || "").startsWith("Next-character probabilities at one"))
+            .flatMap((e) => [...e.querySelectorAll(".role-axis-label text")])
+            .filter((t) => t.getAttribute("opacity") !== "0").map((t) => t.textContent)""")
+        assert set("abcdefghijklmnopqrstuvwxyz.") <= set(letters), letters
+        drawn = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed svg")]
+            .map((svg) => [svg.getBoundingClientRect().width, Number(svg.getAttribute("width"))])""")
+        assert all(width >= own - 1 for width, own in drawn), f"scaled down as a picture: {drawn}"
+        screenshot(page, f"chart_text_1024{'_lecture' if lecture else ''}_sample_names")
+    finally:
+        context.close()
