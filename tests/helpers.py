@@ -11,6 +11,8 @@ import time
 import pandas as pd
 import pyarrow as pa
 
+from core.viz.fit import TITLE_TEXT
+
 
 def texts(elements) -> str:
     """The values of a list of elements (markdown, info, warning ...) joined by spaces."""
@@ -60,6 +62,17 @@ def chart_rows(at) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def spec_title(spec: dict) -> str:
+    """A chart spec's title as built: core.viz.fit writes a title that must wrap as lines or as a
+    Vega expression that picks them, and keeps the text in usermeta."""
+    kept = (spec.get("usermeta") or {}).get(TITLE_TEXT)
+    if kept is not None:
+        return kept
+    title = spec.get("title")
+    title = title.get("text") if isinstance(title, dict) else title
+    return " ".join(title) if isinstance(title, list) else str(title)
+
+
 def chart_titles(at) -> list[str]:
     """Every title in the specs of the page's charts (layers and facets included)."""
     found: list[str] = []
@@ -67,7 +80,9 @@ def chart_titles(at) -> list[str]:
     def walk(node):
         if isinstance(node, dict):
             title = node.get("title")
-            if isinstance(title, str):
+            if isinstance((node.get("usermeta") or {}).get(TITLE_TEXT), str):
+                found.append(node["usermeta"][TITLE_TEXT])
+            elif isinstance(title, str):
                 found.append(title)
             elif isinstance(title, dict) and isinstance(title.get("text"), str):
                 found.append(title["text"])

@@ -48,6 +48,9 @@ SHRINK_TO = 0.6
 SLANTED_LINE_EM = 1.25  # slanted names' lines, one beside the next, must be this far apart (em)
 LETTER_GAP_PX = 3  # between two upright one-letter names on a discrete x axis
 FIT_WIDTH = "attentionLabFitWidth"  # usermeta key: the width a fitted spec is drawn at
+# usermeta key: a title's text as built, kept where readable_title writes it as lines or as a Vega
+# expression that picks the lines (what reads a spec's title, e.g. a test, finds it there)
+TITLE_TEXT = "attentionLabTitle"
 
 # Advance widths in em of Streamlit's chart font (Source Sans), by kind of character
 _NARROW = set("ijlI.,:;'|!()[]{} ␣ft-")
@@ -224,7 +227,8 @@ def readable_title(spec: dict, room: float | str | None) -> dict:
             params["text"] = lines[0] if len(lines) == 1 else lines
     else:
         params["text"] = text
-    return {**spec, "title": params}
+    usermeta = {**spec.get("usermeta", {}), TITLE_TEXT: text if isinstance(text, str) else " ".join(text)}
+    return {**spec, "title": params, "usermeta": usermeta}
 
 
 def _left_axis_px(spec: dict, config: dict) -> float:
@@ -486,7 +490,7 @@ def fit_to_column(spec: dict | None) -> dict | None:
     return {**spec_fitted, "width": natural,
             "autosize": {"type": "fit-x", "contains": "padding"},
             "padding": {**padding, "right": padding.get("right", 0) + FIT_SPARE_PX},
-            "usermeta": {**spec.get("usermeta", {}), FIT_WIDTH: natural}}
+            "usermeta": {**spec_fitted.get("usermeta", {}), FIT_WIDTH: natural}}
 
 
 def drawn_width(spec: dict | None) -> int | str:

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from core.lessons import walkthrough as wt
 from tests.app.conftest import assert_no_exception, open_page
-from tests.helpers import errors, markdown, warnings  # noqa: F401 - the page tests import them from here
+from tests.helpers import errors, markdown, spec_title, warnings  # noqa: F401 - the page tests import them from here
 
 PAGE = "pages/1_simple_attention.py"
 PREFIX = "walkthrough"
@@ -41,8 +41,7 @@ def charts(at) -> dict:
     out = {}
     for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
         spec = json.loads(el.proto.spec)
-        title = spec.get("title")
-        title = title.get("text") if isinstance(title, dict) else title
+        title = spec_title(spec)
         frames = [pa.ipc.open_stream(ds.data.data).read_all().to_pandas() for ds in el.proto.datasets]
         out[str(title)] = frames[0] if frames else None
     return out

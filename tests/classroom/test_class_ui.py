@@ -21,6 +21,7 @@ from core.classroom import store as class_db
 from ui import class_follow, class_polls
 from ui.classroom import LECTURER_SEAT, MEMBER_SEAT, LecturerSeat, MemberSeat
 from ui.training import RUNBOOK_KEY
+from tests.helpers import spec_title
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -81,8 +82,7 @@ def button(at, label: str):
 def chart_titles(at) -> list[str]:
     titles = []
     for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
-        title = json.loads(el.proto.spec).get("title")
-        titles.append(str(title.get("text") if isinstance(title, dict) else title))
+        titles.append(spec_title(json.loads(el.proto.spec)))
     return titles
 
 
@@ -90,8 +90,7 @@ def poll_frame(at):
     """The data of the class poll chart on the page."""
     for el in at.get("vega_lite_chart") + at.get("arrow_vega_lite_chart"):
         spec = json.loads(el.proto.spec)
-        title = spec.get("title")
-        if (title.get("text") if isinstance(title, dict) else title) == "The class's answers":
+        if spec_title(spec) == "The class's answers":
             return pa.ipc.open_stream(el.proto.datasets[0].data.data).read_all().to_pandas()
     raise AssertionError(f"no poll chart among {chart_titles(at)}")
 
