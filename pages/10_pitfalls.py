@@ -1,11 +1,12 @@
 """Pitfalls: every bug of the original course documents, run live beside the correct code.
 
 One pitfall is open at a time (the `pitfall` setting, so `?pitfall=softmax_dim` opens one
-directly). For each: where it is, the buggy code and the fixed code side by side (the real source
-of the functions that computed the numbers, from core.pitfalls and the core modules), the numbers
-that show the difference, and one sentence on why. The numbers come from `core.pitfalls.<key>.demo`
-(cached in ui.pitfalls), the charts from core.viz.pitfalls; the SGD-against-AdamW race trains in
-slices inside ui.pitfalls.race_panel, so the page stays responsive while it trains.
+directly). For each: where it is, the buggy code and the fixed code side by side, or one under the
+other on a narrow page (the real source of the functions that computed the numbers, from
+core.pitfalls and the core modules), the numbers that show the difference, and one sentence on why.
+The numbers come from `core.pitfalls.<key>.demo` (cached in ui.pitfalls), the charts from
+core.viz.pitfalls; the SGD-against-AdamW race trains in slices inside ui.pitfalls.race_panel, so
+the page stays responsive while it trains.
 """
 
 from __future__ import annotations
@@ -41,14 +42,14 @@ def render_softmax_dim() -> None:
     seed = pitfalls_ui.widget(settings, "seed")
     result = pitfalls_ui.demo("softmax_dim", seed)
     buggy_sums = result["sums"].query("version == 'buggy dim=1'")["row_sum"]
-    a, b, c = st.columns(3)
-    a.metric("Row sums, buggy", f"{buggy_sums.min():.3f} … {buggy_sums.max():.3f}",
-             help="Each row is one query's weights over the keys; they should add up to 1.")
-    b.metric("Row sums, fixed", "all 1.000")
     fixed_row, buggy_row = result["fixed_context_row0"], result["buggy_context_row0"]
-    c.metric("Context of “Your” (2,)", f"[{fixed_row[0]:.4f}, {fixed_row[1]:.4f}]",
-             delta=f"buggy: [{buggy_row[0]:.4f}, {buggy_row[1]:.4f}]", **OFF,
-             help="Fixed value; document 002 prints [-0.4519, 0.2216] for seed 123.")
+    with pitfalls_ui.metric_row():  # in a third of a 1024 px page both values were cut ("0.187 … …")
+        st.metric("Row sums, buggy", f"{buggy_sums.min():.3f} to {buggy_sums.max():.3f}",
+                  help="Each row is one query's weights over the keys; they should add up to 1.")
+        st.metric("Row sums, fixed", "all 1.000")
+        st.metric("Context of “Your” (2,)", f"[{fixed_row[0]:.4f}, {fixed_row[1]:.4f}]",
+                  delta=f"buggy: [{buggy_row[0]:.4f}, {buggy_row[1]:.4f}]", **OFF,
+                  help="Fixed value; document 002 prints [-0.4519, 0.2216] for seed 123.")
     st.caption(f"The project's `core.attention.CausalAttention.forward` (under “How this page measures it”) "
                f"gives the same context vectors as `fixed_causal_attention`: largest difference "
                f"{result['fixed_vs_module']:.1e}.")
@@ -99,11 +100,11 @@ def render_mask_after_softmax() -> None:
     result = pitfalls_ui.demo("mask_after_softmax", seed)
     sums = result["sums"]
     buggy_sums = sums.query("version == 'mask after softmax'")["row_sum"]
-    a, b, c = st.columns(3)
-    a.metric("Row sums, mask after softmax", f"{buggy_sums.min():.3f} … {buggy_sums.max():.3f}")
-    b.metric("Row sums, renormalised", "all 1.000")
-    c.metric("Largest |renormalised − masked before|", f"{result['max_diff_renorm_vs_fixed']:.1e}",
-             help="Float rounding only: the two are the same weights.")
+    with pitfalls_ui.metric_row():
+        st.metric("Row sums, mask after softmax", f"{buggy_sums.min():.3f} to {buggy_sums.max():.3f}")
+        st.metric("Row sums, renormalised", "all 1.000")
+        st.metric("Largest |renormalised − masked before|", f"{result['max_diff_renorm_vs_fixed']:.1e}",
+                  help="Float rounding only: the two are the same weights.")
     cap = f"SelfAttentionV2(3, 2) after torch.manual_seed({seed}) (the book uses 789), the six tokens."
     pitfalls_ui.heatmap_row([(result["buggy_weights"], "Mask after softmax"),
                              (result["renormalised_weights"], "… then renormalise (= −∞ before)")], result["tokens"],

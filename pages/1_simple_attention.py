@@ -35,6 +35,14 @@ q_name, qi = labels[query], query + 1  # the book numbers tokens from 1: x^(1), 
 where = wt.describe_inputs(settings)
 
 
+def map_floor(n_cols: int, chars: int = 4) -> str:
+    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
+    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
+    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
+    its cells and type are larger)."""
+    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
+
+
 def ask_top_token(result: simple_attention.SimpleAttention) -> bool:
     """Predict, then reveal: which token gets the most attention from the query?"""
     top = wt.argmax_tokens(result.attn_weights)
@@ -49,7 +57,7 @@ def ask_top_token(result: simple_attention.SimpleAttention) -> bool:
 
 def scores_step(result: simple_attention.SimpleAttention) -> None:
     walkthrough.step_header(STEPS, "scores", "ω, the attention scores")
-    chart_col, text_col = walkthrough.columns([1, 1], gap="large", side_by_side=True)
+    chart_col, text_col = walkthrough.columns([1, 1], key="scores", gap="large", side_by_side=True)
     with text_col:
         st.markdown(f"Score of every token against the query **{q_name}** (x^({qi})): "
                     "the dot product of the two embeddings.")
@@ -74,7 +82,7 @@ def weights_step(result: simple_attention.SimpleAttention) -> None:
     # one sentence above the formulas, the comparison under the bars: all above them, the words
     # pushed the bars below a projector's screen
     st.markdown("Softmax turns the scores into positive weights that add up to 1.")
-    soft_col, plain_col = walkthrough.columns(2, side_by_side=True)
+    soft_col, plain_col = walkthrough.columns(2, key="weights", gap="medium", side_by_side=True)
     with soft_col:
         st.latex(rf"\alpha_{{{qi}j}} = \mathrm{{softmax}}(\omega_{{{qi}}})_j = "
                  rf"\frac{{\exp(\omega_{{{qi}j}})}}{{\sum_{{k=1}}^{{{num_tokens}}} \exp(\omega_{{{qi}k}})}}")
@@ -107,7 +115,8 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
     walkthrough.step_header(STEPS, "context", "z, the context vector")
     dims = emb.dim_names(d_in)
     # a few bars need little room: the weighted sum beside them needs more
-    chart_col, text_col = walkthrough.columns([2, 3] if d_in <= 4 else [1, 1], gap="large", side_by_side=True)
+    chart_col, text_col = walkthrough.columns([2, 3] if d_in <= 4 else [1, 1], key="context", gap="large",
+                                             side_by_side=True)
     with text_col:
         st.markdown(f"The context vector of **{q_name}** is the sum of all inputs, each scaled "
                     "by its attention weight: the table's rows add up to z.")
@@ -133,12 +142,17 @@ def context_step(result: simple_attention.SimpleAttention) -> None:
 def matrix_step(result: simple_attention.SimpleAttention) -> None:
     walkthrough.step_header(STEPS, "matrix", "all tokens at once")
     # the sentence and the formulas beside the first map: above it, they pushed the maps below a
-    # projector's screen. Lecture mode stacks the maps; on a wide screen the first two share a row
+    # projector's screen. Lecture mode stacks the maps; on a wide screen the two maps and the words
+    # share a row, which wraps where they do not fit (1024 px: one under the other; in thirds of
+    # the row the maps were strips of piled-up labels and overlapping numbers)
+    floor = map_floor(num_tokens)
     if state.lecture_mode():
-        scores_col, text_col = walkthrough.columns([3, 2], gap="large", side_by_side=True)
+        scores_col, text_col = walkthrough.columns([3, 2], key="matrix", gap="large", side_by_side=True,
+                                                   min_width=[floor, None])
         weights_col = st.container()
     else:
-        scores_col, weights_col, text_col = st.columns(3, gap="large")
+        scores_col, weights_col, text_col = walkthrough.columns(3, key="matrix", gap="large",
+                                                                min_width=[floor, floor, None])
     with text_col:
         st.markdown("The same three steps for every query at once, as matrix products. Row "
                     f"**{q_name}** of each matrix is exactly what the first three steps computed.")

@@ -45,6 +45,14 @@ where = f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, project
 module_cls = attention.SelfAttentionV1 if settings.variant == "v1" else attention.SelfAttentionV2
 
 
+def map_floor(n_cols: int, chars: int = 4) -> str:
+    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
+    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
+    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
+    its cells and type are larger)."""
+    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
+
+
 def steps_code() -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
     show_code([self_attention.self_attention, attention.attention_intermediates],
@@ -56,7 +64,7 @@ def weights_step(steps) -> None:
     walkthrough.step_header(STEPS, "weights", "the trainable weights W_q, W_k, W_v")
     st.latex(rf"W_q,\ W_k,\ W_v \in \mathbb{{R}}^{{d_{{in}} \times d_{{out}}}} = "
              rf"\mathbb{{R}}^{{{d_in} \times {d_out}}}")
-    cols = walkthrough.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row
+    cols = walkthrough.columns(3, key="weights", side_by_side=d_out <= 3)  # narrow matrices fit in a row
     for col, name, W in zip(cols, ("W_q", "W_k", "W_v"), projection.matrices()):
         with col:
             walkthrough.show_matrix(W, emb.dim_names(d_in), outs, name=f"self-attention-{name}", title=name,
@@ -77,13 +85,13 @@ def qkv_step(steps) -> None:
     bias = " + b" if projection.b_query is not None else ""
     # the formula and its shapes side by side, the sentence on rows under the matrices: stacked
     # above them, the three pushed the matrices below a projector's screen
-    formula_col, shape_col = walkthrough.columns([3, 2], side_by_side=True)
+    formula_col, shape_col = walkthrough.columns([3, 2], key="qkv_formulas", gap="medium", side_by_side=True)
     with formula_col:
         st.latex(rf"Q = X W_q{bias},\quad K = X W_k{bias},\quad V = X W_v{bias}")
     with shape_col:
         st.latex(rf"({num_tokens} \times {d_in}) \cdot ({d_in} \times {d_out}) = "
                  rf"({num_tokens} \times {d_out})")
-    cols = walkthrough.columns(3, side_by_side=d_out <= 3)  # narrow matrices fit in a row
+    cols = walkthrough.columns(3, key="qkv", side_by_side=d_out <= 3)  # narrow matrices fit in a row
     for col, name, t in zip(cols, ("Q", "K", "V"), (steps.queries, steps.keys, steps.values)):
         with col:
             walkthrough.show_matrix(t, labels, outs, name=f"self-attention-{name}", title=name,
@@ -110,10 +118,14 @@ def scaled_step(steps) -> None:
     walkthrough.step_header(STEPS, "scaled", "scaled scores Q Kᵀ / √d_k")
     head_dim = steps.head_dim
     # the formula and the sentence beside the map: above it, they pushed it below a projector's screen
-    chart_col, text_col = walkthrough.columns([3, 2], gap="large", side_by_side=True)
+    # ... in a row that wraps: the words go under the map where both do not fit
+    chart_col, text_col = walkthrough.columns([3, 2], key="scaled", gap="large", side_by_side=True,
+                                              min_width=[map_floor(num_tokens), None])
     with text_col:
         st.latex(r"\frac{Q K^\top}{\sqrt{d_k}}")
-        st.latex(rf"d_k = d_{{out}} = {head_dim},\quad \sqrt{{d_k}} = {math.sqrt(head_dim):.4f}")
+        # on two lines: on one, "√d_k = 1.4142" was cut to "√d_k =" beside the map at 1024 px
+        st.latex(rf"\begin{{aligned}} d_k &= d_{{out}} = {head_dim} \\ "
+                 rf"\sqrt{{d_k}} &= {math.sqrt(head_dim):.4f} \end{{aligned}}")
         st.markdown("Dividing by √d_k keeps the scores' spread near 1 however wide the keys are, "
                     "so softmax does not collapse to one-hot (see the panel below).")
     with chart_col:
@@ -172,7 +184,7 @@ def scaling_panel() -> None:
     seed = settings.weight_seed
     peak = self_attention.softmax_peak(d_k, 6, seed)
     table = self_attention.scaling_table(seed)
-    left_col, right_col = walkthrough.columns(2)
+    left_col, right_col = walkthrough.columns(2, key="scaling")
     with left_col:
         lecture = state.lecture_mode()
         chart = lesson_charts.scaling_chart(table, chosen=d_k, lecture=lecture, width=560 if lecture else 340)

@@ -57,6 +57,23 @@ where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projec
          f"{settings.dropout_seed}, {mode} mode")
 
 
+def map_floor(n_cols: int, chars: int = 4) -> str:
+    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
+    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
+    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
+    its cells and type are larger)."""
+    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
+
+
+def formula_with_words(formula: str, words: str) -> None:
+    """A formula and a few words of LaTeX text after it, centred in a row that wraps: the words go
+    under the formula where both do not fit the page (KaTeX does not wrap, it cuts)."""
+    with st.container(horizontal=True, horizontal_alignment="center", vertical_alignment="center",
+                      gap="small"):
+        st.latex(formula, width="content")
+        st.latex(words, width="content")
+
+
 def steps_code(extra=()) -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
     show_code([causal_attention.causal_attention, attention.attention_intermediates, *extra],
@@ -129,12 +146,11 @@ def masked_step(steps) -> None:
 
 def weights_step(steps) -> None:
     walkthrough.step_header(STEPS, "weights", "attention weights")
-    if settings.causal:
-        st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{zeros above the "
-                 r"diagonal, every row still sums to 1}")
-    else:
-        st.latex(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):\ \text{no zeros (the "
-                 r"mask is off), every row sums to 1}")
+    # the formula and what it gives, in a row that wraps: in one formula the words ran past the
+    # page at 1024 px ("every row still sums to" and no more)
+    formula_with_words(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):",
+                       r"\text{zeros above the diagonal, every row still sums to 1}" if settings.causal
+                       else r"\text{no zeros (the mask is off), every row sums to 1}")
     words = causal_attention.weights_words(settings.causal, causal_attention.dropout_active(settings))
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
@@ -157,14 +173,16 @@ def weights_step(steps) -> None:
 def dropout_step(steps) -> None:
     walkthrough.step_header(STEPS, "dropout", "dropout on the attention weights")
     view = causal_attention.dropout_view(steps)
+    definition = (r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
+                  r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
     if view.active:
-        st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
-    else:  # the definition here, what it does now beside the map
-        st.latex(r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-                 r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}\quad\text{(in training mode)}")
+        st.latex(definition)
+    else:  # the definition here, what it does now beside the map; "(in training mode)" goes under
+        # the definition where both do not fit (it was cut to "(in training mo" at 1024 px)
+        formula_with_words(definition, r"\text{(in training mode)}")
     # what dropout did beside the map: above it, the words pushed it below a projector's screen
-    chart_col, text_col = walkthrough.columns([3, 2], gap="large", side_by_side=True)
+    chart_col, text_col = walkthrough.columns([3, 2], key="dropout", gap="large", side_by_side=True,
+                                              min_width=[map_floor(num_tokens), None])
     with text_col:
         dropout_effect(view)
     special = np.where(~view.keep.numpy() & ~steps.mask.numpy(), "✕", "")
@@ -220,12 +238,17 @@ def order_step(steps) -> None:
     orders = bundle.orders
     sums = orders.row_sums()
     if state.lecture_mode():  # the panels stacked; the words beside the first one
-        first_col, text_col = walkthrough.columns([3, 2], gap="large", side_by_side=True)
+        first_col, text_col = walkthrough.columns([3, 2], key="order", gap="large", side_by_side=True,
+                                                  min_width=[map_floor(num_tokens), None])
         check_row = st.container()  # full width: a badge does not wrap, in the column it was cut
         cols = [first_col, st.container(), st.container()]
     else:
         text_col = check_row = st.container()
-        cols = walkthrough.columns([1.3, 1, 1])  # the first panel also carries the row names
+        # in a row that wraps: in a row of three at 1024 px the maps were laid out at 212 and 160 px,
+        # numbers at 7 px running into each other; the first panel also carries the row names
+        floor = map_floor(num_tokens)
+        cols = walkthrough.columns([1.3, 1, 1], key="order",
+                                   min_width=[floor, f"calc({floor} - 6rem)", f"calc({floor} - 6rem)"])
     with text_col:
         st.markdown("Three ways to hide the future, always with the causal mask here: mask "
                     "**before** the softmax (the book); mask **after** it and divide each row by "
@@ -254,7 +277,7 @@ def order_step(steps) -> None:
                 st.markdown(f"**{title}**: hidden until you commit your guess.")
                 continue
             walkthrough.show_matrix(matrix, labels, labels, name=f"masking-order-{key}", title=title,
-                                    domain=(0, 1), max_width=240, special=special, row_axis=i == 0,
+                                    domain=(0, 1), max_width=320, special=special, row_axis=i == 0,
                                     lecture_width=(walkthrough.LECTURE_COLUMN_W if i == 0
                                                    else walkthrough.LECTURE_FILL_W),
                                     x_title="key j", y_title="query i",

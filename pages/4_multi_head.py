@@ -76,6 +76,14 @@ head_names = [f"head {h + 1}" for h in range(num_heads)]
 where = f"{wt.describe_inputs(settings)}; {multi_head.describe_heads(settings, num_heads)}"
 
 
+def map_floor(n_cols: int, chars: int = 4) -> str:
+    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
+    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
+    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
+    its cells and type are larger)."""
+    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
+
+
 def steps_code(result: multi_head.MultiHead) -> None:
     """The code that computed the maps and outputs on screen, then the book's class they match."""
     dropout = [causal_attention.with_book_dropout, causal_attention.book_dropout_keep] \
@@ -94,9 +102,9 @@ def head_maps(result: multi_head.MultiHead) -> None:
     shown = min(num_heads, MAX_SHOWN_HEADS)
     if num_heads > shown:
         st.caption(f"Showing the first {shown} of {num_heads} heads.")
-    per_row = 2  # two maps with readable values per row (stacked in lecture mode)
-    for start in range(0, shown, per_row):
-        cols = walkthrough.columns(per_row)
+    per_row = 2  # two maps with readable values per row (stacked in lecture mode) where they fit
+    for start in range(0, shown, per_row):  # ... one under the other where not (1024 px)
+        cols = walkthrough.columns(per_row, key=f"heads_{start}", min_width=map_floor(num_tokens))
         for h, col in zip(range(start, min(start + per_row, shown)), cols):
             with col:
                 walkthrough.show_matrix(result.steps.attn_weights[h], labels, labels,
@@ -114,7 +122,8 @@ def concat_and_project(result: multi_head.MultiHead) -> None:
              rf"\xrightarrow{{\cdot\, W_o + b_o,\ W_o:\ {d_out} \times {d_out}}}"
              rf"({num_tokens} \times {d_out})")
     cols_concat = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(head_dim)]
-    left, right = walkthrough.columns(2)
+    # side by side where both keep their four-decimal numbers whole, else one under the other
+    left, right = walkthrough.columns(2, key="concat", min_width=map_floor(d_out, chars=7))
     with left:
         walkthrough.show_matrix(result.steps.context_vec, labels, cols_concat, name="multi-head-concat",
                                 title="heads side by side", x_title="head · dimension", y_title="token",
@@ -153,8 +162,10 @@ def why_heads_differ(result: multi_head.MultiHead) -> None:
     walkthrough.step_header(STEPS, "why", "why several heads, and why do they differ?")
     # the reasons beside the heads' weights: stacked, the figure would start below a projector's
     # first screen (a narrow W_q fits beside the text)
-    text_col, figure_col = walkthrough.columns([1, 1] if state.lecture_mode() else [3, 2], gap="large",
-                                               side_by_side=settings.heads_d_out <= 4)
+    text_col, figure_col = walkthrough.columns(
+        [1, 1] if state.lecture_mode() else [3, 2], key="why", gap="large",
+        min_width=[None, map_floor(settings.heads_d_out, chars=5)],  # W_q: signed, 2 decimals
+        side_by_side=settings.heads_d_out <= 4)
     with text_col:
         st.markdown(multi_head.why_words(settings, num_heads))
     if num_heads < 2:

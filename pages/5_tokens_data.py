@@ -17,6 +17,7 @@ from core.lessons import text as texts
 from core.lessons import tokens_data
 from core.tokenizers import END_OF_TEXT, GPT2_N_VOCAB, bpe_tokens, gpt2_source
 from core.viz import lessons as lesson_charts
+from ui import formatting as fmt
 from ui import state
 from ui import tokens_cache
 from ui.charts import show_figure
@@ -42,15 +43,39 @@ def show_window_chart(view: tokens_data.LoaderView, max_tokens: int, lecture: bo
 
 
 # The windows table (tokens_data.window_table): each window's tokens as text, input beside target,
-# before their ids. Ids first, a 1024 px page (or lecture mode's larger grid) showed no target at all
+# before their ids. Ids first, a 1024 px page (or lecture mode's larger grid) showed no target at all.
+# At their own widths the six columns took 842 px (1,052 in lecture mode) and a 1024 px page has 564
+# (644): the ids were behind a scroll bar and the target cut ("␣su…"). So each column has a width
+# that fits the six in that room, and a row is as tall as its longest cell wrapped in its column
+# (on a wider page the grid shares the rest of the room between the four of them). In lecture
+# mode they fit 514 px: a table already drawn when the sidebar's switch turns lecture mode on keeps
+# its 14 px text and is zoomed by 1.25 in a box narrowed by as much (ui.layout.LECTURE_CSS).
 WINDOW_COLUMNS = ["window", "start", "input text", "target text", "input ids", "target ids"]
-WINDOW_COLUMN_CONFIG = {
-    "window": st.column_config.NumberColumn("#", help="The window's number."),
-    "start": st.column_config.NumberColumn("start", help="Where its first token is: window × stride."),
-    "input text": st.column_config.TextColumn("input", help="The window's tokens, as text (␣ = a space)."),
-    "target text": st.column_config.TextColumn("target", help="The same tokens one step to the right: "
-                                               "each one is the token that follows its input."),
-}
+WINDOW_WIDTHS = {False: {"window": 32, "start": 46, "input text": 140, "target text": 140,
+                         "input ids": 94, "target ids": 94},  # 546 px of 564
+                 True: {"window": 36, "start": 52, "input text": 130, "target text": 130,
+                        "input ids": 78, "target ids": 78}}  # 504 px of 514 (or 644 at 17.5 px)
+WINDOW_WRAPPED = ("input text", "target text", "input ids", "target ids")
+
+
+def window_column_config(lecture: bool) -> dict:
+    """The windows table's headers, tooltips and column widths (WINDOW_WIDTHS)."""
+    widths = WINDOW_WIDTHS[lecture]
+    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
+    return {
+        # pinned: the grid gives a wider page's room to the other columns only
+        "window": number("#", help="The window's number.", width=widths["window"], pinned=True),
+        "start": number("start", help="Where its first token is: window × stride.", width=widths["start"],
+                        pinned=True),
+        "input text": text("input", help="The window's tokens, as text (␣ = a space).",
+                           width=widths["input text"]),
+        "target text": text("target", help="The same tokens one step to the right: each one is the token "
+                                           "that follows its input.", width=widths["target text"]),
+        "input ids": text("input ids", help="The window's GPT-2 token ids: what the model reads.",
+                          width=widths["input ids"]),
+        "target ids": text("target ids", help="The ids it learns to predict: the input ids one step to the "
+                                              "right.", width=widths["target ids"]),
+    }
 
 
 def locked_batch_for_text(settings: tokens_data.TokensDataSettings,
@@ -251,8 +276,11 @@ if view is not None:
     st.subheader("Input → target windows")
     # the tokens as text first, input beside target, then their ids: at 1024 px (and in lecture
     # mode) the ids ran past the page's edge and hid the target text entirely
-    st.dataframe(tokens_data.window_table(view, limit=60), hide_index=True, width="stretch",
-                 column_order=WINDOW_COLUMNS, column_config=WINDOW_COLUMN_CONFIG)
+    windows = tokens_data.window_table(view, limit=60)
+    widths = WINDOW_WIDTHS[lecture]
+    st.dataframe(windows, hide_index=True, width="stretch", column_order=WINDOW_COLUMNS,
+                 column_config=window_column_config(lecture),
+                 row_height=fmt.wrapped_row_height(windows, {c: widths[c] for c in WINDOW_WRAPPED}, lecture))
     if view.n_windows > 60:
         st.caption(f"The first 60 of {view.n_windows:,} windows.")
     if view.book_first_batch is None:

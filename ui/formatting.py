@@ -7,7 +7,8 @@ written on screen lives here, next to the Streamlit pages that use it.
 from __future__ import annotations
 
 import html
-from typing import Sequence
+import math
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -118,3 +119,57 @@ def style_padded_windows(tables: Sequence[pd.DataFrame]):
     if padded:
         styler = styler.set_properties(subset=(padded, NAME_COLUMNS), **PADDING_STYLE)
     return styler
+
+
+# Streamlit's data grid (1.67) draws its text at 14 px, 17.5 px under lecture mode's 20 px root font,
+# with 8 px of padding each side of a cell (its words wrap a little before that: 10 here), and wraps
+# a text cell's words only in rows taller than 4rem; its wrapped lines are ~1.37 font sizes apart
+# (measured: 19 px at 14 px, 24 px at 17.5 px).
+GRID_FONT_PX = {False: 14.0, True: 17.5}
+GRID_ROOT_PX = {False: 16, True: 20}
+GRID_CELL_PADDING_PX = 10
+GRID_LINE_HEIGHT = 1.37
+
+# The widths of Source Sans's characters in em (measured with the grid's font, rounded up to these
+# groups); any other character (an emoji, another script) counts as 1 em.
+_CHAR_EM = {c: em for em, chars in (
+    (0.20, " "), (0.27, "',.:;|ijlI"), (0.32, "!()[]{}f-"), (0.35, "/\\rt"), (0.43, "\"*?sz"), (0.47, "cvxy"),
+    (0.51, "#$+<=>^_~0123456789aegkFé"), (0.56, "`bdhnopquAEJLSTVXYZ"), (0.62, "BCDGKPR&→"),
+    (0.67, "HNOQU␣"), (0.73, "wM"), (0.85, "%@mW")) for c in chars}
+_SPACE_EM = _CHAR_EM[" "]
+
+
+def text_em(text: str) -> float:
+    """The width of `text` in the grid's font, in em (on the wide side)."""
+    return sum(_CHAR_EM.get(c, 1.0) for c in text)
+
+
+def wrapped_lines(text: str, width_em: float) -> int:
+    """How many lines `text` takes wrapped at its spaces in a line `width_em` wide (a word longer
+    than a line is broken, as the grid does)."""
+    lines, line = 1, 0.0
+    for word in text.split(" "):
+        w = text_em(word)
+        if line and line + _SPACE_EM + w <= width_em:
+            line += _SPACE_EM + w
+            continue
+        if line:
+            lines += 1
+        lines += int(w // width_em) if w > width_em else 0
+        line = w % width_em if w > width_em else w
+    return lines
+
+
+def wrapped_row_height(frame: pd.DataFrame, widths: Mapping[str, int], lecture: bool,
+                       max_lines: int = 8) -> int | None:
+    """The row height (px) for st.dataframe(row_height=...) that shows every cell of the columns
+    `widths` names whole, their words wrapped inside a column of that many px; None when every cell
+    fits one line (the grid's own row height). At most `max_lines` lines: a longer cell is cut, and
+    the grid shows it whole when it is clicked."""
+    font = GRID_FONT_PX[lecture]
+    lines = max((wrapped_lines(str(text), (width - 2 * GRID_CELL_PADDING_PX) / font)
+                 for column, width in widths.items() for text in frame[column]), default=1)
+    if lines <= 1:
+        return None
+    height = math.ceil(min(lines, max_lines) * GRID_LINE_HEIGHT * font + 2 * GRID_CELL_PADDING_PX)
+    return max(height, 4 * GRID_ROOT_PX[lecture] + 1)  # a row of 4rem or less never wraps

@@ -46,31 +46,49 @@ def why(pitfall: pf.Pitfall) -> None:
 
 
 def _code(fn: Callable, height: int | None = None, wrap: bool = True) -> None:
-    """The real source of `fn` under its qualified name (the honest-code test records it)."""
+    """The real source of `fn` under its name and module (the honest-code test records it). Name and
+    module apart: as one dotted path ("core.pitfalls.softmax_dim.buggy_causal_attention") a code
+    column at 1024 px broke it inside a word ("buggy_causal_at|tention")."""
     note_shown([fn])
-    st.caption(f"`{fn.__module__}.{fn.__qualname__}`")
+    st.caption(f"`{fn.__qualname__}` in `{fn.__module__}`")
     st.code(textwrap.dedent(source_of(fn)), language="python", height=height or "content", wrap_lines=wrap)
+
+
+# The width of each of the two code columns. Side by side where the page has room for both
+# (from a ~1340 px window with the sidebar open, ~1380 in lecture mode), else one under the other:
+# two halves of a 1024 px page (~250 px each) broke code and names inside words ("sel|f.mask").
+# At these widths no word of the pitfalls' sources is broken (14 px code; 16 px in lecture mode).
+CODE_COLUMN_PX = {False: 430, True: 490}
 
 
 def side_by_side(buggy: Iterable[Callable], fixed: Iterable[Callable],
                  demo: Callable | Iterable[Callable] = (), fixed_height: int | None = None,
                  wrap: bool = True) -> None:
-    """The buggy code and the fixed code, their real source, in two columns (a long fixed
-    source scrolls inside `fixed_height` pixels so the two stay side by side), and below, folded,
-    `demo`: the function(s) that ran both and measured the numbers on the page. wrap=False where
-    indentation is the lesson: a wrapped line would start at the left margin."""
-    left, right = st.columns(2, gap="medium")
-    for column, title, fns, height in ((left, ":material/bug_report: As in the original", buggy, None),
-                                       (right, ":material/check_circle: Fixed", fixed, fixed_height)):
-        with column:
-            st.markdown(f"**{title}**")
-            for fn in fns:
-                _code(fn, height, wrap)
+    """The buggy code and the fixed code, their real source, side by side when the page has room
+    for two columns of CODE_COLUMN_PX (a long fixed source scrolls inside `fixed_height` pixels so
+    the two stay side by side), else the fixed under the buggy; and below, folded, `demo`: the
+    function(s) that ran both and measured the numbers on the page. wrap=False where indentation is
+    the lesson: a wrapped line would start at the left margin."""
+    width = CODE_COLUMN_PX[state.lecture_mode()]
+    with st.container(horizontal=True, gap="small"):  # a row that wraps what does not fit
+        for title, fns, height in ((":material/bug_report: As in the original", buggy, None),
+                                   (":material/check_circle: Fixed", fixed, fixed_height)):
+            with st.container(width=width):
+                st.markdown(f"**{title}**")
+                for fn in fns:
+                    _code(fn, height, wrap)
     demo = [demo] if callable(demo) else list(demo)
     if demo:
         with st.expander("How this page measures it", icon=":material/code:"):
             for fn in demo:
                 _code(fn)
+
+
+def metric_row():
+    """A row of metrics (st.metric in it) that wraps: each metric as wide as its value at least, a
+    metric that does not fit goes under the others. In a third of a 1024 px page (st.columns(3)) a
+    value such as "[-0.4519, 0.2216]" was cut to "[-0.4519, …"."""
+    return st.container(horizontal=True, gap="medium")
 
 
 def decoded_samples(samples: pd.DataFrame) -> pd.DataFrame:

@@ -229,6 +229,22 @@ def areas() -> Areas:
 # ----------------------------------------------------------------------------------- stepper
 STEP_ROW_KEY = "walkthrough_stepper"  # its container gets the CSS class st-key-walkthrough_stepper
 
+# The named steps wrap onto a second row where the bar is narrow (7 steps at 1024 px). Streamlit
+# draws one border between two neighbours of a segmented control: it makes a button's right (left)
+# border transparent when the button after (before) it is selected or hovered, whose own border is
+# drawn there instead. At the end of a row that neighbour is on the next row, and the button lost
+# its right edge ("5 · mask order" with "6 · dropout" selected). Each button keeps its borders, in
+# the colour Streamlit gives them (its text at 20%); the selected, hovered or focused one is drawn
+# above its neighbours, so that where they touch in a row its own border is the one seen.
+STEPPER_CSS = f"""<style>
+.st-key-{STEP_ROW_KEY} button[data-variant="segmented_control"]:not([data-disabled]):not([data-selected]):not(
+    [data-hovered]):not([data-focus-visible]) {{
+  border-left-color: color-mix(in srgb, currentColor 20%, transparent) !important;
+  border-right-color: color-mix(in srgb, currentColor 20%, transparent) !important; }}
+.st-key-{STEP_ROW_KEY} button[data-variant="segmented_control"]:is([data-selected], [data-hovered],
+    [data-focus-visible]) {{ z-index: 1; }}
+</style>"""
+
 
 SETTINGS_MENU_KEY = f"{PREFIX}.settings_menu"  # the Settings popover's open state (session state)
 
@@ -277,6 +293,7 @@ def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
         state.set_field(PREFIX, field, steps[0])
     is_locked = locked(field)
     where = where if where is not None else st.container()
+    st.html(STEPPER_CSS)  # a style-only block takes no room on the page
     with where, st.container(horizontal=True, vertical_alignment="center", gap="small",
                              key=STEP_ROW_KEY):
         # drawn first, filled once the step selector (last in the row) has read its value
@@ -805,17 +822,52 @@ LECTURE_FILL_W, LECTURE_FILL_H, LECTURE_CELL_MIN, LECTURE_CELL_MAX = 720, 400, 5
 LECTURE_COLUMN_W = 400  # the cells' share of a map drawn in the wider (3/5) of two columns
 
 
-def columns(spec, *, side_by_side: bool = False, **kwargs):
-    """st.columns, except in lecture mode: charts are stacked full width so that the large
-    projector fonts still fit every value in its cell. `side_by_side` keeps the columns there
-    too, for panels narrow enough (a figure and its formula, 3 narrow matrices): stacked, they
-    would push the step below the first screen."""
-    if state.lecture_mode():
-        if not side_by_side:
-            count = spec if isinstance(spec, int) else len(spec)
-            return [st.container() for _ in range(count)]
-        kwargs["gap"] = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
-    return st.columns(spec, **kwargs)
+COLUMNS_KEY = f"{PREFIX}_columns"  # + "_" + a row's name: the CSS class of a `columns` row
+
+
+def columns(spec, *, key: str, side_by_side: bool = False, gap: str = "small",
+            min_width: Sequence[int | str | None] | int | str | None = None,
+            vertical_alignment: str = "top"):
+    """A row of panels like st.columns(spec) that WRAPS where its panels do not fit, instead of
+    squeezing them: st.columns always splits the row, and at 1024 px with the sidebar open
+    (564 px of page) a third of it drew two 6 x 6 maps as strips and cut formulas at its edge.
+
+    Each panel is at least `min_width` wide (px, or a CSS length such as "14rem"; one for all or
+    one per panel; none: no floor); a panel of words and formulas is also at least as wide as its
+    widest formula or word (KaTeX does not wrap), whereas a panel holding a chart may be narrower
+    than the chart's own width, down to its floor: the chart is laid out again at the column's
+    width (core/viz/fit.py). The panels share the rest of the row in the proportions of `spec`;
+    one that does not fit goes under the others, as wide as the row.
+
+    In lecture mode the panels are stacked full width so that the large projector fonts still fit
+    every value in its cell; `side_by_side` keeps them in a row there too, for panels narrow
+    enough (a figure and its formula, 3 narrow matrices): stacked, they would push the step below
+    the first screen. `key`: the row's name, unique on the page (its CSS class)."""
+    weights = [1.0] * spec if isinstance(spec, int) else [float(w) for w in spec]
+    lecture = state.lecture_mode()
+    if lecture and not side_by_side:
+        return [st.container() for _ in weights]
+    if lecture:
+        gap = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
+    floors = list(min_width) if isinstance(min_width, (list, tuple)) else [min_width] * len(weights)
+    row_key = f"{COLUMNS_KEY}_{key}"
+    rules = []
+    for i, (weight, floor) in enumerate(zip(weights, floors), start=1):
+        floor = f"{floor}px" if isinstance(floor, int) else (floor or "0px")
+        panel = f".st-key-{row_key} > [data-testid='stLayoutWrapper']:nth-child({i})"
+        # from a basis of 0 the panels share the row by their weights; a panel goes to the next
+        # line when the ones before it leave less than its least width (its min-width)
+        rules.append(f"{panel} {{ flex: {weight:g} 1 0px; min-width: min-content; }}")
+        # words and formulas: as wide as the widest of them (min-content) and the floor at least;
+        # a chart is fitted to its panel, which may be narrower than the chart, down to the floor
+        chart = ":has([data-testid='stVegaLiteChart'])"
+        rules.append(f"{panel}:not({chart}) > [data-testid='stVerticalBlock'] {{ min-width: {floor}; }}")
+        rules.append(f"{panel}{chart} {{ min-width: min({floor}, 100%); }}")
+    if lecture:  # as in a row of st.columns (ui/layout.py): a formula beside a figure, a little smaller
+        rules.append(f".st-key-{row_key} .katex {{ font-size: 1.0em !important; }}")
+    st.html("<style>" + "\n".join(rules) + "</style>")
+    with st.container(horizontal=True, gap=gap, vertical_alignment=vertical_alignment, key=row_key):
+        return [st.container() for _ in weights]
 
 
 def lecture_cell(n_rows: int, n_cols: int, panel_width: int = LECTURE_FILL_W) -> int:

@@ -78,7 +78,8 @@ def test_every_pitfall_opens_from_its_link(key):
 # ------------------------------------------------------------------ each bug's number
 def test_softmax_dim_rows_do_not_sum_to_one():
     at = open_pitfall("softmax_dim")
-    low, high = (float(x) for x in metrics(at)["Row sums, buggy"].split(" … "))
+    # "to", not "…": a value cut at a narrow width also ends in "…"
+    low, high = (float(x) for x in metrics(at)["Row sums, buggy"].split(" to "))
     assert low < 0.5 and high > 1.5
     assert metrics(at)["Context of “Your” (2,)"] == "[-0.4519, 0.2216]"
     sums = next(t for t in chart_tables(at) if "kind" in t.columns)  # the row-sum bars, one kind per version
@@ -100,7 +101,7 @@ def test_mask_zero_hides_a_genuine_zero_score():
 
 def test_mask_after_softmax_rows_fall_short_without_renormalising():
     at = open_pitfall("mask_after_softmax", seed="789")
-    low, high = (float(x) for x in metrics(at)["Row sums, mask after softmax"].split(" … "))
+    low, high = (float(x) for x in metrics(at)["Row sums, mask after softmax"].split(" to "))
     assert low < 0.9 and high == pytest.approx(1.0)
     assert float(metrics(at)["Largest |renormalised − masked before|"]) < 1e-6
     sums = next(t for t in chart_tables(at) if "kind" in t.columns)  # the row-sum bars, one kind per version

@@ -11,6 +11,7 @@ import pytest
 from core import settings as core_settings
 from core.lessons import tokens_data
 from tests.app.conftest import assert_no_exception, open_page
+from ui import formatting as fmt
 from tests.helpers import errors, metrics, warnings
 
 PAGE = "pages/5_tokens_data.py"
@@ -63,9 +64,18 @@ def test_windows_show_input_beside_target_before_the_ids(base):
     windows = base.dataframe[0].proto
     assert list(windows.column_order) == ["window", "start", "input text", "target text", "input ids",
                                           "target ids"]
-    labels = {name: column["label"] for name, column in json.loads(windows.columns).items()
-              if "label" in column}
-    assert labels == {"window": "#", "start": "start", "input text": "input", "target text": "target"}
+    columns = json.loads(windows.columns)
+    labels = {name: column["label"] for name, column in columns.items() if "label" in column}
+    assert labels == {"window": "#", "start": "start", "input text": "input", "target text": "target",
+                      "input ids": "input ids", "target ids": "target ids"}
+    # at their own widths the six took 842 px and a 1024 px page has 564: each has a width, the six
+    # fit that room, and the rows are tall enough for the longest cell wrapped in its column
+    widths = {name: column["width"] for name, column in columns.items() if name in labels}
+    assert sum(widths.values()) <= 550 and min(widths.values()) >= 32
+    assert columns["window"]["pinned"] and columns["start"]["pinned"]  # the room of a wide page goes to the text
+    frame = base.dataframe[0].value
+    assert windows.row_height == fmt.wrapped_row_height(
+        frame, {c: widths[c] for c in ("input text", "target text", "input ids", "target ids")}, False) > 64
     # short metric labels (their longer words in the help): "Character vocabula…" was cut at 1024 px
     assert {"Vocabulary |V|", "Chars / token"} <= set(metrics(base))
     assert all(len(label) <= 20 for label in metrics(base))

@@ -98,3 +98,89 @@ def test_pitfall_tables_show_every_column_at_1024(browser, warm_url, lecture):
             assert_no_error(page)
     finally:
         context.close()
+
+
+# a metric whose value, label or delta is cut with "…": a metric's value is one line, and in a third
+# of a 1024 px page "0.187 … 2.407" showed as "0.187 … …" and "[-0.4519, 0.2216]" as "[-0.4519, …"
+CUT_METRIC_TEXT = """() => [...document.querySelectorAll("[data-testid='stMain'] :is([data-testid='stMetricValue'], "
+    + "[data-testid='stMetricLabel'], [data-testid='stMetricDelta'])")]
+  .filter((m) => [m, ...m.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1))
+  .map((m) => m.textContent)"""
+
+# words of the code shown (the sources and the names above them) broken across two lines: two code
+# columns of ~250 px at 1024 px showed "sel|f.mask" and "core.pitfalls.softmax_dim.buggy_causal_at|tention"
+BROKEN_WORDS = """() => [...document.querySelectorAll("[data-testid='stMain'] :is([data-testid='stCode'] code, "
+    + "[data-testid='stCaptionContainer'] code)")].filter((root) => root.getBoundingClientRect().width > 0)
+  .flatMap((root) => {
+    const broken = [], walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.textContent.matchAll(/[A-Za-z_][A-Za-z0-9_]*/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (tops.size > 1) broken.push(word[0]);
+      }
+    }
+    return broken;
+  })"""
+
+# the buggy and the fixed source: where each column starts (its title) and its first code block
+CODE_COLUMNS = """() => ["As in the original", "Fixed"].map((title) => {
+  const heading = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stMarkdownContainer'] strong")]
+    .find((s) => s.textContent.trim().endsWith(title));
+  const column = heading.closest("[data-testid='stVerticalBlock']").getBoundingClientRect();
+  const code = heading.closest("[data-testid='stVerticalBlock']").querySelector("[data-testid='stCode']");
+  return {left: Math.round(column.left), top: Math.round(column.top), width: Math.round(column.width),
+          code: Math.round(code.getBoundingClientRect().width)};
+})"""
+
+
+def open_pitfall(page, url: str, key: str, lecture: bool) -> None:
+    open_app(page, f"{url}/pitfalls?pitfall={key}" + ("&lecture=1" if lecture else ""))
+    assert visible(page.get_by_role("heading", name=pf.MODULES[key].PITFALL.title.replace("`", "")))
+    assert visible(page.locator("[data-testid='stMain'] [data-testid='stCode']"))
+    wait_idle(page)
+    page.wait_for_timeout(500)  # fonts and the code's line wrapping
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_every_pitfall_reads_whole_at_1024(browser, warm_url, lecture):
+    """At 1024 x 768 with the sidebar open, on every pitfall: no metric cut with "…", and the buggy
+    and the fixed code one under the other, each wide enough that no word of it (nor of the
+    function names above them) is broken across two lines."""
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    try:
+        for pitfall in pf.PITFALL_LIST:
+            open_pitfall(page, warm_url, pitfall.key, lecture)
+            assert page.evaluate(CUT_METRIC_TEXT) == [], pitfall.key
+            assert page.evaluate(BROKEN_WORDS) == [], pitfall.key
+            buggy, fixed = page.evaluate(CODE_COLUMNS)
+            assert min(buggy["code"], fixed["code"]) >= 400, pitfall.key
+            assert fixed["top"] > buggy["top"], pitfall.key  # under it: the two do not fit side by side
+            assert_no_error(page)
+        page.mouse.move(0, 0)
+        open_pitfall(page, warm_url, "softmax_dim", lecture)
+        screenshot(page, "pitfalls_softmax_dim_1024" + ("_lecture" if lecture else ""), full_page=False)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_a_wide_page_keeps_the_code_side_by_side(browser, warm_url, lecture):
+    context = browser.new_context(viewport={"width": 1600, "height": 900})
+    page = context.new_page()
+    try:
+        for key in ("softmax_dim", "mask_after_softmax"):
+            open_pitfall(page, warm_url, key, lecture)
+            buggy, fixed = page.evaluate(CODE_COLUMNS)
+            assert buggy["top"] == fixed["top"] and fixed["left"] >= buggy["left"] + buggy["width"], key
+            assert page.evaluate(BROKEN_WORDS) == [], key
+            assert page.evaluate(CUT_METRIC_TEXT) == [], key
+            # the row of metrics is one row here
+            tops = {round(box["y"]) for box in (m.bounding_box() for m in
+                                                page.locator("[data-testid='stMain'] [data-testid='stMetric']").all())}
+            assert len(tops) == 1, (key, tops)
+    finally:
+        context.close()

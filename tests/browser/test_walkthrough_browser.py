@@ -290,3 +290,134 @@ def test_an_open_editor_shows_every_column_at_1024(page, warm_url, lecture):
         assert grid["content"] <= grid["shown"] + 1, grids
     assert_no_error(page)
     screenshot(page, f"causal_editors_open_1024{'_lecture' if lecture else ''}")
+
+
+# ----------------------------------------------------------------------------- layout at 1024 px
+# A laptop of 1024 px with the sidebar open leaves the page 564 px (lecture mode: 644 px at a root
+# font of 20 px). These steps cut formulas at their column's edge, squeezed two 6 x 6 maps into a
+# third of the row each, and lost a border of the wrapped step bar (visual audit, before the rows
+# of ui.walkthrough.columns wrapped).
+LAPTOP = {"width": 1024, "height": 2000}
+
+
+def open_at(page, url: str, viewport: dict = LAPTOP) -> None:
+    """Open `url` in a window of `viewport` and wait until its charts are drawn."""
+    page.set_viewport_size(viewport)
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    wait_idle(page)
+    settle(page)
+    assert page.get_by_text("Page not found").count() == 0
+
+
+# every formula of the page: its drawn width against the width its box shows, and its right edge
+# against the right edge of the panel (column) it sits in
+FORMULAS = """() => [...document.querySelectorAll("[data-testid='stMain'] .katex-display")].map((k) => {
+  const html = k.querySelector(".katex-html").getBoundingClientRect();
+  const panel = k.closest("[data-testid='stVerticalBlock']").getBoundingClientRect();
+  return {text: k.innerText.replace(/\\s+/g, " ").slice(0, 60), content: k.scrollWidth, shown: k.clientWidth,
+          right: html.right, panel: panel.right};
+})"""
+
+FORMULA_STEPS = [(SIMPLE, "step=weights"), (SIMPLE, "step=matrix"), (SELF, "sa_step=scaled"),
+                 (CAUSAL, "causal_step=weights"), (CAUSAL, "causal_step=dropout")]
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_no_formula_is_cut_at_1024(page, warm_url, lecture):
+    """KaTeX does not wrap: a formula wider than its column was cut at its edge ("exp(ω_2" of
+    the softmax, "√d_k =" without its value, "(in training mo"). Each is now as wide as it needs:
+    a panel of formulas is at least as wide as its widest one, and goes under the figure where
+    both do not fit."""
+    for path, query in FORMULA_STEPS:
+        open_at(page, f"{warm_url}/{path}?{query}" + ("&lecture=1" if lecture else ""))
+        formulas = page.evaluate(FORMULAS)
+        assert formulas, (path, query)
+        for formula in formulas:
+            assert formula["content"] <= formula["shown"] + 1, (path, query, formula)
+            assert formula["right"] <= formula["panel"] + 1, (path, query, formula)
+        assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
+        assert_no_error(page)
+    screenshot(page, f"causal_dropout_1024{'_lecture' if lecture else ''}")
+
+
+# the numbers written in the cells of every heatmap: text, font size, box
+CELL_NUMBERS = r"""() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stVegaLiteChart']")]
+  .map((chart) => [...chart.querySelectorAll("g.mark-text text")]
+    .filter((t) => /^[−-]?\d+(\.\d+)?$/.test(t.textContent.trim()))
+    .map((t) => { const b = t.getBoundingClientRect();
+      return {text: t.textContent, size: parseFloat(getComputedStyle(t).fontSize),
+              left: b.left, right: b.right, top: b.top, bottom: b.bottom}; }))
+  .filter((numbers) => numbers.length >= 12)"""
+
+
+def overlapping(numbers: list[dict]) -> list[tuple[str, str]]:
+    """The pairs of numbers whose boxes overlap (by more than a pixel)."""
+    return [(a["text"], b["text"]) for i, a in enumerate(numbers) for b in numbers[i + 1:]
+            if a["left"] < b["right"] - 1 and b["left"] < a["right"] - 1
+            and a["top"] < b["bottom"] - 1 and b["top"] < a["bottom"] - 1]
+
+
+@pytest.mark.parametrize("path, query, maps", [
+    (SIMPLE, "step=matrix", 3), (CAUSAL, "causal_step=order", 3),
+    (MULTI, "mh_step=heads", 2), (MULTI, "mh_step=concat", 2)],
+    ids=["simple-all-tokens", "causal-mask-order", "multi-head-maps", "multi-head-concat"])
+def test_heatmaps_keep_their_numbers_readable_at_1024(page, warm_url, path, query, maps):
+    """In a row of st.columns at 1024 px the two 6 x 6 maps of "all tokens" had 145 px each: their
+    numbers at 7 px piled onto each other (the mask-order maps: 7-8 px, the heads' 9.4-10.2 px).
+    A map now goes on its own line where its cells would get too narrow for their numbers."""
+    open_at(page, f"{warm_url}/{path}?{query}")
+    charts = page.evaluate(CELL_NUMBERS)
+    assert len(charts) == maps, charts
+    for numbers in charts:
+        smallest = min(n["size"] for n in numbers)
+        assert smallest >= 10.5, (query, smallest, numbers[0])  # built at 11 px
+        assert not overlapping(numbers), (query, overlapping(numbers)[:3])
+    assert_no_error(page)
+    screenshot(page, f"heatmaps_1024_{query.split('=')[1]}")
+
+
+# the buttons of the step bar's named steps: their box and their left and right border colours
+STEP_BUTTONS = """() => [...document.querySelectorAll(
+    ".st-key-walkthrough_stepper [data-testid='stButtonGroup'] button")].map((b) => {
+  const r = b.getBoundingClientRect(), style = getComputedStyle(b);
+  const bar = b.closest(".st-key-walkthrough_stepper").getBoundingClientRect();
+  return {text: b.innerText.trim(), left: r.left, right: r.right, top: r.top, inside:
+          r.left >= bar.left - 0.5 && r.right <= bar.right + 0.5,
+          leftColour: style.borderLeftColor, rightColour: style.borderRightColor,
+          leftWidth: parseFloat(style.borderLeftWidth), rightWidth: parseFloat(style.borderRightWidth)};
+})"""
+
+
+def alpha(colour: str) -> float:
+    """The opacity of a computed CSS colour: rgb(), rgba() or color(srgb r g b / a)."""
+    if colour == "transparent":
+        return 0.0
+    found = re.search(r"rgba\([^,]+,[^,]+,[^,]+,\s*([\d.]+)\)", colour) or \
+        re.search(r"/\s*([\d.]+)\s*\)", colour)
+    return float(found.group(1)) if found else 1.0
+
+
+@pytest.mark.parametrize("path, query, wrapped_after", [
+    (CAUSAL, "causal_step=dropout", "5 · mask order"), (SELF, "sa_step=context", "5 · softmax"),
+    (MULTI, "mh_step=why", "3 · two classes")], ids=["causal", "self-attention", "multi-head"])
+def test_a_wrapped_step_bar_keeps_every_border_at_1024(page, warm_url, path, query, wrapped_after):
+    """At 1024 px the named steps wrap onto two rows. Streamlit hides the border a button shares
+    with a selected neighbour, which then draws it: with that neighbour first on the next row,
+    the last button of the first row had no right edge ("5 · mask order" with "6 · dropout")."""
+    open_at(page, f"{warm_url}/{path}?{query}", {"width": 1024, "height": 900})
+    page.mouse.move(1, 1)  # no button hovered
+    page.wait_for_timeout(300)
+    buttons = page.evaluate(STEP_BUTTONS)
+    rows = sorted({round(b["top"]) for b in buttons})
+    assert len(rows) == 2, buttons  # the case of the audit: the steps wrap
+    for i, button in enumerate(buttons):
+        assert button["inside"], button
+        ends_row = i == len(buttons) - 1 or round(buttons[i + 1]["top"]) != round(button["top"])
+        starts_row = i == 0 or round(buttons[i - 1]["top"]) != round(button["top"])
+        if ends_row:
+            assert button["rightWidth"] >= 1 and alpha(button["rightColour"]) > 0, button
+        if starts_row:
+            assert button["leftWidth"] >= 1 and alpha(button["leftColour"]) > 0, button
+    assert any(b["text"] == wrapped_after and round(b["top"]) == rows[0] for b in buttons)
+    screenshot(page, f"step_bar_1024_{query.split('=')[1]}", full_page=False)
