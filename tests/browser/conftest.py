@@ -62,6 +62,14 @@ def page(browser):
     context.close()
 
 
+def laptop_page(browser, height: int):
+    """A page in a window 1024 px wide (a laptop, the sidebar open: 564 px of page) and `height`
+    tall, for a module's tests to share: yield from it in a module-scoped fixture."""
+    context = browser.new_context(viewport={"width": 1024, "height": height})
+    yield context.new_page()
+    context.close()
+
+
 @pytest.fixture(scope="module")
 def warm_url(server_url, browser):
     """Visit the home page once: the first visit to a non-default page of a fresh server shows

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_app, screenshot
+from tests.browser.conftest import assert_no_error, laptop_page, open_app, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -30,10 +30,7 @@ LECTURE_PAGES = PAGES[:2]  # in lecture mode the Tokens and Small LM charts fit 
 
 @pytest.fixture(scope="module")
 def laptop(browser):
-    context = browser.new_context(viewport={"width": 1024, "height": 2400})
-    page = context.new_page()
-    yield page
-    context.close()
+    yield from laptop_page(browser, 2400)
 
 
 @pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])

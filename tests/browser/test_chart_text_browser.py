@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_app, screenshot
+from tests.browser.conftest import assert_no_error, laptop_page, open_app, screenshot
 from tests.browser.test_sample_browser import train_tiny_then_sample
 
 pytestmark = pytest.mark.browser
@@ -63,10 +63,7 @@ PAGES = [
 
 @pytest.fixture(scope="module")
 def laptop(browser):
-    context = browser.new_context(viewport={"width": 1024, "height": 1600})
-    page = context.new_page()
-    yield page
-    context.close()
+    yield from laptop_page(browser, 1600)
 
 
 def check_charts(page, where: str) -> list[dict]:

@@ -20,9 +20,10 @@ SIMPLE, SELF = URL["pages/1_simple_attention.py"], URL["pages/2_self_attention.p
 CAUSAL, MULTI = URL["pages/3_causal_attention.py"], URL["pages/4_multi_head.py"]
 
 
-def open_walk(page, url: str) -> None:
-    """Open a page and wait until its script ran and its charts and grids are drawn."""
-    page.set_viewport_size(TALL)
+def open_walk(page, url: str, viewport: dict = TALL) -> None:
+    """Open a page in a window of `viewport` and wait until its script ran and its charts and grids
+    are drawn."""
+    page.set_viewport_size(viewport)
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
     wait_idle(page)
@@ -267,11 +268,7 @@ def test_an_open_editor_shows_every_column_at_1024(page, warm_url, lecture):
     """Pages 2 and 3 keep the embeddings and the weights editors collapsed side by side. Opened at
     1024 px (the sidebar open), the embeddings grid had half the row: 240 px for 368 px of columns,
     d2 and d3 behind a scroll bar. An open editor now takes the whole row, the other under it."""
-    page.set_viewport_size({"width": 1024, "height": 1400})
-    page.goto(f"{warm_url}/{CAUSAL}" + ("?lecture=1" if lecture else ""), wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
-    settle(page)
+    open_walk(page, f"{warm_url}/{CAUSAL}" + ("?lecture=1" if lecture else ""), {"width": 1024, "height": 1400})
     open_editor(page)
     page.wait_for_timeout(400)
     (grid,) = page.evaluate(GRIDS)
@@ -300,16 +297,6 @@ def test_an_open_editor_shows_every_column_at_1024(page, warm_url, lecture):
 LAPTOP = {"width": 1024, "height": 2000}
 
 
-def open_at(page, url: str, viewport: dict = LAPTOP) -> None:
-    """Open `url` in a window of `viewport` and wait until its charts are drawn."""
-    page.set_viewport_size(viewport)
-    page.goto(url, wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
-    wait_idle(page)
-    settle(page)
-    assert page.get_by_text("Page not found").count() == 0
-
-
 # every formula of the page: its drawn width against the width its box shows, and its right edge
 # against the right edge of the panel (column) it sits in
 FORMULAS = """() => [...document.querySelectorAll("[data-testid='stMain'] .katex-display")].map((k) => {
@@ -330,7 +317,7 @@ def test_no_formula_is_cut_at_1024(page, warm_url, lecture):
     a panel of formulas is at least as wide as its widest one, and goes under the figure where
     both do not fit."""
     for path, query in FORMULA_STEPS:
-        open_at(page, f"{warm_url}/{path}?{query}" + ("&lecture=1" if lecture else ""))
+        open_walk(page, f"{warm_url}/{path}?{query}" + ("&lecture=1" if lecture else ""), LAPTOP)
         formulas = page.evaluate(FORMULAS)
         assert formulas, (path, query)
         for formula in formulas:
@@ -366,7 +353,7 @@ def test_heatmaps_keep_their_numbers_readable_at_1024(page, warm_url, path, quer
     """In a row of st.columns at 1024 px the two 6 x 6 maps of "all tokens" had 145 px each: their
     numbers at 7 px piled onto each other (the mask-order maps: 7-8 px, the heads' 9.4-10.2 px).
     A map now goes on its own line where its cells would get too narrow for their numbers."""
-    open_at(page, f"{warm_url}/{path}?{query}")
+    open_walk(page, f"{warm_url}/{path}?{query}", LAPTOP)
     charts = page.evaluate(CELL_NUMBERS)
     assert len(charts) == maps, charts
     for numbers in charts:
@@ -405,7 +392,7 @@ def test_a_wrapped_step_bar_keeps_every_border_at_1024(page, warm_url, path, que
     """At 1024 px the named steps wrap onto two rows. Streamlit hides the border a button shares
     with a selected neighbour, which then draws it: with that neighbour first on the next row,
     the last button of the first row had no right edge ("5 · mask order" with "6 · dropout")."""
-    open_at(page, f"{warm_url}/{path}?{query}", {"width": 1024, "height": 900})
+    open_walk(page, f"{warm_url}/{path}?{query}", {"width": 1024, "height": 900})
     page.mouse.move(1, 1)  # no button hovered
     page.wait_for_timeout(300)
     buttons = page.evaluate(STEP_BUTTONS)
