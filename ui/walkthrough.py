@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from decimal import Decimal
 from typing import Any, Callable, Sequence
 
@@ -34,7 +35,7 @@ from core.lessons import self_attention
 from core.lessons import walkthrough as wt
 from core.lessons.walkthrough import WalkthroughSettings
 from core.viz import lessons as lesson_charts
-from ui import class_polls, state
+from ui import class_polls, formatting, state
 from ui.charts import kept_figure, show_figure
 from ui.code import show_code
 from ui.layout import lesson_panel
@@ -482,6 +483,18 @@ def _editor_columns(d_in: int) -> dict:
     return columns
 
 
+def _weight_columns(W) -> dict:
+    """Text cells (see _editor_columns), each column as wide as its longest entry."""
+    font = formatting.GRID_FONT_PX[state.lecture_mode()]
+    frame = emb.weight_frame(W)
+    columns = {}
+    for name in frame.columns:
+        widest = max(formatting.text_em(text) for text in [name, *frame[name]])
+        px = math.ceil(widest * font + 2 * formatting.GRID_CELL_PADDING_PX)
+        columns[name] = st.column_config.TextColumn(name, width=max(DIM_COLUMN_PX, px), alignment="right")
+    return columns
+
+
 def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.EmbeddingTable | None:
     """The editor, its validation, and the tools; returns the edited table when it is valid."""
     num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
@@ -685,9 +698,11 @@ def _weights_editor(settings: WalkthroughSettings, projection: self_attention.Pr
                     st.markdown(f"**{name}** `{wt.shape_text(W)}`")
                     current = tuple(tuple(row) for row in settings.custom_weights[k])
                     edited = synced_editor(f"w{k}", current, lambda W=W: emb.weight_frame(W),
-                                           num_rows="fixed", disabled=is_locked, width="content")
+                                           num_rows="fixed", disabled=is_locked, width="content",
+                                           column_config=_weight_columns(W))
                 try:
-                    values = emb.validate_weight_table(edited, name, tuple(W.shape))
+                    values = emb.validate_weight_table(edited, name, tuple(W.shape),
+                                                      current=settings.custom_weights[k])
                 except ValueError as exc:
                     refused.append(f"Not applied: {exc}")
                     continue

@@ -378,8 +378,11 @@ def remove_dimension(embeddings: list[list[float]]) -> list[list[float]]:
     return [list(row[:-1]) for row in embeddings]
 
 
-def validate_weight_table(table: pd.DataFrame, name: str, shape: tuple[int, int]) -> list[list[float]]:
-    """Check a hand-edited weight matrix (every cell a finite number within ±1e100)."""
+def validate_weight_table(table: pd.DataFrame, name: str, shape: tuple[int, int],
+                          current: Sequence[Sequence[float]] | None = None) -> list[list[float]]:
+    """Check a hand-edited weight matrix (every cell a finite number within ±1e100). A cell still
+    showing `current`'s entry as weight_text wrote it keeps that entry exactly (its text may be
+    the shorter float32 one)."""
     if not isinstance(table, pd.DataFrame) or tuple(table.shape) != tuple(shape):
         got = tuple(table.shape) if isinstance(table, pd.DataFrame) else None
         raise EmbeddingError(f"{name} must have shape {tuple(shape)}, got {got}")
@@ -387,11 +390,34 @@ def validate_weight_table(table: pd.DataFrame, name: str, shape: tuple[int, int]
     values, problems = _numeric_block(table, lambda i: f"{name} row {labels[i]}",
                                       [str(c) for c in table.columns])
     _raise_problems(problems)
-    return values.tolist()
+    values = values.tolist()
+    if current is not None and np.shape(current) == tuple(shape):
+        for i, row in enumerate(current):
+            for j, value in enumerate(row):
+                if str(table.iat[i, j]).strip() == weight_text(value):
+                    values[i][j] = float(value)
+    return values
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a Python float: compared as float64
+
+
+def weight_text(value: float) -> str:
+    """A weight as its editor cell shows it. A float32 weight (the book's seeded ones are) in the
+    shortest text that reads back as that float32: "0.29611194", not the 17 digits of its exact
+    float64 copy, "0.29611194133758545". Any other number in full (cell_text)."""
+    single = np.float32(value) if abs(value) <= _FLOAT32_MAX else None  # a larger one overflows
+    if single is not None and float(single) == float(value):
+        text = str(single)
+        return text[:-2] if text.endswith(".0") else text
+    return cell_text(value)
 
 
 def weight_frame(W: torch.Tensor) -> pd.DataFrame:
-    """A weight matrix for the editor: rows are input dimensions, columns output dimensions."""
+    """A weight matrix for the editor: rows are input dimensions, columns output dimensions, each
+    entry as text (weight_text): the cells are text cells, as in editor_frame (a number cell turned
+    a typed "1e300" into 1300 without a word)."""
     d_in, d_out = W.shape
-    return pd.DataFrame(W.tolist(), index=[f"in {i + 1}" for i in range(d_in)],
+    return pd.DataFrame([[weight_text(v) for v in row] for row in W.tolist()],
+                        index=[f"in {i + 1}" for i in range(d_in)],
                         columns=[f"out {j + 1}" for j in range(d_out)])

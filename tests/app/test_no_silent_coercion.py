@@ -14,7 +14,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from core import budget, pitfalls as pf, settings as core_settings
 from core.lessons import embeddings as emb
@@ -43,6 +45,53 @@ def test_the_editor_cells_are_text_so_nothing_is_dropped_before_validation():
     assert shown.loc[1, ["d1", "d2", "d3"]].tolist() == ["0.55", "0.87", "0.66"]
     # what the editor holds reads back as the very numbers in use
     assert emb.validate_embedding_table(shown).embeddings == wt.BOOK_EMBEDDINGS
+
+
+def test_the_weight_cells_are_text_and_read_back_as_the_weights_in_use():
+    """The W_q, W_k, W_v tables too: a number cell turned a typed "1e300" into 1300 and used it,
+    and "abc" arrived as an empty cell (tests/browser types into them)."""
+    at = open_walk("pages/2_self_attention.py")
+    open_expander(at, f"{PREFIX}.weights_open")
+    at.button(key=f"{PREFIX}.copy_weights").click().run()
+    assert_no_exception(at)
+    tables = at.dataframe
+    assert len(tables) == 3
+    for k, table in enumerate(tables):
+        columns = json.loads(table.proto.columns)
+        assert all(columns[c]["type_config"]["type"] == "text" for c in ("out 1", "out 2")), columns
+        shown = table.value
+        assert all(isinstance(v, str) for v in shown.to_numpy().ravel())
+        name = ("W_q", "W_k", "W_v")[k]
+        # a seeded (float32) weight is shown in the shortest text of that float32, and a cell left as
+        # shown keeps the very weight in use
+        in_use = settings_of(at).custom_weights[k]
+        assert shown.iat[0, 0] == str(np.float32(in_use[0][0])) and len(shown.iat[0, 0]) <= 12
+        assert emb.validate_weight_table(shown, name, (3, 2), current=in_use) == in_use
+        read = emb.validate_weight_table(shown, name, (3, 2))  # read alone: the same float32 weights
+        assert np.array_equal(np.float32(read), np.float32(in_use))
+        # and each column is wide enough for its longest entry (14 px text, 10 px padding a side;
+        # a digit is half an em, a point a quarter)
+        for c in ("out 1", "out 2"):
+            need = max(0.5 * sum(ch.isdigit() for ch in v) + 0.25 * (len(v) - sum(ch.isdigit() for ch in v))
+                       for v in shown[c])
+            assert columns[c]["width"] >= need * 14 + 20, (c, columns[c], list(shown[c]))
+
+
+@pytest.mark.parametrize("typed, value", [("1e50", 1e50), ("-2.5E-3", -0.0025), ("130", 130.0)])
+def test_a_typed_weight_is_taken_as_typed(typed, value):
+    frame = emb.weight_frame(torch.rand(3, 2, dtype=torch.float64))
+    frame.loc["in 1", "out 1"] = typed
+    assert emb.validate_weight_table(frame, "W_k", (3, 2))[0][0] == value
+
+
+@pytest.mark.parametrize("typed, message", [("abc", "W_k row in 1, column out 1: “abc” is not a number"),
+                                            ("1e300", "W_k row in 1, column out 1: 1e\\+300 is too large"),
+                                            ("", "W_k row in 1, column out 1: the cell is empty")])
+def test_a_typed_weight_the_app_cannot_take_is_named(typed, message):
+    frame = emb.weight_frame(torch.rand(3, 2, dtype=torch.float64))
+    frame.loc["in 1", "out 1"] = typed
+    with pytest.raises(emb.EmbeddingError, match=message):
+        emb.validate_weight_table(frame, "W_k", (3, 2))
 
 
 @pytest.mark.parametrize("typed, value", [("1e30", 1e30), ("-2.5E-3", -0.0025), (" −0.5 ", -0.5),

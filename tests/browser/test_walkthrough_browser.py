@@ -408,3 +408,62 @@ def test_a_wrapped_step_bar_keeps_every_border_at_1024(page, warm_url, path, que
             assert button["leftWidth"] >= 1 and alpha(button["leftColour"]) > 0, button
     assert any(b["text"] == wrapped_after and round(b["top"]) == rows[0] for b in buttons)
     screenshot(page, f"step_bar_1024_{query.split('=')[1]}", full_page=False)
+
+
+# the three W tables, the row that holds them and every "Not applied" message: their boxes
+WEIGHT_BOXES = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect();
+                       return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width}; };
+  const tables = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']")];
+  return {tables: tables.map(box), row: box(tables[0].closest("[data-testid='stHorizontalBlock']")),
+          refusals: [...document.querySelectorAll("[data-testid='stAlert']")]
+            .filter((a) => a.innerText.includes("Not applied")).map(box)};
+}"""
+
+
+def test_a_refused_weight_is_said_under_the_row_and_the_last_valid_weights_stay_at_1024(page, warm_url):
+    """Pages 2 and 3 edit W_q, W_k, W_v in a wrapping row of tables. A W_k cell that cannot be used
+    is refused under the whole row (not under its table, a third of it), the scores keep the last
+    valid weights, no traceback; a valid value then clears the message and is used."""
+    open_walk(page, f"{warm_url}/{SELF}?sa_step=scores", {"width": 1024, "height": 768})
+    seeded = code_text(page, "ω_2j =")
+    assert seeded.split() == ["1.2705", "1.8524", "1.8111", "1.0795", "0.5577", "1.5440"]
+    page.get_by_text("Edit W_q, W_k, W_v by hand").click()
+    wait_idle(page)
+    page.get_by_role("button", name="Copy the seeded weights into editable tables").click()
+    wait_idle(page)
+    settle(page)
+    w_k = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']").nth(1)
+
+    def cell() -> tuple[float, float]:  # W_k's "in 1, out 1", where it is on screen now
+        w_k.scroll_into_view_if_needed()
+        grid = w_k.bounding_box()  # (3, 2): its index, then "out 1" from about 25 to 62% of its width
+        return grid["x"] + 0.45 * grid["width"], grid["y"] + 1 + ROW_PX * 1.5
+    # the cells are text: a number cell sent "1e300" as 1300 and used it, and "abc" as an empty cell
+    edit_cell(page, *cell(), "1e300")
+    refusal = page.get_by_text(re.compile("^Not applied: W_k row in 1, column out 1: "))
+    refusal.first.wait_for(timeout=20_000)
+    assert "1e+300 is too large" in refusal.first.inner_text()
+    wait_idle(page)
+    boxes = page.evaluate(WEIGHT_BOXES)
+    assert len(boxes["tables"]) == 3 and len(boxes["refusals"]) == 1, boxes
+    (message,) = boxes["refusals"]
+    assert message["top"] >= max(t["bottom"] for t in boxes["tables"]), boxes  # under all three
+    assert message["left"] <= boxes["row"]["left"] + 1 and message["width"] >= boxes["row"]["width"] - 1, boxes
+    assert message["width"] >= 500, boxes  # the expander's width, not a table's 200 px
+    assert code_text(page, "ω_2j =") == seeded  # the last valid weights: the seeded ones
+    assert_no_error(page)
+    refusal.first.scroll_into_view_if_needed()
+    screenshot(page, "weights_refused_under_row_1024", full_page=False)
+    edit_cell(page, *cell(), "abc")
+    page.get_by_text("W_k row in 1, column out 1: “abc” is not a number").first.wait_for(timeout=20_000)
+    assert code_text(page, "ω_2j =") == seeded
+    # a valid value: the message goes, the scores use it
+    edit_cell(page, *cell(), "0.5")
+    page.locator("[data-testid='stMarkdownContainer'] p").filter(has_text="ω_2j = 1.3378").first.wait_for(
+        timeout=20_000)
+    wait_idle(page)
+    assert code_text(page, "ω_2j =").split() == ["1.3378", "1.9385", "1.9003", "1.1139", "0.6782", "1.5518"]
+    assert refusal.count() == 0
+    assert w_k.locator("#glide-cell-1-0").text_content() == "0.5"  # the grid's accessible copy
+    assert_no_error(page)
