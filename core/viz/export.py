@@ -12,7 +12,7 @@ import textwrap
 import altair as alt
 import pandas as pd
 
-from core.viz.theme import CHART_LOCK, themed
+from core.viz.theme import CHART_LOCK, LAYOUT_COLUMNS, themed
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 TABLE_MIME = "text/csv"
@@ -92,7 +92,10 @@ def chart_table(chart: alt.TopLevelMixin) -> pd.DataFrame:
 
 
 def table_csv(chart: alt.TopLevelMixin) -> bytes:
-    """The chart's numbers as CSV (UTF-8 with a byte-order mark, so spreadsheets read −∞ right)."""
+    """The chart's numbers as CSV (UTF-8 with a byte-order mark, so spreadsheets read −∞ right),
+    without the columns it lists as layout only (LAYOUT_COLUMNS)."""
     with CHART_LOCK:  # a chart shared by sessions may have its data swapped by vega_spec meanwhile
         table = chart_table(chart).copy()
-    return table.to_csv(index=False).encode("utf-8-sig")
+    usermeta = getattr(chart, "usermeta", alt.Undefined)
+    layout = usermeta.get(LAYOUT_COLUMNS, []) if isinstance(usermeta, dict) else []
+    return table.drop(columns=[c for c in layout if c in table.columns]).to_csv(index=False).encode("utf-8-sig")

@@ -201,6 +201,11 @@ def layered(layers: Sequence[alt.Chart], **top: Any) -> alt.LayerChart:
     return chart
 
 
+# usermeta key: the columns a chart's data holds only to lay it out (a scatter's label offsets):
+# its CSV (core.viz.export.table_csv) leaves them out
+LAYOUT_COLUMNS = "attentionLabLayoutColumns"
+
+
 def fast_build(builder: Callable) -> Callable:
     """Build a chart without Altair validating every channel object as it is created.
 
