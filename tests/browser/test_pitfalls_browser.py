@@ -144,6 +144,8 @@ def open_pitfall(page, url: str, key: str, lecture: bool) -> None:
     page.wait_for_timeout(500)  # fonts and the code's line wrapping
 
 
+# lecture mode's bigger text in the same width is the harder case: every pitfall is checked there,
+# and every third one in plain mode (the two modes shared every failure the audit found)
 @pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
 def test_every_pitfall_reads_whole_at_1024(browser, warm_url, lecture):
     """At 1024 x 768 with the sidebar open, on every pitfall: no metric cut with "…", and the buggy
@@ -152,7 +154,7 @@ def test_every_pitfall_reads_whole_at_1024(browser, warm_url, lecture):
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     try:
-        for pitfall in pf.PITFALL_LIST:
+        for pitfall in pf.PITFALL_LIST if lecture else pf.PITFALL_LIST[::3]:
             open_pitfall(page, warm_url, pitfall.key, lecture)
             assert page.evaluate(CUT_METRIC_TEXT) == [], pitfall.key
             assert page.evaluate(BROKEN_WORDS) == [], pitfall.key
