@@ -79,7 +79,7 @@ def test_pitfall_tables_show_every_column_at_1024(browser, warm_url, lecture):
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     try:
-        for key in WIDE_TABLES:
+        for key in WIDE_TABLES if lecture else WIDE_TABLES[::2]:  # lecture: bigger text, all four
             open_app(page, f"{warm_url}/pitfalls?pitfall={key}" + ("&lecture=1" if lecture else ""))
             assert visible(page.get_by_role("heading", name=pf.MODULES[key].PITFALL.title.replace("`", "")))
             grids = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']")
