@@ -1,5 +1,6 @@
-"""Shared test setup: thread settings before torch is imported, the `one_thread` fixture, and
-AppTest made to run streamlit_app.py on every run, as a real server does.
+"""Shared test setup: thread settings before torch is imported, the `one_thread` fixture, AppTest
+made to run streamlit_app.py on every run, as a real server does, and the groups the tests run in
+across pytest-xdist's two workers.
 
 Readers of AppTest output live in `tests/helpers.py`; page-family helpers in `tests/app/*_helpers.py`.
 """
@@ -46,3 +47,27 @@ def _no_desks_left_behind():
     from server.desks import DESKS
 
     DESKS.clear()
+
+
+# pytest.ini runs the suite on two workers (pytest-xdist, `--dist loadgroup`). Every test that starts
+# a real server or Chromium goes to one group, so one worker runs them one after another, in order,
+# against one shared server and browser (two servers and two browsers on two cores would slow each
+# other's timeouts); the other worker runs the CPU-bound tests meanwhile (the browser tests leave
+# about 40% of the two cores idle, waiting on the server and the browser). Every other test is
+# grouped by its module, so a module's fixtures (a trained model, a database server) are built once.
+SERVER_GROUP = "server-and-browser"
+SERVER_MODULES = ("test_follow_push_live.py",)  # its followers must land within 2 s: not beside a browser
+# (tests/test_server_live.py starts its own server and browser and asserts no timing: it runs beside)
+
+
+def xdist_group_of(path) -> str:
+    """The xdist group of a test in the file at `path` (a pathlib.Path)."""
+    if "browser" in path.parent.name or path.name in SERVER_MODULES:
+        return SERVER_GROUP
+    return f"module:{path.parent.name}/{path.name}"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.path)))
