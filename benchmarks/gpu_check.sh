@@ -66,6 +66,6 @@ step gil_handover 20 python3 benchmarks/gil_handover.py
 step gpu_train 110 python3 benchmarks/gpu_train.py --skip-cpu-run
 step live_gpu_ticks 75 python3 benchmarks/server_live.py $BROWSER --preset gpu --steps ${LIVE_STEPS:-2000} --repeats 1 --background off
 step live_best 75 python3 benchmarks/server_live.py $BROWSER --preset best --steps 3000 --repeats 2
-step pytest_gpu 60 python3 -m pytest -q -p no:cacheprovider tests/core/test_training_gpu.py tests/core/test_training_ema.py
+step pytest_gpu 60 python3 -m pytest -q -p no:cacheprovider -o addopts=-ra tests/core/test_training_gpu.py tests/core/test_training_ema.py
 [ -n "$RECIPES" ] && step recipes 200 python3 benchmarks/gpu_recipes.py --only $RECIPES
 echo "== done at ${SECONDS}s"

