@@ -792,6 +792,29 @@ def wrapper_to_multihead(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttenti
     return mha
 
 
+def multihead_to_fused(mha: MultiHeadAttention) -> PyTorchMultiHeadAttention:
+    """A PyTorchMultiHeadAttention that computes exactly what the causal `mha` computes.
+
+    Its one fused projection is mha's three side by side: `qkv`'s rows are W_query's, then W_key's,
+    then W_value's (the course's `qkv_linear = nn.Linear(h, 3h)` and `chunk(3)`), and `proj` is
+    `out_proj`. The fused class is always causal, so compare it with a causal `mha`.
+    """
+    reference = mha.W_query.weight
+    with seeded(0):  # the throwaway random init must not shift anyone's global random numbers
+        fused = PyTorchMultiHeadAttention(mha.W_query.in_features, mha.d_out, mha.num_heads, mha.dropout.p,
+                                          qkv_bias=mha.W_query.bias is not None)
+    fused = fused.to(device=reference.device, dtype=reference.dtype)
+    with torch.no_grad():
+        fused.qkv.weight.copy_(torch.cat([mha.W_query.weight, mha.W_key.weight,
+                                          mha.W_value.weight]))  # (3 * d_out, d_in)
+        if fused.qkv.bias is not None:
+            fused.qkv.bias.copy_(torch.cat([mha.W_query.bias, mha.W_key.bias, mha.W_value.bias]))  # (3 * d_out,)
+        fused.proj.weight.copy_(mha.out_proj.weight)  # (d_out, d_out)
+        fused.proj.bias.copy_(mha.out_proj.bias)  # (d_out,)
+    fused.train(mha.training)
+    return fused
+
+
 def _copy_wrapper_into(wrapper: MultiHeadAttentionWrapper, mha: MultiHeadAttention) -> None:
     """Stack the heads' (d_out, d_in) weights row-wise: head h fills rows h*head_dim ... of mha's."""
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""Lesson 4: multi-head attention: one map per head, concatenation, output projection, two classes.
+"""Lesson 4: multi-head attention: one map per head, concatenation, output projection, three classes.
 
 Book: chapter 3.6 of *LLMs from Scratch* (course files 002, 003 and lesson 5 of 004): the wrapper of
 single causal heads vs the class that splits one projection into heads with view/transpose.
@@ -138,24 +138,33 @@ def concat_and_project(result: multi_head.MultiHead) -> None:
     steps_code(result)
 
 
-def two_classes(result: multi_head.MultiHead) -> None:
-    walkthrough.step_header(STEPS, "classes", "two implementations, one result")
+def three_classes(result: multi_head.MultiHead) -> None:
+    walkthrough.step_header(STEPS, "classes", "three implementations, one result")
     st.markdown(
         "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
         "concatenates their outputs; the book's wrapper stops there, and here an output "
-        "projection (`out_proj`, the course notebook's Method A) follows, as in the split-head "
-        "class. **MultiHeadAttention** does one big projection for all heads and splits it with "
-        "`view` and `transpose`: the same arithmetic in fewer, larger matrix products. Copy the "
-        "wrapper's weights into the split-head class and both compute the same numbers (both "
-        "classes use the causal mask, compared in eval mode).")
+        "projection (`out_proj`, the course notebook's Method A) follows, as in the other two. "
+        "**MultiHeadAttention** computes every head's queries with one `W_query` of width d_out "
+        "(and likewise the keys and values) and splits them into heads with `view` and "
+        "`transpose`: the same arithmetic in fewer, larger matrix products. "
+        "**PyTorchMultiHeadAttention** goes one step further: one projection `qkv`, "
+        "`Linear(d_in, 3·d_out)`, computes queries, keys and values together (course document "
+        "002's `qkv_linear` and `chunk(3)`), and `F.scaled_dot_product_attention` does the "
+        "scores, the scaling, the mask and the softmax in one call. Copy the wrapper's weights "
+        "into the split-head class, and those into the fused one, and all three compute the "
+        "same numbers (all three use the causal mask, compared in eval mode).")
     walkthrough.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",
                             result.impl_diff)
+    walkthrough.check_badge("MultiHeadAttention = PyTorchMultiHeadAttention (one fused qkv)",
+                            result.fused_diff)
     walkthrough.numbers_line("heads concatenated (what the book's wrapper returns), first row =",
                              result.wrapper_concat[0].tolist())
     walkthrough.numbers_line("wrapper + out_proj, first row =", result.wrapper_out[0].tolist())
     walkthrough.numbers_line("split-head, first row =", result.mha_out[0].tolist())
+    walkthrough.numbers_line("fused qkv, first row =", result.fused_out[0].tolist())
     show_code([attention.MultiHeadAttentionWrapper, attention.MultiHeadAttention,
-               attention.wrapper_to_multihead], label="Show the code of both classes")
+               attention.wrapper_to_multihead, attention.PyTorchMultiHeadAttention,
+               attention.multihead_to_fused], label="Show the code of the three classes")
 
 
 def why_heads_differ(result: multi_head.MultiHead) -> None:
@@ -212,12 +221,13 @@ with area.lesson, friendly_errors("multi-head attention"):
     with walkthrough.badge_row(bar):
         walkthrough.sdpa_badge(bundle.sdpa)
         walkthrough.check_badge("wrapper = split-head class", result.impl_diff)
+        walkthrough.check_badge("split-head class = fused qkv class", result.fused_diff)
         walkthrough.check_badge("MultiHeadAttention.forward = these steps", result.module_diff)
         if result.train_module_diff is not None:
             walkthrough.check_badge("MultiHeadAttention.forward (training) = these steps",
                                     result.train_module_diff)
         walkthrough.book_badge(wt.book_reference(settings, "multi"), result.steps.context_vec)
-    {"heads": head_maps, "concat": concat_and_project, "classes": two_classes,
+    {"heads": head_maps, "concat": concat_and_project, "classes": three_classes,
      "why": why_heads_differ}[step](result)
 
 walkthrough.finish_page(settings)

@@ -30,7 +30,7 @@ def nearest_heads(d_out: int, wanted: int) -> int:
 
 @dataclass(eq=False)
 class MultiHead:
-    """Page 4: a MultiHeadAttentionWrapper, its MultiHeadAttention copy, and every step."""
+    """Page 4: a MultiHeadAttentionWrapper, its MultiHeadAttention and fused-qkv copies, and every step."""
 
     wrapper: MultiHeadAttentionWrapper
     mha: MultiHeadAttention
@@ -40,6 +40,8 @@ class MultiHead:
     wrapper_concat: torch.Tensor  # (T, d_out) its heads concatenated: what the book's wrapper returns
     mha_out: torch.Tensor  # (T, d_out) MultiHeadAttention's output (eval, causal)
     impl_diff: float  # max |wrapper_out - mha_out|
+    fused_out: torch.Tensor  # (T, d_out) PyTorchMultiHeadAttention's output, mha's weights in one qkv
+    fused_diff: float  # max |fused_out - mha_out|
     module_diff: float  # max |mha_out - the steps' output| (the steps in eval mode, causal)
     train_module_diff: float | None  # mha in training mode (seeded) vs the steps; None without dropout
     head_diffs: list[float]  # max |A_h - A_0| per head
@@ -83,11 +85,13 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
                             settings.qkv_bias, settings.heads_seed, settings.same_init,
                             settings.qk_scale)
     mha = attention.wrapper_to_multihead(wrapper).double().eval()
+    fused = attention.multihead_to_fused(mha).eval()
     x = inputs.to(torch.float64)
-    with torch.no_grad():  # both book classes are causal: compare them that way, in eval mode
+    with torch.no_grad():  # the book's classes are all causal: compare them that way, in eval mode
         wrapper_out = wrapper(x[None])[0]  # (T, d_out)
         wrapper_concat = torch.cat([head(x[None])[0] for head in wrapper.heads], dim=-1)  # (T, d_out)
         mha_out = mha(x[None])[0]  # (T, d_out)
+        fused_out = fused(x[None])[0]  # (T, d_out)
     # the page's steps are attention_intermediates on mha's weights: check them against mha itself
     eval_steps = attention.intermediates_from_module(mha, x, training=False)
     mha.causal = settings.causal  # the maps follow the page's mask switch
@@ -104,7 +108,8 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
     head_diffs = [max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
     head_W = [head.W_query.weight.detach().T.clone() for head in wrapper.heads]
     return MultiHead(wrapper, mha, steps, settings.heads_d_out // num_heads, wrapper_out, wrapper_concat, mha_out,
-                     max_abs_diff(wrapper_out, mha_out), max_abs_diff(mha_out, eval_steps.output),
+                     max_abs_diff(wrapper_out, mha_out), fused_out, max_abs_diff(fused_out, mha_out),
+                     max_abs_diff(mha_out, eval_steps.output),
                      train_diff, head_diffs, head_W)
 
 

@@ -53,7 +53,7 @@ CAUSAL_STEP_LABELS = {"scores": "1 · scaled scores", "mask": "2 · mask", "mask
 MULTI_STEPS = ("heads", "concat", "classes", "why")
 
 MULTI_STEP_LABELS = {"heads": "1 · one map per head", "concat": "2 · concat + out_proj",
-                     "classes": "3 · two classes", "why": "4 · why several heads"}
+                     "classes": "3 · three classes", "why": "4 · why several heads"}
 
 SCALE_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)
 

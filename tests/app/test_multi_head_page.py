@@ -1,5 +1,5 @@
 """AppTest of page 4, multi-head attention: head counts that divide d_out, one map per head, the
-concatenation and output projection, wrapper = split-head class, same-initial-weights, the book's
+concatenation and output projection, wrapper = split-head class = fused-qkv class, same-initial-weights, the book's
 wrapper row, predict-then-reveal, locks and a URL round trip."""
 
 from __future__ import annotations
@@ -39,8 +39,12 @@ def test_defaults_one_map_per_head_and_the_checks():
     assert {"heads side by side  (6, 4)", "after out_proj  (6, 4)"} == set(charts(at))
     set_step(at, "mh_step", "classes")
     assert numbers(at, "wrapper + out_proj, first row =") == numbers(at, "split-head, first row =")
+    assert numbers(at, "fused qkv, first row =") == numbers(at, "split-head, first row =")
+    assert any("split-head class = fused qkv class" in b and ":green-badge" in b for b in badges(at))
+    assert any("PyTorchMultiHeadAttention (one fused qkv)" in b and ":green-badge" in b for b in badges(at))
     codes = " ".join(c.value for c in at.code)
     assert "class MultiHeadAttentionWrapper" in codes and "class MultiHeadAttention(" in codes
+    assert "class PyTorchMultiHeadAttention(" in codes and "def multihead_to_fused(" in codes
 
 
 def test_only_divisors_are_offered_and_a_bad_count_is_explained():

@@ -142,7 +142,7 @@ def test_hand_edited_weights_are_not_called_seeded():
 def test_one_head_is_one_head():
     for step, text, _ in each_step(MULTI, "mh_step", wt.MULTI_STEPS, num_heads=1):
         assert "1 heads" not in text and "heads × head_dim" not in text, step
-        # "classes" compares two implementations; "why" needs 2 heads and says so
+        # "classes" compares three implementations; "why" needs 2 heads and says so
         assert "1 head of head_dim 4 = d_out 4" in text or step in ("classes", "why"), step
     assert "Choose at least 2 heads" in text
 

@@ -32,7 +32,7 @@ SCREENS = [(1280, 720, True), (1920, 1080, False)]  # a projector in lecture mod
 # tallest first screens: page 1's 6 x 6 matrix step, page 3's seven steps of 6 x 6 maps (CI time)
 FULL_HD_WALKS = [walk for walk in WALKS if walk[0] in (1, 3)]
 KEY_PAGE = 3  # this page is stepped with the → key (and once ←) instead of the Next button
-NO_FIGURE = {(4, "classes")}  # "two implementations, one result": numbers and code, no chart
+NO_FIGURE = {(4, "classes")}  # "three implementations, one result": numbers and code, no chart
 BAR = ".st-key-walkthrough_stepper"
 SELECTOR = f"{BAR} [data-testid='stButtonGroup']"
 OUT = SHOTS / "presenter"

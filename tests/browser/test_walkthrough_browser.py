@@ -387,7 +387,7 @@ def alpha(colour: str) -> float:
 
 @pytest.mark.parametrize("path, query, wrapped_after", [
     (CAUSAL, "causal_step=dropout", "5 · mask order"), (SELF, "sa_step=context", "5 · softmax"),
-    (MULTI, "mh_step=why", "3 · two classes")], ids=["causal", "self-attention", "multi-head"])
+    (MULTI, "mh_step=why", "3 · three classes")], ids=["causal", "self-attention", "multi-head"])
 def test_a_wrapped_step_bar_keeps_every_border_at_1024(page, warm_url, path, query, wrapped_after):
     """At 1024 px the named steps wrap onto two rows. Streamlit hides the border a button shares
     with a selected neighbour, which then draws it: with that neighbour first on the next row,

@@ -14,6 +14,7 @@ from core.attention import (
     MHAPyTorchClass,
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
+    multihead_to_fused,
     PyTorchMultiHeadAttention,
 )
 from core.data import create_dataloader_v1
@@ -121,15 +122,6 @@ def test_both_pytorch_classes_are_causal(qkv_bias):
     _is_causal(MHAPyTorchClass(12, 12, 4, context_length=6, qkv_bias=qkv_bias).eval(), d_in=12)
 
 
-def _copy_into_fused(source: MultiHeadAttention, target: PyTorchMultiHeadAttention) -> None:
-    """Put MultiHeadAttention's three projections side by side in the fused qkv Linear."""
-    with torch.no_grad():
-        target.qkv.weight.copy_(torch.cat([source.W_query.weight, source.W_key.weight,
-                                           source.W_value.weight]))  # (3 * d_out, d_in)
-        target.proj.weight.copy_(source.out_proj.weight)
-        target.proj.bias.copy_(source.out_proj.bias)
-
-
 def _copy_into_notebook_class(source: MultiHeadAttention, target: MHAPyTorchClass) -> None:
     """Put MultiHeadAttention's weights into the nn.MultiheadAttention version (qkv_bias=False)."""
     d = source.d_out
@@ -147,8 +139,7 @@ def test_pytorch_classes_match_multihead_attention_with_copied_weights(num_heads
     torch.manual_seed(7)
     for d_in in (16, 24):
         reference = MultiHeadAttention(d_in, 16, context_length=8, dropout=0.0, num_heads=num_heads).eval()
-        fused = PyTorchMultiHeadAttention(d_in, 16, num_heads).eval()
-        _copy_into_fused(reference, fused)
+        fused = multihead_to_fused(reference).eval()
         x = _book_inputs(seed=3, context_len=num_tokens, embed_dim=d_in)
         with torch.no_grad():
             torch.testing.assert_close(fused(x), reference(x), rtol=1e-5, atol=1e-6)
@@ -235,3 +226,29 @@ def test_wrong_feature_count_is_the_books_runtime_error():
     attention = MultiHeadAttention(3, 2, context_length=4, dropout=0.0, num_heads=2)
     with pytest.raises(RuntimeError, match="features per token"):
         attention(torch.rand(2, 4, 5))
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_multihead_to_fused_puts_q_k_v_side_by_side_and_computes_the_same(qkv_bias):
+    """core.attention.multihead_to_fused (page 4's third class): qkv's rows are W_query's, W_key's
+    and W_value's in that order, with their biases; the output is MultiHeadAttention's."""
+    torch.manual_seed(11)
+    reference = MultiHeadAttention(6, 8, context_length=5, dropout=0.0, num_heads=2,
+                                   qkv_bias=qkv_bias).double().eval()
+    before = torch.get_rng_state()
+    fused = multihead_to_fused(reference)
+    assert torch.equal(torch.get_rng_state(), before)  # its throwaway init draws from a forked RNG
+    assert fused.qkv.weight.dtype == torch.float64 and not fused.training
+    assert torch.equal(fused.qkv.weight[:8], reference.W_query.weight)
+    assert torch.equal(fused.qkv.weight[8:16], reference.W_key.weight)
+    assert torch.equal(fused.qkv.weight[16:], reference.W_value.weight)
+    assert (fused.qkv.bias is not None) == qkv_bias
+    if qkv_bias:
+        assert torch.equal(fused.qkv.bias[8:16], reference.W_key.bias)
+    x = _book_inputs(seed=4, context_len=5, embed_dim=6).double()
+    with torch.no_grad():
+        torch.testing.assert_close(fused(x), reference(x), rtol=0, atol=1e-12)
+        # keys and queries swapped: a different module, so the equality above is not vacuous
+        swapped = multihead_to_fused(reference)
+        swapped.qkv.weight[:16] = torch.cat([reference.W_key.weight, reference.W_query.weight])
+        assert (swapped(x) - reference(x)).abs().max() > 1e-3

@@ -540,13 +540,15 @@ class TestMultiHead:
         assert multi_head.head_choices(1) == [1]
         assert multi_head.nearest_heads(12, 5) == 4 and multi_head.nearest_heads(7, 3) == 1
 
-    def test_book_wrapper_and_two_classes_agree(self):
+    def test_book_wrapper_and_the_three_classes_agree(self):
         s = WalkthroughSettings(heads_d_out=4, num_heads=2, heads_seed=123, qk_scale=1)
         x = torch.tensor(BOOK, dtype=torch.float64)
         result = multi_head.multi_head(x, s, 2)
         assert wt.book_rows_match(result.steps.context_vec, [wt.BOOK_WRAPPER_FIRST_ROW])
         assert wt.book_reference(s, "multi") is not None
         assert result.impl_diff < 1e-12 and wt.sdpa_check(result.steps).agrees
+        assert result.fused_diff < 1e-12  # the fused-qkv class (course document 002) agrees too
+        torch.testing.assert_close(result.fused_out, result.mha_out, rtol=0, atol=1e-12)
         assert result.module_diff < 1e-12  # the page's steps = MultiHeadAttention.forward
         assert result.steps.output.shape == (6, 4) and result.head_dim == 2
         assert result.head_diffs[0] == 0 and result.head_diffs[1] > 1e-3
