@@ -126,7 +126,8 @@ def scaled_step(steps) -> None:
         # on two lines: on one, "√d_k = 1.4142" was cut to "√d_k =" beside the map at 1024 px
         st.latex(rf"\begin{{aligned}} d_k &= d_{{out}} = {head_dim} \\ "
                  rf"\sqrt{{d_k}} &= {math.sqrt(head_dim):.4f} \end{{aligned}}")
-        st.markdown("Dividing by √d_k keeps the scores' spread near 1 however wide the keys are, "
+        st.markdown("Dividing by √d_k keeps the scores' spread near 1 on average however wide the "
+                    "keys are (for independent, zero-mean entries), "
                     "so softmax does not collapse to one-hot (see the panel below).")
     with chart_col:
         walkthrough.show_matrix(steps.scaled_scores[0], labels, labels, name="self-attention-scaled",
@@ -174,8 +175,8 @@ def context_step(steps) -> None:
 def scaling_panel() -> None:
     st.divider()
     st.header("Why divide by √d_k?")
-    st.markdown("A dot product of two random vectors with d_k unit-variance entries has variance "
-                "d_k: the wider the keys, the more spread out the raw scores, and softmax of "
+    st.markdown("A dot product of two random vectors with d_k independent, zero-mean, "
+                "unit-variance entries has variance d_k: the wider the keys, the more spread out the raw scores, and softmax of "
                 "widely spread scores puts nearly all the weight on one token. Dividing by √d_k "
                 "brings the spread back to 1 for every d_k.")
     state.bound(st.select_slider, "d_k (width of queries and keys)", settings, "scale_dk",

@@ -143,7 +143,8 @@ with friendly_errors("the tokens"):
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Characters", f"{summary.n_chars:,}")
     m2.metric("Vocabulary |V|", f"{char_vocab:,}",
-              help="The character tokenizer's vocabulary: the distinct characters of the text.")
+              help="The character tokenizer's vocabulary: the distinct characters of the text, "
+                   "plus “.” (the start/end token) when the text has none.")
     m3.metric("GPT-2 tokens", f"{summary.n_bpe:,}")
     m4.metric("Chars / token", f"{summary.chars_per_token:.2f}",
               help="Characters per GPT-2 token: how much text one BPE token covers on average.")

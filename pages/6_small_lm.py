@@ -214,7 +214,7 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
             comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
         message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
                    f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
-                   f"{comparison}. No bigram table can go below {floor:.3f} on this "
+                   f"{comparison}. No bigram table can go below {floor:.3f} on the whole "
                    "training text, because it only ever sees one character. "
                    "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
         (st.success if best < 0.6 * bigram_val else st.info)(message)

@@ -95,12 +95,14 @@ if inspection is not None:
     T = len(inspection.tokens)
     n_layer, n_head = inspection.attn.shape[:2]
     text = "".join(inspection.tokens)
-    mask_note = "" if config.causal else (" This model was trained **without the causal mask**: "
-                                          "the upper triangle is not empty, it reads the future.")
+    # grey cells only exist with the mask: without it, say what the upper triangle holds instead
+    mask_note = (" Grey cells are masked (the future)." if config.causal else
+                 " This model was trained **without the causal mask**: the upper triangle is not "
+                 "empty, it reads the future.")
     st.subheader("Attention weights, every layer and head")
     st.markdown(f"Input “{text}”: {T} positions. Each map is `(T, T) = ({T}, {T})`: row = the position "
-                "reading (query), column = the position it attends to (key); every row sums to 1. "
-                "Grey cells are masked (the future)." + mask_note)
+                "reading (query), column = the position it attends to (key); every row sums to 1."
+                + mask_note)
     name_key = (run.run_id, run.step, text)  # the model at this step, reading this name
     training.show_cached_chart(
         lambda: names_charts.attention_grid_chart(inspection, lecture=lecture_mode()), name_key,

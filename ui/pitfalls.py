@@ -194,8 +194,12 @@ def measured_headlines(settings: pf.PitfallsSettings) -> dict[str, str]:
 def overview(settings: pf.PitfallsSettings) -> None:
     """Every pitfall as a card, two per row in course order, with its measured headline."""
     st.header("All pitfalls at a glance", divider="gray")
-    st.markdown("The course documents teach the right ideas, but their code has bugs. Each one runs "
-                "here as written, beside the fix, with the numbers that show the difference.")
+    in_originals = sum(p.in_originals for p in pf.PITFALL_LIST)
+    st.markdown(f"The course documents teach the right ideas, but their code has bugs. {in_originals} "
+                "of the pitfalls below are those bugs; the other "
+                f"{len(pf.PITFALL_LIST) - in_originals} are common mistakes the originals avoid. "
+                "Each one runs here as written, beside the fix, with the numbers that show the "
+                "difference.")
     with st.spinner("Running the quick demos…"):
         headlines = measured_headlines(settings)
     for i, pitfall in enumerate(pf.PITFALL_LIST, start=1):

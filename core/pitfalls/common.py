@@ -17,13 +17,14 @@ from core import attention
 
 @dataclass(frozen=True)
 class Pitfall:
-    """One bug of the originals, as the page introduces it."""
+    """One bug of the originals (or a common mistake they avoid), as the page introduces it."""
 
     key: str  # stable id, used in the URL (?pitfall=key) and as the module's name
     title: str  # short title for the menu
-    where: str  # which original document and which code
+    where: str  # which original document and which code (or that the originals avoid it)
     effect: str  # what goes wrong, in one line
     why: str  # one sentence on why it goes wrong
+    in_originals: bool = True  # False: a common mistake the originals avoid, shown for contrast
 
 
 @dataclass

@@ -17,7 +17,9 @@ from core.tokenizers import CharTokenizer
 PITFALL = Pitfall(
     "config_end_id", "`self.config` never set; `end_id` a list",
     "Document 000 (lecture 7), `GPT.forward` and `GPT.generate`",
-    "Sampling crashes with an AttributeError; even with it fixed, the end test `id == [0]` is never true.",
+    "Sampling crashes with an AttributeError; with `self.config` patched, the list `end_id` makes "
+    "the context (1, T, 1) and `forward` fails to unpack it; and the stop test `id == [0]` could "
+    "never be true anyway.",
     "The lecture's GPT stores `self.context_size` but reads `self.config.context_size`, and "
     "`tokenizer.encode('.')` is the list [0], not the id 0.")
 

@@ -1,4 +1,4 @@
-"""Pitfall 3: masking after the softmax (book 3.5.1, the first simple causal mask).
+"""Pitfall 3: masking after the softmax without renormalising (a common mistake, not in the originals).
 
 Buggy: `buggy_mask_after_softmax` (softmax, then zero the future weights).
 Fixed: `renormalised_mask_after_softmax` (the book's first fix) and
@@ -17,10 +17,13 @@ from core.pitfalls.mask_zero import fixed_mask_by_position
 
 PITFALL = Pitfall(
     "mask_after_softmax", "Masking after the softmax",
-    "Book 3.5.1 (document 004's chapter): the first, simple causal mask",
+    "Not a bug of the originals but a common mistake: the book's 3.5.1 (document 004's chapter) "
+    "zeroes the future after the softmax as a first step, then renormalises; document 004 masks "
+    "with −∞ before it",
     "Zeroing future weights after the softmax leaves rows that sum to less than 1.",
     "The softmax already shared the whole budget of 1 among all keys; masking afterwards throws "
-    "part of it away, so you must renormalise, or mask with −∞ before the softmax.")
+    "part of it away, so you must renormalise, or mask with −∞ before the softmax.",
+    in_originals=False)
 
 
 def buggy_mask_after_softmax(scaled_scores):

@@ -1,4 +1,4 @@
-"""Pitfall 4: no √d_k scaling (documents 001 and 004: why the scores are divided by √d_k).
+"""Pitfall 4: no √d_k scaling (a common mistake, not in the originals: documents 001–004 all scale).
 
 Buggy: `buggy_unscaled_weights`. Fixed: `fixed_scaled_weights` (as core.attention scales).
 Demo: `demo`, the √d_k experiment (random queries and keys for d_k = 2 ... 512): max weight,
@@ -18,10 +18,12 @@ from core.pitfalls.common import Pitfall
 
 PITFALL = Pitfall(
     "no_scaling", "No √d_k scaling",
-    "Documents 001 and 004: why the scores are divided by √d_k",
+    "Not a bug of the originals but a common mistake: documents 001–004 all divide the scores by "
+    "√d_k; this is why",
     "Without the scaling, scores grow like √d_k: softmax turns one-hot and its gradient vanishes.",
     "A dot product of d_k independent unit-variance terms has variance d_k, so unscaled scores "
-    "spread further apart as d_k grows and the largest one takes all the weight.")
+    "spread further apart as d_k grows and the largest one takes all the weight.",
+    in_originals=False)
 
 
 SCALING_DKS = (2, 4, 8, 16, 32, 64, 128, 256, 512)

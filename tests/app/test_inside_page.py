@@ -103,7 +103,9 @@ def test_embeddings_heatmap_and_pca():
 def test_mask_off_model_is_flagged():
     at = with_model(causal=False)
     assert "without the causal mask" in texts(at.markdown)
+    assert "Grey cells are masked" not in texts(at.markdown)  # there are none to explain
     assert attention_rows(at)["masked"].sum() == 0
+    assert "Grey cells are masked (the future)" in texts(with_model(causal=True).markdown)
 
 
 def test_url_round_trip_and_clamped_layer():

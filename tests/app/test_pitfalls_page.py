@@ -49,6 +49,9 @@ def test_default_overview_lists_every_pitfall_with_numbers():
     lecture_zero = sum(len(n) + 1 <= 12 for n in names)
     assert f"{lecture_zero:,} of {len(names):,} names give no example (ours: 0)" in text
     assert "26 of 26 ids change after a restart" in text
+    # the two common mistakes are not passed off as the originals' bugs
+    assert "12 of the pitfalls below are those bugs; the other 2 are common mistakes" in text
+    assert text.count("Not a bug of the originals but a common mistake") == 2
 
 
 def test_open_and_next_buttons_switch_pitfall():

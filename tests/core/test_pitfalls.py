@@ -58,6 +58,15 @@ def test_every_pitfall_has_a_catalogue_entry():
         assert pitfall.title and pitfall.where and pitfall.effect and pitfall.why
 
 
+def test_only_the_bugs_of_the_course_notes_are_credited_to_the_originals():
+    """The known-bugs table of the course notes has twelve rows; masking after the softmax and
+    leaving out √d_k are not among them (every original scales and masks before the softmax)."""
+    mistakes = [p.key for p in pf.PITFALL_LIST if not p.in_originals]
+    assert mistakes == ["mask_after_softmax", "no_scaling"]
+    for pitfall in pf.PITFALL_LIST:
+        assert pitfall.where.startswith("Not a bug of the originals") == (not pitfall.in_originals)
+
+
 def test_one_module_per_pitfall_with_its_entry_and_demo():
     assert list(pf.MODULES) == [p.key for p in pf.PITFALL_LIST]
     for key, module in pf.MODULES.items():
