@@ -141,18 +141,18 @@ def concat_and_project(result: multi_head.MultiHead) -> None:
 def three_classes(result: multi_head.MultiHead) -> None:
     walkthrough.step_header(STEPS, "classes", "three implementations, one result")
     st.markdown(
-        "**MultiHeadAttentionWrapper** keeps a list of separate `CausalAttention` heads and "
-        "concatenates their outputs; the book's wrapper stops there, and here an output "
-        "projection (`out_proj`, the course notebook's Method A) follows, as in the other two. "
-        "**MultiHeadAttention** computes every head's queries with one `W_query` of width d_out "
-        "(and likewise the keys and values) and splits them into heads with `view` and "
-        "`transpose`: the same arithmetic in fewer, larger matrix products. "
-        "**PyTorchMultiHeadAttention** goes one step further: one projection `qkv`, "
-        "`Linear(d_in, 3·d_out)`, computes queries, keys and values together (course document "
-        "002's `qkv_linear` and `chunk(3)`), and `F.scaled_dot_product_attention` does the "
-        "scores, the scaling, the mask and the softmax in one call. Copy the wrapper's weights "
-        "into the split-head class, and those into the fused one, and all three compute the "
-        "same numbers (all three use the causal mask, compared in eval mode).")
+        "- **MultiHeadAttentionWrapper**: a list of separate `CausalAttention` heads, their outputs "
+        "concatenated, then `out_proj` (the book's wrapper stops before it; the course notebook's "
+        "Method A adds it).\n"
+        "- **MultiHeadAttention**: one `W_query` of width d_out for every head (and likewise the "
+        "keys and values), split into heads with `view` and `transpose`: fewer, larger matrix "
+        "products.\n"
+        "- **PyTorchMultiHeadAttention**: one projection `qkv = Linear(d_in, 3·d_out)` for the "
+        "queries, keys and values together (course document 002's `qkv_linear` and `chunk(3)`), "
+        "then `F.scaled_dot_product_attention` for the scores, scaling, mask and softmax in one "
+        "call.\n\n"
+        "Copy the weights from each class into the next: all three compute the same numbers (all "
+        "use the causal mask, compared in eval mode).")
     walkthrough.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",
                             result.impl_diff)
     walkthrough.check_badge("MultiHeadAttention = PyTorchMultiHeadAttention (one fused qkv)",
