@@ -26,7 +26,7 @@ st.secrets.load_if_toml_exists()
 
 from core import budget  # noqa: E402
 from server import config_cache, housekeeping, rerun_race, stale_ticks  # noqa: E402
-from ui import class_follow, desk, live, nav  # noqa: E402
+from ui import class_follow, desk, live, nav, page_end  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import switched_on
 from ui.state import ENTRY_FLAG
@@ -75,9 +75,12 @@ page_url = page.url_path or "home"
 with budget.PAGE_RUNS.running(background=class_follow.follow_move_run()):
     try:
         class_follow.follow_panel(page_url)  # a student in a class: follow the lecturer (nothing otherwise)
-        page.run()
+        with page_end.running_page():  # a page that ends early (page_end.end_page) returns here
+            page.run()
     finally:
-        # a lecturer in a class: students follow this (also after a page's st.stop, e.g. a class poll)
+        # a lecturer in a class: students follow this, also after a page that ended early (Sample
+        # names before any model, a class poll). Not after st.stop(): every Streamlit call after it
+        # raises, so the pages end with page_end.end_page() instead.
         class_follow.publish_lecturer_state(page_url)
         desk.send_cookie()  # the browser keeps its desk token, for a reload (ui.desk)
         if TIMING_LOG:  # one line per whole-page run (fragment ticks do not run this file)

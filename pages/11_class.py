@@ -5,6 +5,7 @@ core.classroom, the page's sections in ui.class_page."""
 import streamlit as st
 
 from ui import class_page, classroom
+from ui.page_end import end_page
 from ui.state import ensure_entry_point
 
 # a join link (/class?class=CODE) may be a fresh server's first page: run it inside the entry point,
@@ -15,7 +16,7 @@ st.title("Class")
 key = classroom.lecturer_key()
 if key is None:
     st.info(class_page.HOW_TO_TURN_ON, icon=":material/school:")
-    st.stop()
+    end_page()
 store = classroom.class_store()
 
 if classroom.lecturer_seat() is not None:  # the lecturer's projected view: the class, nothing else

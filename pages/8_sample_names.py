@@ -13,6 +13,7 @@ from core.sampling import label_shares, next_char_distributions, sample_names
 from ui import class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors
+from ui.page_end import end_page
 from ui.state import bound, lecture_mode, refusals_below, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
@@ -99,7 +100,7 @@ if result is None:
     result = st.session_state.get(LAST_KEY)
     if result is None:  # nothing drawn yet: the error above is all there is to show
         sync_url(_link(settings, None, refused))
-        st.stop()
+        end_page()
     # every figure, number and name below is this earlier draw; the caption says which
     st.caption(f"Showing the last names that could be sampled: {result.describe()}.")
     drawn_by = book.get(result.key[0])  # the model that drew them, for the step-by-step below
@@ -110,7 +111,7 @@ samples = list(result.samples)
 
 if not class_polls.ask(questions.novel_name()):  # in a class: the labels wait for the poll
     sync_url(_link(settings, result, refused))
-    st.stop()
+    end_page()
 shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Names", len(samples))
@@ -146,7 +147,7 @@ if run is None:  # the earlier draw's model has changed since: its probabilities
             "weighed for them cannot be shown. Correct the setting above to sample from the "
             "current model.", icon=":material/info:")
     sync_url(_link(settings, result, refused))
-    st.stop()
+    end_page()
 names = [s.name for s in samples]
 chosen, notice = lesson.name_in_range(settings.chosen, names)
 if notice:

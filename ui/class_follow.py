@@ -29,7 +29,7 @@ from core.classroom.security import ClassroomError
 from server import class_push
 from ui import classroom, nav
 from ui import state as ui_state
-from ui.class_polls import AWAITING_KEY, left_words
+from ui.class_polls import AWAITING_KEY, SHOWN_KEY, left_words
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,7 @@ def follow_panel(url: str) -> None:
     ss[FOLLOW_KEY] = ss[FOLLOWING_KEY]
     # this run's page lists the polls it waits on afresh (the tick below runs first, on last run's list)
     st.session_state.pop(AWAITING_KEY, None)
+    st.session_state.pop(SHOWN_KEY, None)
     with st.sidebar, st.container(border=True, key="class_follow"):
         st.markdown(f"**Class {seat.code}**")
         st.toggle("Follow the lecturer", key=FOLLOW_KEY, on_change=_keep_choice,
@@ -174,10 +175,14 @@ def _follow_tick(code: str, url: str) -> None:
         log.exception("reading the lecturer's place failed")
         st.caption("The class cannot be reached right now; trying again.")
         return
-    if pulse.revealed & st.session_state.get(AWAITING_KEY, set()):
+    if polls_changed(pulse.revealed, st.session_state.get(AWAITING_KEY, set()),
+                     st.session_state.get(SHOWN_KEY, set())):
         st.session_state.pop(AWAITING_KEY, None)
+        st.session_state.pop(SHOWN_KEY, None)
         st.session_state[MOVE_KEY] = True
-        st.rerun(scope="app")  # a poll on this page was revealed: its figure and the split appear
+        # a poll on this page was revealed (its figure and the split appear) or hidden again
+        # (the answer goes, the question comes back)
+        st.rerun(scope="app")
     lecturer = pulse.lecturer
     if lecturer.version == 0 or not lecturer.page:
         st.caption("The lecturer has not started yet.")
@@ -194,6 +199,12 @@ def _follow_tick(code: str, url: str) -> None:
         st.button("Catch up", key="class.catch_up", icon=":material/fast_forward:",
                   help="Go to the lecturer's page and step now.",
                   on_click=st.session_state.__setitem__, args=(CATCH_UP_KEY, True))
+
+
+def polls_changed(revealed: frozenset[str], awaiting: set[str], shown: set[str]) -> set[str]:
+    """The polls on this student's page whose reveal changed since the page was drawn: revealed
+    now while the page waits for it (`awaiting`), or hidden again while it shows the answer."""
+    return (revealed & awaiting) | (shown - revealed)
 
 
 def move_was_lost(version: int, url: str) -> bool:

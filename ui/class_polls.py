@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 POLL_REFRESH_S = 1.0  # the lecturer's chart: at most this late
 AWAITING_KEY = "class.awaiting_reveal"  # the questions this student's page waits to see revealed
+SHOWN_KEY = "class.shown_reveal"  # the revealed questions this student's page shows the answer of
 
 
 def active_seat():
@@ -84,6 +85,7 @@ def _student_view(store, seat, qid: str, prompt: str, labels: list[str], right: 
         if poll.revealed:
             _result(mine, labels, right, answer)
             _split(poll.counts, labels, right, title="The class's answers")
+            watch_hide(qid)
             return True
         if mine is None:
             st.markdown(f"**Class poll:** {prompt}")
@@ -143,6 +145,12 @@ def await_reveal(qid: str) -> None:
     """Have the follow tick rerun this page once the lecturer reveals `qid` (the figure and the
     split appear). The entry point empties the list before each page run."""
     st.session_state.setdefault(AWAITING_KEY, set()).add(qid)
+
+
+def watch_hide(qid: str) -> None:
+    """Have the follow tick rerun this page if the lecturer hides the answer of `qid` again ("Hide
+    the answer again": the students' pages kept showing it until they happened to run again)."""
+    st.session_state.setdefault(SHOWN_KEY, set()).add(qid)
 
 
 # ------------------------------------------------------------------------------------ lecturer

@@ -25,6 +25,7 @@ from core.viz import training as training_charts
 from ui import state
 from ui.charts import download_buttons, draw_chart
 from ui.live import history_lock, leave_queue, live_fragment, session_owner
+from ui.page_end import end_page
 
 RUNBOOK_KEY = "gpt.runbook"
 TRAIN_PAGE = "pages/7_train_gpt.py"
@@ -619,5 +620,5 @@ def model_page(prefix: str, settings_cls: type, what: str):
     if run is None:
         empty_state(book, what)
         state.sync_url(settings)
-        st.stop()
+        end_page()
     return settings, book, run
