@@ -7,7 +7,6 @@ import streamlit as st
 
 from core import budget, runs, train_settings
 from core.classroom import questions
-from core.device import available_devices
 from core.settings import count
 from core.training import Trainer, make_optimizer
 from core.training.muon import MuonAdamW, orthogonalise
@@ -17,10 +16,7 @@ from ui.layout import friendly_errors, lesson_panel
 from ui.state import page_settings, refusals_below, replace_settings, spec_widget, sync_url, widget_key
 
 PREFIX = "train"
-CUDA_HERE = available_devices()["cuda"][0]
-# class demo: only where a class shares the server (core.budget); gpu: only where it runs
-PRESETS_SHOWN = ((["class_demo"] if budget.LIMITS.hosted else []) + ["lecture", "quick_demo", "better", "best"]
-                 + (["gpu"] if CUDA_HERE else []))
+PRESETS_SHOWN = training.presets_shown()
 
 st.title("Train the names GPT")
 INTRO = ("A character-level GPT learns to write first names from 32,033 real ones, a batch of name "

@@ -13,16 +13,21 @@ import urllib.parse
 import pandas as pd
 import streamlit as st
 
+from core import train_settings
 from core.classroom import challenge as judge
 from core.classroom.security import ClassroomError, escape_markdown
 from ui import classroom
 from ui.layout import friendly_errors
 from ui.state import checked_number, lecture_mode
+from ui.training import PRESET_NAMES, presets_shown
 
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
-DEFAULT_MAX_PARAMS = 50_000
-DEFAULT_MAX_SECONDS = 60.0
+# The form's defaults admit the Train page's default preset (the quick demo) and Lecture 7, and no
+# larger preset; derived from the presets, with the reasons, in core.classroom.challenge.default_limits
+DEFAULT_MAX_PARAMS = judge.default_limits().max_params
+DEFAULT_MAX_SECONDS = judge.default_limits().max_seconds
 TRAIN_URL = "train_gpt"
+TRAIN_PREFIX = "train"  # the Train page's settings in the session (PREFIX of pages/7_train_gpt.py)
 
 
 # ------------------------------------------------------------------------------------ lecturer
@@ -46,6 +51,7 @@ def lecturer_controls(store, seat) -> None:
         max_seconds = checked_number("Most seconds of training", key="class.max_seconds", kind=float,
                                      rules={"min": 1.0, "max": 86_400.0}, value=DEFAULT_MAX_SECONDS,
                                      help="As measured by this server while it trained the run.")
+        st.caption(presets_line(int(max_params), "auto"))
         if st.button("Open the challenge", key="class.open_challenge", type="primary"):
             with friendly_errors("opening the challenge"):
                 store.open_challenge(seat.code, seat.token, title, int(max_params), float(max_seconds))
@@ -53,9 +59,14 @@ def lecturer_controls(store, seat) -> None:
 
 
 # ------------------------------------------------------------------------------------- student
-def submit_panel(run) -> None:
-    """On the Train page: "Submit to the class challenge", only for a student in a class with an
-    open challenge. Nothing at all otherwise (a student alone sees the page as without class mode)."""
+def submit_panel(run, settings: train_settings.TrainSettings | None = None) -> None:
+    """On the Train page: the class challenge's box, only for a student in a class with an open
+    challenge; nothing at all otherwise (a student alone sees the page as without class mode).
+
+    The box starts with the budget and whether the page's `settings` (default: the Train page's, in
+    the session) fit it, and which presets do, so a student knows before training; then the
+    submit button. A refusal by the challenge's rules is said as such ("Not entered: ..."), and the
+    same run at the same step is never stored twice."""
     seat = classroom.member_seat()
     if seat is None or classroom.lecturer_key() is None:
         return
@@ -66,20 +77,94 @@ def submit_panel(run) -> None:
         return
     if current is None or not current.is_open:
         return
+    if settings is None:
+        settings = st.session_state.get(TRAIN_PREFIX)
     with st.container(border=True, key="class_submit"):
-        st.markdown(f"**Class challenge:** {escape_markdown(current.title)}: at most {current.max_params:,} parameters "
-                    f"and {current.max_seconds:g} s of training. The server scores your run on held-out names.")
+        st.markdown(f"**Class challenge:** {escape_markdown(current.title)} · at most **{current.max_params:,} "
+                    f"parameters** and **{current.max_seconds:g} s** of training")
+        st.caption(budget_line(current, settings, run))
         ready = run is not None and run.status != "running" and run.step > 0
         if st.button("Submit this run to the class challenge", key="class.submit", type="primary",
                      disabled=not ready, icon=":material/upload:",
                      help=None if ready else "Train a run (and let it finish or pause it) first."):
-            with friendly_errors("scoring your run"):
-                limits = judge.ChallengeLimits(current.max_params, current.max_seconds)
-                with st.spinner("Scoring your run on the held-out names ..."):
-                    result = judge.evaluate_run(run, limits)
-                    entry = store.submit(seat.code, seat.token, current.id, result)
-                st.success(f"Submitted: validation loss {entry.val_loss:.4f} with {entry.n_params:,} parameters. "
-                           "See the board on the Class page.", icon=":material/emoji_events:")
+            _submit(store, seat, current, run)
+
+
+def budget_line(current, settings, run) -> str:
+    """Whether the current settings (and the run below, once it trained) fit the challenge's limits,
+    and which presets do: "Your settings: 104,347 parameters, within the limit. This run: 104,347
+    parameters, 3.7 s of training so far, within the limits. Presets within 160,000 parameters:
+    Lecture 7, Quick demo; too big: Better, Best. The server times ..." (parameters are counted from
+    the settings; the time only once the run has trained, as the judge counts it)."""
+    parts = []
+    device = "auto"
+    if isinstance(settings, train_settings.TrainSettings):
+        device = settings.device
+        try:
+            n_params = train_settings.to_train_config(settings).model.num_params()
+        except ValueError:  # settings that cannot train: the page says why above
+            n_params = None
+        if n_params is not None:
+            parts.append(f"Your settings: {n_params:,} parameters, " + (
+                "within the limit." if n_params <= current.max_params
+                else f"**over the limit** of {current.max_params:,}: make the model smaller to enter."))
+    if run is not None and run.step > 0 and not run.origin:
+        seconds = judge.trained_seconds(run)
+        over = []
+        if run.n_params > current.max_params:
+            over.append(f"{run.n_params:,} parameters")
+        if seconds > current.max_seconds:
+            over.append(f"{seconds:.1f} s")
+        parts.append(f"This run: {run.n_params:,} parameters, {seconds:.1f} s of training so far, " + (
+            f"**over the limit** ({' and '.join(over)})." if over else "within the limits."))
+    parts.append(presets_line(current.max_params, device))
+    parts.append("The server times the training itself and scores your run on held-out names.")
+    return " ".join(parts)
+
+
+def presets_line(max_params: int, device: str) -> str:
+    """Which of the Train page's presets fit a parameter limit: "Presets within 160,000 parameters:
+    Lecture 7, Quick demo; too big: Better, Best." (counted from the presets' definitions)."""
+    fits, too_big = judge.presets_within(max_params, presets_shown(), device)
+    fits_text = ", ".join(PRESET_NAMES[n] for n in fits) or "none"
+    line = f"Presets within {max_params:,} parameters: {fits_text}"
+    if too_big:
+        line += "; too big: " + ", ".join(PRESET_NAMES[n] for n in too_big)
+    return line + "."
+
+
+def _submit(store, seat, current, run) -> None:
+    """Score `run` and store it, unless it is already entered; a refusal by the rules is said plainly."""
+    with friendly_errors("scoring your run"):  # only what is not a refusal (a bug) lands here
+        try:
+            member = store.member(seat.code, seat.token)
+            if member is not None:  # (no seat: store.submit below says so)
+                entries = store.submissions(seat.code, current.id, include_hidden=True)
+                earlier = judge.entry_of_run(entries, member.id, run)
+                if earlier is not None:
+                    hidden = " The lecturer has hidden it from the board." if earlier.hidden else ""
+                    st.info(f"This run is already on the board (your entry at step {earlier.steps:,}: "
+                            f"validation loss {earlier.val_loss:.4f}); it is not entered twice. Train it "
+                            f"further or start a new run to enter again.{hidden}", icon=":material/info:")
+                    return
+            limits = judge.ChallengeLimits(current.max_params, current.max_seconds)
+            with st.spinner("Scoring your run on the held-out names ..."):
+                result = judge.evaluate_run(run, limits)
+                entry = store.submit(seat.code, seat.token, current.id, result)
+        except ClassroomError as refused:  # the challenge's rules (SubmissionError) or the store's
+            st.error(f"Not entered: {_sentence_inside(str(refused))}", icon=":material/block:")
+            return
+        st.success(f"Submitted: validation loss {entry.val_loss:.4f} with {entry.n_params:,} parameters. "
+                   "See the board on the Class page.", icon=":material/emoji_events:")
+
+
+def _sentence_inside(message: str) -> str:
+    """A sentence continued after "Not entered: ": "The run trained ..." -> "the run trained ...";
+    a first word that is a name ("PyTorch") keeps its capital."""
+    first = message.split(" ", 1)[0]
+    if first[:1].isupper() and first[1:] == first[1:].lower():
+        return message[:1].lower() + message[1:]
+    return message
 
 
 # ------------------------------------------------------------------------------- leaderboard

@@ -93,6 +93,16 @@ PRESET_NAMES = {"lecture": "Lecture 7", "quick_demo": "Quick demo", "better": "B
                 "class_demo": "Class demo", "gpu": "GPU"}
 
 
+def presets_shown() -> list[str]:
+    """The Train page's preset buttons, in order: the class demo only where a class shares the
+    server (core.budget), the GPU preset only where a CUDA GPU is (the class challenge's box says
+    which of these fit its limits)."""
+    from core.device import available_devices
+
+    return ((["class_demo"] if budget.LIMITS.hosted else []) + ["lecture", "quick_demo", "better", "best"]
+            + (["gpu"] if available_devices()["cuda"][0] else []))
+
+
 def preset_button(name: str, device: str) -> tuple[str, str, bool]:
     """(button title, help, disabled) of a preset: its measured wall time on this kind of device
     and where that figure comes from (core.train_settings.PRESET_SECONDS); disabled, with the

@@ -16,6 +16,7 @@ Every refusal is a `SubmissionError` (a ClassroomError, so a ValueError) with a 
 
 from __future__ import annotations
 
+import functools
 import math
 import urllib.parse
 from dataclasses import dataclass
@@ -29,8 +30,8 @@ from core.data import IGNORE_INDEX
 from core.runs import names_data, run_to_checkpoint
 from core.sampling import sample_names
 from core.settings import to_params
-from core.train_settings import settings_from_config
-from core.training import TrainConfig
+from core.train_settings import PRESET_SECONDS, settings_from_config
+from core.training import PRESETS, TrainConfig, preset_config
 
 SAMPLE_SEED = 2024  # the same five-name draw for every entry, so the board compares like with like
 N_SAMPLES = 5
@@ -39,6 +40,53 @@ EVAL_BATCH = 512  # validation windows per forward pass
 
 class SubmissionError(ClassroomError):
     """A submission was refused; the message says why."""
+
+
+# ------------------------------------------------------------------------------ default limits
+# The limits a lecturer's "Open a challenge" form starts with, derived from the Train page's presets
+# (core.training.PRESETS) so that they follow the presets when those change. A student who opens the
+# Train page and presses Start trains the quick demo (the page's default); with the limits before
+# (50,000 parameters, 60 s) no preset shown on a laptop could enter, and a student found out only
+# after training. So the defaults admit the quick demo and the lecture's own model, and no larger
+# preset: the challenge is to do better than those within their size and time.
+FITTING_PRESETS = ("quick_demo", "lecture")  # the presets the default limits admit (on a CPU)
+PARAMS_ROUNDING = 10_000  # the parameter limit is rounded up to this: 160,000, not 154,331
+# The time limit is judged on the run's training seconds (`trained_seconds`: the server's clock over
+# its optimizer steps; validation, page redraws and waiting for the server's training slot excluded),
+# which is a little less than the wall time the preset buttons show (PRESET_SECONDS, Start to the last
+# step in the browser: 39.1 s for the quick demo on a quiet 2-core machine, 30.5 s for Lecture 7 on a
+# busy server). Headless at one torch thread on a 2-core machine (measured for this default) the quick demo trained
+# 36.3 s and Lecture 7 16.4 s. A class shares one server, and on a loaded one every step takes longer
+# (other sessions' page runs hold the core and the GIL while a step runs), so the default allows 3
+# times the slower preset's measured figure, rounded up to half a minute: 3 x 39.1 s -> 120 s, over
+# three times the quick demo's training seconds. The larger presets would fit that time on a quick
+# machine, but not the parameter limit.
+SECONDS_MARGIN = 3.0
+SECONDS_ROUNDING = 30.0
+
+
+@functools.lru_cache(maxsize=64)  # the presets are fixed; the Train page asks on every rerun
+def preset_params(name: str, device: str = "cpu") -> int:
+    """Parameters of preset `name` for a run on `device` (its GPU version on a CUDA GPU)."""
+    return preset_config(name, device).model.num_params()
+
+
+def default_limits() -> "ChallengeLimits":
+    """The limits a new challenge starts with (see FITTING_PRESETS): the larger of the fitting
+    presets' parameter counts and SECONDS_MARGIN times the slower one's measured CPU time, rounded up."""
+    params = max(PRESETS[name]().model.num_params() for name in FITTING_PRESETS)
+    seconds = max(PRESET_SECONDS[(name, "cpu")][0] for name in FITTING_PRESETS) * SECONDS_MARGIN
+    return ChallengeLimits(max_params=math.ceil(params / PARAMS_ROUNDING) * PARAMS_ROUNDING,
+                           max_seconds=math.ceil(seconds / SECONDS_ROUNDING) * SECONDS_ROUNDING)
+
+
+def presets_within(max_params: int, names, device: str = "cpu") -> tuple[list[str], list[str]]:
+    """(the presets among `names` whose model has at most `max_params` parameters, those over it),
+    each in the order given: what the Train page's challenge box says before anyone trains."""
+    fits, too_big = [], []
+    for name in names:
+        (fits if preset_params(name, device) <= max_params else too_big).append(name)
+    return fits, too_big
 
 
 @dataclass(frozen=True)
@@ -113,9 +161,30 @@ def evaluate_run(run, limits: ChallengeLimits) -> Evaluation:
         raise SubmissionError("The run is still training; pause or stop it, then submit.")
     if run.step < 1:
         raise SubmissionError("This run has not trained yet.")
-    elapsed = run.history.get("elapsed") or [0.0]
-    return evaluate_submission(run_to_checkpoint(run), limits, trained_seconds=float(elapsed[-1]),
+    return evaluate_submission(run_to_checkpoint(run), limits, trained_seconds=trained_seconds(run),
                                steps=run.step)
+
+
+def trained_seconds(run) -> float:
+    """The run's training seconds as the server measured them (what the time limit is judged on)."""
+    elapsed = run.history.get("elapsed") or [0.0]
+    return float(elapsed[-1])
+
+
+def entry_of_run(entries, member_id: int, run):
+    """The entry among `entries` (a challenge's submissions, hidden ones included) that is this very
+    run at its current step, submitted by member `member_id`; None when it has not been submitted.
+
+    The store keeps no run id, so a run at a step is recognised by what the server recorded of it:
+    the same member, the same number of steps, the same training seconds (a float measured by the
+    clock to the microsecond: two runs never share it) and the same parameter count. A run trained
+    further since its submission has more steps and seconds, so it can enter again."""
+    steps, seconds, n_params = int(run.step), trained_seconds(run), int(run.n_params)
+    for entry in entries:
+        if entry.member_id == member_id and entry.steps == steps and entry.n_params == n_params \
+                and math.isclose(entry.seconds, seconds, rel_tol=1e-9, abs_tol=1e-9):
+            return entry
+    return None
 
 
 def _last_step(history: dict) -> int:

@@ -197,3 +197,56 @@ def test_text_quoted_from_a_hostile_file_is_short_and_shows_no_markup(checkpoint
     message = str(refused.value)
     assert len(message) < 400
     assert "**" not in message and "](" not in message
+
+
+# ------------------------------------------------------------------------------ default limits
+
+
+def test_the_default_limits_admit_the_train_pages_default_preset_and_lecture_7():
+    """The audit: with the old defaults (50,000 parameters, 60 s) no preset shown on a laptop could
+    enter; the Train page opens on the quick demo (104,347 parameters)."""
+    from ui.class_challenge import DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS
+
+    page_default = train_settings.to_train_config(train_settings.TrainSettings()).model.num_params()
+    assert page_default <= DEFAULT_MAX_PARAMS
+    assert challenge.preset_params("lecture") <= DEFAULT_MAX_PARAMS
+    assert challenge.preset_params("better") > DEFAULT_MAX_PARAMS  # still a limit worth the name
+    # the judged training seconds of the quick demo are below its browser wall time: at least 3 times that
+    quick_demo_seconds = train_settings.PRESET_SECONDS[("quick_demo", "cpu")][0]
+    assert DEFAULT_MAX_SECONDS >= 3 * quick_demo_seconds
+    assert (DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS) == dataclasses.astuple(challenge.default_limits())
+
+
+def test_which_presets_fit_is_counted_from_their_definitions():
+    names = ["lecture", "quick_demo", "better", "best"]
+    fits, too_big = challenge.presets_within(challenge.preset_params("lecture"), names)
+    assert fits == ["lecture", "quick_demo"] and too_big == ["better", "best"]
+    assert challenge.presets_within(challenge.preset_params("quick_demo") - 1, names) == ([], names)
+    assert challenge.presets_within(10**9, names) == (names, [])
+
+
+# ------------------------------------------------------------------------------ one entry per run
+
+
+def test_a_run_already_entered_is_recognised_and_one_trained_further_is_not(tmp_path):
+    run = runs.RunBook(owner="twice").create(train_settings.TrainSettings(**{**TINY, "max_steps": 10}))
+    runs.start(run)
+    run.advance(None, n_steps=5)
+    runs.pause(run)
+    store = ClassroomStore(f"sqlite:///{tmp_path / 'c.sqlite3'}")
+    info, lecturer = store.create_class()
+    ada, ada_token = store.join(info.code, "Ada")
+    alan, _ = store.join(info.code, "Alan")
+    opened = store.open_challenge(info.code, lecturer, "Lowest loss", ROOMY.max_params, ROOMY.max_seconds)
+    assert challenge.entry_of_run([], ada.id, run) is None
+    entry = store.submit(info.code, ada_token, opened.id, evaluate_run(run, ROOMY))
+    every = store.submissions(info.code, opened.id, include_hidden=True)
+    assert challenge.entry_of_run(every, ada.id, run) == entry
+    assert challenge.entry_of_run(every, alan.id, run) is None  # someone else's entry
+    store.hide_submission(info.code, lecturer, entry.id)
+    hidden = store.submissions(info.code, opened.id, include_hidden=True)
+    assert challenge.entry_of_run(hidden, ada.id, run).id == entry.id  # hidden, still entered
+    runs.start(run)
+    run.advance(None, n_steps=2)  # trained further: a new entry may go in
+    runs.pause(run)
+    assert challenge.entry_of_run(hidden, ada.id, run) is None

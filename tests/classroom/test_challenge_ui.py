@@ -1,0 +1,93 @@
+"""AppTests of the class challenge's box on the Train page (ui.class_challenge.submit_panel): the
+budget and which presets fit, said before training; a refusal by the rules said as such (not as a
+failure to compute); the same run at the same step entered once. Sessions and the class are set up
+as in tests/classroom/test_class_ui.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core import runs, train_settings
+from core.classroom import challenge
+from ui.class_challenge import DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS
+from ui.training import RUNBOOK_KEY
+from tests.classroom.test_class_ui import TINY, button, klass, no_exception, open_as, texts  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SUBMIT = "Submit this run to the class challenge"
+
+
+@pytest.fixture(scope="module")
+def finished_book() -> runs.RunBook:
+    torch.set_num_threads(1)
+    book = runs.RunBook(owner="challenge-ui-test")
+    run = book.create(train_settings.TrainSettings(**TINY))
+    runs.start(run)
+    while run.active:
+        run.advance(5.0)
+    return book
+
+
+def box_text(at) -> str:
+    return texts(at.markdown) + " " + texts(at.caption)
+
+
+def test_the_box_states_the_budget_and_which_presets_fit_before_training(klass):
+    store, code, lecturer, (ada, _) = klass
+    lect = open_as(lecturer, "pages/11_class.py")
+    assert "Presets within 160,000 parameters: Lecture 7, Quick demo; too big: Better, Best" in texts(lect.caption)
+    button(lect, "Open the challenge").click().run()  # the form's defaults
+    no_exception(lect)
+    current = store.current_challenge(code)
+    assert (current.max_params, current.max_seconds) == (DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS)
+
+    student = open_as(ada, "pages/7_train_gpt.py")  # no run yet: the page's default settings
+    text = box_text(student)
+    assert f"at most **{DEFAULT_MAX_PARAMS:,} parameters** and **{DEFAULT_MAX_SECONDS:g} s** of training" in text
+    quick_demo = challenge.preset_params("quick_demo")
+    assert f"Your settings: {quick_demo:,} parameters, within the limit." in text
+    assert "Lecture 7, Quick demo; too big: Better, Best" in text
+    assert button(student, SUBMIT).disabled  # nothing trained yet
+
+    better = train_settings.preset_settings("better")
+    student = open_as(ada, "pages/7_train_gpt.py", state={"train": better})
+    assert (f"Your settings: {challenge.preset_params('better'):,} parameters, **over the limit** of "
+            f"{DEFAULT_MAX_PARAMS:,}") in box_text(student)
+
+
+def test_a_refusal_by_the_rules_says_not_entered(klass, finished_book):
+    store, code, lecturer, (ada, _) = klass
+    run = finished_book.current
+    store.open_challenge(code, lecturer.token, "Tiny models", run.n_params - 1, 600)
+    student = open_as(ada, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
+    assert f"This run: {run.n_params:,} parameters" in box_text(student)
+    assert "**over the limit**" in box_text(student)  # said before submitting
+    button(student, SUBMIT).click().run()
+    no_exception(student)
+    errors = texts(student.error)
+    assert errors == (f"Not entered: the model has {run.n_params:,} parameters; this challenge allows at most "
+                      f"{run.n_params - 1:,}."), errors
+    assert "Could not compute" not in errors
+
+
+def test_the_same_run_is_entered_once(klass, finished_book):
+    store, code, lecturer, (ada, _) = klass
+    opened = store.open_challenge(code, lecturer.token, "Lowest loss", 100_000, 600)
+    student = open_as(ada, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
+    assert "within the limits." in box_text(student)
+    button(student, SUBMIT).click().run()
+    no_exception(student)
+    assert "Submitted: validation loss" in texts(student.success)
+    button(student, SUBMIT).click().run()
+    no_exception(student)
+    assert not student.success and not student.error
+    (entry,) = store.submissions(code, opened.id, include_hidden=True)
+    assert "This run is already on the board (your entry at step 40: validation loss " \
+           f"{entry.val_loss:.4f})" in texts(student.info)
+
+    store.hide_submission(code, lecturer.token, entry.id)
+    button(student, SUBMIT).click().run()
+    assert "The lecturer has hidden it" in texts(student.info)
+    assert len(store.submissions(code, opened.id, include_hidden=True)) == 1
