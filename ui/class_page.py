@@ -13,7 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from core.classroom.qr import qr_png
-from core.classroom.security import check_lecturer_key, code_problem, normalize_code
+from core.classroom.security import (NICKNAME_MAX_CHARS, ClassroomError, check_lecturer_key, code_problem,
+                                     normalize_code, reopen_code_problem)
 from ui import class_challenge, classroom
 from ui.classroom import LecturerSeat, MemberSeat
 from ui.layout import friendly_errors
@@ -24,14 +25,26 @@ HOW_TO_TURN_ON = (
     "or on Streamlit Community Cloud add `ATTENTION_LAB_LECTURER_KEY = \"...\"` to the app's secrets. "
     "Then restart the app and start a class here with that key. See docs/CLASS.md.")
 
-# The join code is read from the back row: very large, in a monospace face (a style-only st.html
-# block is applied to the page without taking room).
+# The join code is read from the back row: as large as its column allows, in a monospace face (a
+# style-only st.html block is applied to the page without taking room). Its size follows the column
+# (container units: the keyed container is the container), so the whole code fits beside the QR code
+# from a 1024 px laptop with the sidebar open to a 1920 px projector. The selectors outrank lecture
+# mode's metric rules (ui.layout.LECTURE_CSS: 2.6rem, 2rem in a column, both !important), which
+# would make the projected code smaller in lecture mode than without it; other metrics keep those.
+CODE_KEY = "class_join_code"  # the keyed container: .st-key-class_join_code
+CODE_LETTER_SPACING_EM = 0.12
+CODE_CHAR_EM = 0.6  # a monospace face's advance, in em
+CODE_FILLS = 85  # percent of the column the code's text may take (the rest: slack for wider faces)
 CODE_CSS = """<style>
-.st-key-class_join_code [data-testid="stMetricValue"] {
-  font-family: ui-monospace, monospace; font-size: 5.5rem; font-weight: 700; letter-spacing: 0.4rem;
-  line-height: 1.1;
+.st-key-class_join_code { container-type: inline-size; }
+[data-testid="stMain"] .st-key-class_join_code [data-testid="stMetricValue"],
+[data-testid="stMain"] .st-key-class_join_code [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p {
+  font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace !important;
+  font-size: clamp(2rem, @FONT@cqi, 7rem) !important; font-weight: 700; letter-spacing: @SPACING@em;
+  line-height: 1.15 !important;
 }
 </style>"""
+DELETED_KEY = "class.deleted_notice"  # session key: the code of the class the lecturer just deleted
 
 
 @contextmanager
@@ -54,28 +67,61 @@ def join_section(store) -> None:
         st.text(seat.nickname)  # plain text, never Markdown or HTML
         st.caption("In the sidebar, “Follow the lecturer” takes you where the lecturer is; switch it off "
                    "to explore freely.")
-        if st.button("Leave this class", key="class.leave"):
-            classroom.leave(MemberSeat)
-            st.rerun()
+        if st.button("Leave this class", key="class.leave",
+                     help="Your nickname, your poll answers and your challenge entries leave the class with you."):
+            _leave(store, seat)
         class_challenge.board(store, seat.code)
         return
+    _deleted_notice()
     if seat is not None:  # the class ended or was deleted
         classroom.leave(MemberSeat)
         st.warning("Your class has ended.")
     linked = st.query_params.get(classroom.JOIN_PARAM)
     problem = code_problem(linked) if linked is not None else None
-    if problem:  # a join link that was cut or mistyped
+    # a join link that was cut or mistyped, while the box holds no usable code (once a code that can
+    # be one is typed and sent, the link's problem is no longer the student's)
+    if problem and code_problem(st.session_state.get("class.join_code")) is not None:
         st.warning(f"The join link's code could not be used. {problem}", icon=":material/link_off:")
     with st.form("class.join_form"):
         code = st.text_input("Join code", value=normalize_code(linked), max_chars=16, key="class.join_code")
         nickname = st.text_input("Nickname (shown to the class; nothing else about you is stored)",
-                                 max_chars=200, key="class.nickname")
+                                 max_chars=NICKNAME_MAX_CHARS, key="class.nickname")
         joined = st.form_submit_button("Join", type="primary")
     if joined:
         with _refused("join the class"):
             member, token = store.join(code, nickname)
             classroom.take_seat(MemberSeat(normalize_code(code), token, member.nickname))
+            _forget_join_link()
             st.rerun()
+
+
+def _leave(store, seat: MemberSeat) -> None:
+    """"Leave this class": the seat goes from the database (nickname, answers, entries: the
+    lecturer's counts no longer hold it), then from this session."""
+    with _refused("leave the class"):
+        try:
+            store.leave(seat.code, seat.token)
+        except ClassroomError:  # no seat left to take away (the class ended meanwhile): nothing kept
+            pass
+        classroom.leave(MemberSeat)
+        _forget_join_link()
+        st.rerun()
+
+
+def _forget_join_link() -> None:
+    """The join link has done its work: out of the address bar, so that neither its code nor a
+    warning about it comes back on the join form after leaving."""
+    if classroom.JOIN_PARAM in st.query_params:
+        del st.query_params[classroom.JOIN_PARAM]
+
+
+def _deleted_notice() -> None:
+    """Once, after the lecturer deleted their class: say so (the page is back at its start)."""
+    code = st.session_state.pop(DELETED_KEY, None)
+    if code:
+        st.success(f"Class {code} deleted: its members, poll answers and challenge entries are gone, and "
+                   "its join code no longer works. Start a new class in the Lecturer tab.",
+                   icon=":material/delete:")
 
 
 def lecturer_section(store, key: str) -> None:
@@ -84,6 +130,7 @@ def lecturer_section(store, key: str) -> None:
     if seat is not None and store.is_lecturer(seat.code, seat.token):
         class_view(store, seat)
         return
+    _deleted_notice()
     if seat is not None:
         classroom.leave(LecturerSeat)
         if store.find_class(seat.code) is not None:  # still running: its key and code were used elsewhere
@@ -100,10 +147,15 @@ def lecturer_section(store, key: str) -> None:
         if not check_lecturer_key(given, key):
             st.error("That is not the lecturer key.")
             return
-        with _refused("start the class"):
+        problem = reopen_code_problem(reopen)
+        if problem:  # what was typed cannot be a code: say what is wrong with it, not "empty"
+            st.error(f"Could not reopen the class: {problem}", icon=":material/block:")
+            return
+        wanted = normalize_code(reopen)  # "" here: the box was empty (or only spaces and dashes)
+        with _refused("reopen the class" if wanted else "start the class"):
             store.purge_expired()
-            if reopen.strip():
-                code = normalize_code(reopen)
+            if wanted:
+                code = wanted
                 token = store.replace_lecturer_token(code)
             else:
                 info, token = store.create_class()
@@ -116,14 +168,22 @@ def projector_card(code: str, link: str) -> None:
     """The join code and link, large, with the QR code of the link; the code and link always as text too."""
     qr_col, text_col = st.columns([2, 3], gap="medium", vertical_alignment="center")
     with qr_col:
-        st.image(qr_png(link), width=300, caption="Scan to join",
+        # its own size (370 px), never wider than its column: at 1024 px a fixed 300 px ran over the code
+        st.image(qr_png(link), width="content", caption="Scan to join",
                  alt=f"QR code of the join link {link} (join code {code})")
     with text_col:
-        st.html(CODE_CSS)
-        with st.container(key="class_join_code"):
+        st.html(code_css(code))
+        with st.container(key=CODE_KEY):
             st.metric("Join code", code)
         st.caption("Join link (or open the Class page and type the code)")
         st.code(link, language=None, wrap_lines=True)
+
+
+def code_css(code: str) -> str:
+    """CODE_CSS for this code: the font as large as lets its characters fill CODE_FILLS % of the column."""
+    width_em = max(len(code), 1) * (CODE_CHAR_EM + CODE_LETTER_SPACING_EM)
+    return (CODE_CSS.replace("@FONT@", f"{CODE_FILLS / width_em:.1f}")
+            .replace("@SPACING@", f"{CODE_LETTER_SPACING_EM}"))
 
 
 def class_view(store, seat: LecturerSeat) -> None:
@@ -143,6 +203,7 @@ def class_view(store, seat: LecturerSeat) -> None:
             with _refused("delete the class"):
                 store.delete_class(seat.code, seat.token)
                 classroom.leave(LecturerSeat)
+                st.session_state[DELETED_KEY] = seat.code
                 st.rerun()
 
 

@@ -115,15 +115,39 @@ def code_problem(text: str | None) -> str | None:
     typed = _typed_code(text)
     if not typed:
         return "The join code is empty: type the code the lecturer shows."
+    why = _why_not_a_code(typed)
+    if why is None:
+        return None
+    return f"That is not a join code: {why}" + ("" if len(typed) > 16 else " Check the code on the lecturer's screen.")
+
+
+def reopen_code_problem(text: str | None) -> str | None:
+    """Why `text`, typed by the lecturer to reopen one of their classes, cannot be a join code, in
+    words for the lecturer (what they typed, quoted, Markdown-safe); None when it can be one, or
+    when it is empty (no code: a new class)."""
+    typed = _typed_code(text)
+    if not typed:
+        return None
+    why = _why_not_a_code(typed)
+    if why is None:
+        return None
+    shown = " ".join(str(text).split())
+    shown = escape_markdown(shown if len(shown) <= 24 else shown[:23] + "…")
+    return (f"“{shown}” is not a join code: {why} Type the code your class's projector card shows, or "
+            "leave the box empty to start a new class.")
+
+
+def _why_not_a_code(typed: str) -> str | None:
+    """What is wrong with a typed code (`_typed_code`, not empty), as the end of "... is not a join
+    code: ..."; None when it can be a code."""
     if len(typed) > 16:
-        return f"That is not a join code: codes have {CODE_LENGTH} characters, this has {len(typed):,}."
+        return f"codes have {CODE_LENGTH} characters, this has {len(typed):,}."
     look_alikes = sorted(set(typed) & set("0O1IL"))
     if look_alikes:
-        return ("That is not a join code: it has " + " and ".join(look_alikes) + ", and codes leave out "
-                "0, O, 1, I and L (they are easy to mix up). Check the code on the lecturer's screen.")
+        return ("it has " + " and ".join(look_alikes) + ", and codes leave out 0, O, 1, I and L (they are "
+                "easy to mix up).")
     if any(char not in CODE_ALPHABET for char in typed):
-        return (f"That is not a join code: codes have {CODE_LENGTH} letters and digits (A–Z and 2–9). "
-                "Check the code on the lecturer's screen.")
+        return f"codes have {CODE_LENGTH} letters and digits (A–Z and 2–9)."
     return None
 
 

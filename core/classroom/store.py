@@ -15,7 +15,8 @@ Rules kept here, whatever page calls:
 * only the lecturer's token (returned once by `create_class`) moves the class, reveals, opens or
   closes challenges, hides entries or deletes the class;
 * a member acts only as themself (their token), answers once per question (answering again
-  replaces the answer), and is rate limited;
+  replaces the answer), and is rate limited; a member who leaves takes their answers and
+  submissions with them;
 * an expired class is as good as gone (`purge_expired` deletes its rows).
 Every refusal is a `ClassroomError` (a ValueError) whose message can be shown as is.
 """
@@ -462,6 +463,17 @@ class ClassroomStore:
             # The nickname is not repeated: messages are shown as Markdown, a nickname only ever as text.
             raise ClassroomError("Someone in this class already has that nickname; pick another.") from None
         return Member(int(member_id), row.id, nickname, now), token
+
+    def leave(self, code: str, member_token: str) -> None:
+        """The member leaves the class (their own token says who): their seat goes, and with it
+        everything they sent: their poll answers (no longer counted, revealed or not) and their
+        challenge submissions (off the board). Their nickname is free again. NotAllowed when the
+        token holds no seat in this class; ClassroomError when the class is gone."""
+        with _write(self.engine) as conn:
+            member = self._member_row(conn, code, member_token)
+            conn.execute(submissions.delete().where(submissions.c.member_id == member.id))
+            conn.execute(answers.delete().where(answers.c.member_id == member.id))
+            conn.execute(members.delete().where(members.c.id == member.id))
 
     def member(self, code: str, member_token: str | None) -> Member | None:
         """The member holding `member_token` in this live class, or None."""

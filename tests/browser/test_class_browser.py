@@ -5,7 +5,8 @@ The lecturer starts a class; the students join with the code and a nickname. The
 page 1 and steps to the poll: both students follow there, answer, and their answers appear on the
 lecturer's chart; the reveal unlocks both students; the lecturer steps on and both follow; a
 student submits a run and it appears on the board, and answers the Sample page's poll. Every view is photographed at 1280x720 in
-lecture mode (artifacts/screenshots/class_*.png), for a person to look at.
+lecture mode (artifacts/screenshots/class_*.png), for a person to look at; the projector card also at
+1024x768 in both modes, measured (the whole code, no QR code over it, lecture mode's code no smaller).
 """
 
 from __future__ import annotations
@@ -78,6 +79,50 @@ def join(page, url: str, code: str, nickname: str) -> None:
     assert page.locator("[data-testid='stMain'] b").count() == 0
 
 
+LAPTOP = {"width": 1024, "height": 768}  # the sidebar open: the narrowest screen a lecturer projects
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] - 0.5 and b["x"] < a["x"] + a["width"] - 0.5
+            and a["y"] < b["y"] + b["height"] - 0.5 and b["y"] < a["y"] + a["height"] - 0.5)
+
+
+def projector_card_fits(page, code: str, shot: str) -> float:
+    """The projector card's join code is whole (its text no wider than its box: not cut to "PKP6…")
+    and the QR code overlaps neither the code, nor its label, nor the link's caption; photographed.
+    Returns the code's font size in px."""
+    page.wait_for_timeout(300)  # the code is sized by its column (container units): after a resize
+    card = page.locator(".st-key-class_join_code")
+    value, label = card.get_by_test_id("stMetricValue"), card.get_by_test_id("stMetricLabel")
+    qr = page.locator("img[alt^='QR code of the join link']")
+    caption = page.get_by_text("Join link (or open the Class page")
+    measured = value.evaluate("""v => {
+        const box = v.querySelector('[data-testid="stMarkdownContainer"]') || v;
+        const range = document.createRange(); range.selectNodeContents(box);
+        const text = range.getBoundingClientRect(), own = box.getBoundingClientRect();
+        return {scroll: box.scrollWidth, client: box.clientWidth, text_left: text.left, text_right: text.right,
+                left: own.left, right: own.right, shown: box.innerText.trim(),
+                font_px: parseFloat(getComputedStyle(box.querySelector('p') || box).fontSize)}; }""")
+    assert measured["shown"] == code, measured
+    assert measured["scroll"] <= measured["client"], measured  # nothing cut off (ellipsis)
+    assert measured["left"] - 0.5 <= measured["text_left"], measured  # the text itself inside its box
+    assert measured["text_right"] <= measured["right"] + 0.5, measured
+    qr_box = qr.bounding_box()
+    assert qr_box and qr_box["width"] >= 150, qr_box  # still a QR code a phone can read
+    for name, other in (("code", value), ("label", label), ("link caption", caption)):
+        assert not _overlap(qr_box, other.bounding_box()), (name, qr_box, other.bounding_box())
+    screenshot(page, shot, full_page=False)
+    return measured["font_px"]
+
+
+def lecture_mode_switch(page, on: bool) -> None:
+    page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True).click()
+    page.mouse.move(0, 0)  # no hover left on the sidebar for the screenshots that follow
+    wait_idle(page)
+    page.wait_for_function("location.search.includes('lecture=1')" if on else "!location.search.includes('lecture=1')")
+    wait_idle(page)
+
+
 def waited(what, timeout_s: float) -> float:
     """Seconds until `what()` (a Playwright expectation) passes."""
     start = time.perf_counter()
@@ -91,6 +136,17 @@ def test_a_class_polls_follows_and_competes(browser, class_url):
     students = [page for _, page in views]
     try:
         code = start_class(lect, class_url)
+        # the projector card on a 1024x768 laptop with the sidebar open, in both modes: the audit found
+        # the code cut ("PKP6…") and the QR code over the "Join code" label; and lecture mode's code
+        # was the smaller (40 px against 88 px), though it is read from the back of the room
+        lect.set_viewport_size(LAPTOP)
+        lecture_px = projector_card_fits(lect, code, "class_projector_1024_lecture")
+        lecture_mode_switch(lect, on=False)
+        normal_px = projector_card_fits(lect, code, "class_projector_1024_normal")
+        assert lecture_px >= normal_px >= 48, (lecture_px, normal_px)
+        lecture_mode_switch(lect, on=True)
+        lect.set_viewport_size(PROJECTOR)
+        projector_card_fits(lect, code, "class_projector_1280_lecture")
         for page, nickname in zip(students, ("Ada", "<b>Alan</b>")):
             join(page, class_url, code, nickname)
         joined = lect.get_by_test_id("stMetric").filter(has_text="Students joined").get_by_test_id("stMetricValue")

@@ -143,3 +143,138 @@ def test_a_class_reopened_in_another_window_is_not_called_ended(class_env):
     class_env.delete_class(ended, lecturer.token)
     other.run()
     assert "Your class has ended." in " ".join(w.value for w in other.warning)
+
+
+def join_on_page(at, code: str, nickname: str) -> None:
+    at.text_input(key="class.join_code").input(code)
+    at.text_input(key="class.nickname").input(nickname)
+    button(at, "Join").click()
+    at.run()
+    no_exception(at)
+
+
+def test_the_nickname_box_takes_no_more_than_a_nickname_may_have(class_env):
+    from core.classroom.security import NICKNAME_MAX_CHARS
+
+    at = open_app_test(PAGE)
+    assert at.text_input(key="class.nickname").proto.max_chars == NICKNAME_MAX_CHARS == 32  # was 200
+
+
+def test_leaving_takes_the_seat_and_its_answers_out_of_the_class(class_env):
+    """Before: "Leave this class" only forgot the seat in the browser. The lecturer still counted the
+    student (and their poll answers), and rejoining under the same nickname was refused."""
+    info, lecturer = class_env.create_class()
+    _, bo = class_env.join(info.code, "Bo")
+    at = open_app_test(PAGE, query={"class": info.code})
+    join_on_page(at, info.code, "Ann")
+    ann = at.session_state["class.member"]
+    class_env.answer(info.code, ann.token, "p1.q", "a")
+    class_env.answer(info.code, bo, "p1.q", "b")
+    challenge = class_env.open_challenge(info.code, lecturer, "c", 10_000, 60)
+
+    button(at, "Leave this class").click()
+    at.run()
+    no_exception(at)
+    assert "class.member" not in at.session_state
+    assert [m.nickname for m in class_env.members(info.code)] == ["Bo"]  # "Students joined": 1
+    assert class_env.poll(info.code, "p1.q").counts == {"b": 1}  # "1 of 1 answered"
+    assert class_env.leaderboard(info.code, challenge.id) == []
+
+    join_on_page(at, info.code, "Ann")  # the nickname is free again
+    assert "already has that nickname" not in errors_of(at)
+    assert f"You are in class **{info.code}**." in " ".join(s.value for s in at.success)
+    assert [m.nickname for m in class_env.members(info.code)] == ["Bo", "Ann"]
+
+
+def test_leaving_a_seat_the_database_no_longer_has_still_leaves(class_env, monkeypatch):
+    """The class ended (or another window left) between the page's check and the click: the store
+    refuses, and the student is out of the class all the same, without an error."""
+    from core.classroom.security import NotAllowed
+
+    info, _ = class_env.create_class()
+    at = open_app_test(PAGE)
+    join_on_page(at, info.code, "Ann")
+
+    def gone(self, code, token):
+        raise NotAllowed("You are not in this class; join it with its code and a nickname.")
+
+    monkeypatch.setattr(type(class_env), "leave", gone)
+    button(at, "Leave this class").click()
+    at.run()
+    no_exception(at)
+    assert "class.member" not in at.session_state
+    assert not errors_of(at)
+
+
+def test_a_bad_join_link_s_warning_goes_once_a_usable_code_is_typed_and_after_leaving(class_env):
+    """Before: the warning about ?class=abc0 stayed above the form after a valid code was typed, and
+    came back after "Leave this class" (the link stayed in the address bar)."""
+    info, _ = class_env.create_class()
+    class_env.join(info.code, "Bo")
+    at = open_app_test(PAGE, query={"class": "abc0"})
+    assert "The join link's code could not be used" in " ".join(w.value for w in at.warning)
+    join_on_page(at, info.code, "bo")  # a usable code typed; the nickname is taken
+    assert "already has that nickname" in errors_of(at)
+    assert not [w for w in at.warning if "join link" in w.value]
+    join_on_page(at, info.code, "Ann")
+    assert "class" not in at.query_params  # the link did its work
+    button(at, "Leave this class").click()
+    at.run()
+    no_exception(at)
+    assert not [w for w in at.warning if "join link" in w.value]
+    assert at.text_input(key="class.join_code").value in ("", info.code)
+
+
+def start(at, reopen: str = "") -> None:
+    at.text_input(key="class.key").input(KEY)
+    at.text_input(key="class.reopen_code").input(reopen)
+    button(at, "Start or reopen").click()
+    at.run()
+    no_exception(at)
+
+
+@pytest.mark.parametrize("typed, why", [
+    ("hello0", "it has 0 and L and O, and codes leave out 0, O, 1, I and L"),
+    ("ab#cd", "codes have 6 letters and digits"),
+    ("**x**", "codes have 6 letters and digits"),
+])
+def test_reopening_with_a_mistyped_code_says_what_is_wrong_with_it(class_env, typed, why):
+    """Before: "Could not start the class: The join code is empty: type the code the lecturer shows"."""
+    at = open_app_test(PAGE)
+    start(at, typed)
+    shown = errors_of(at)
+    assert shown.startswith("Could not reopen the class: “"), shown
+    assert " is not a join code: " in shown and why in shown
+    assert "is empty" not in shown and "the lecturer shows" not in shown  # said to the lecturer
+    assert "class.lecturer" not in at.session_state
+    if typed == "hello0":
+        assert shown.startswith("Could not reopen the class: “hello0” is not a join code: ")
+    assert "**x**" not in shown  # what was typed is shown as text, not as Markdown
+
+
+def test_reopening_takes_the_class_back_and_an_unknown_code_is_named(class_env):
+    info, old = class_env.create_class()
+    at = open_app_test(PAGE)
+    start(at, "ZZZ-ZZZ")
+    assert "Could not reopen the class: There is no class with the code ZZZZZZ" in errors_of(at)
+    start(at, f" {info.code[:3].lower()}-{info.code[3:].lower()} ")  # as a person types it
+    assert next(m.value for m in at.metric if m.label == "Join code") == info.code
+    assert not class_env.is_lecturer(info.code, old)
+    blank = open_app_test(PAGE)
+    start(blank, " - ")  # nothing that could be a code: a new class, as with an empty box
+    assert next(m.value for m in blank.metric if m.label == "Join code") != info.code
+
+
+def test_deleting_the_class_is_confirmed_to_the_lecturer_once(class_env):
+    at = open_app_test(PAGE)
+    start(at)
+    code = next(m.value for m in at.metric if m.label == "Join code")
+    at.checkbox(key="class.confirm_delete").check().run()
+    button(at, "Delete this class").click()
+    at.run()
+    no_exception(at)
+    assert class_env.find_class(code) is None
+    said = " ".join(s.value for s in at.success)
+    assert f"Class {code} deleted: " in said, said
+    at.run()
+    assert f"Class {code} deleted" not in " ".join(s.value for s in at.success)  # said once

@@ -137,6 +137,7 @@ def test_the_lecturer_deletes_the_class(klass):
     no_exception(at)
     assert store.find_class(code) is None
     assert LECTURER_SEAT not in at.session_state
+    assert f"Class {code} deleted: " in texts(at.success)  # not a silent return to the join form
 
 
 # ------------------------------------------------------------------------------------- polls
@@ -215,6 +216,28 @@ def test_the_lecturer_sees_the_count_reveals_and_students_see_the_split(klass):
     for student in (ada_at, alan_at):
         assert "1 of 2 answers were right." in texts(student.caption)
         assert sorted(poll_frame(student)["count"]) == [0, 0, 0, 0, 1, 1]
+
+
+def test_a_student_who_leaves_is_no_longer_counted_by_the_lecturer(klass):
+    """Before: "Leave this class" kept the seat in the database, so the lecturer still read
+    "Students joined: 2" and "2 of 2 students answered" after Alan had gone."""
+    store, code, lecturer, (ada, alan) = klass
+    page, query = POLL_STEPS[0]
+    answer_on_page(open_as(ada, page, query))
+    answer_on_page(open_as(alan, page, query))
+    assert "**2 of 2** students answered." in texts(open_as(lecturer, page, query).markdown)
+
+    alan_at = open_as(alan, "pages/11_class.py")
+    button(alan_at, "Leave this class").click().run()
+    no_exception(alan_at)
+    assert MEMBER_SEAT not in alan_at.session_state
+
+    lect = open_as(lecturer, page, query)
+    assert "**1 of 1** students answered." in texts(lect.markdown)
+    assert sum(poll_frame(lect)["count"]) == 1
+    at_class = open_as(lecturer, "pages/11_class.py")
+    assert next(m.value for m in at_class.metric if m.label == "Students joined") == "1"
+    assert list(at_class.dataframe[0].value["nickname"]) == ["Ada"]
 
 
 def test_an_unanswered_poll_shows_the_figure_after_the_reveal(klass):

@@ -168,3 +168,19 @@ def test_why_a_typed_code_cannot_be_a_code(typed, says):
 @pytest.mark.parametrize("typed", ["K7QMPX", "k7q-mpx", " k7q mpx "])
 def test_a_code_as_a_student_types_it_has_no_problem(typed):
     assert security.code_problem(typed) is None and security.normalize_code(typed) == "K7QMPX"
+
+
+@pytest.mark.parametrize("typed, says", [
+    ("hello0", "“hello0” is not a join code: it has 0 and L and O, and codes leave out 0, O, 1, I and L"),
+    ("ab#cd", "“ab\\#cd” is not a join code: codes have 6 letters and digits"),  # Markdown-safe
+    ("Q" * 30, "is not a join code: codes have 6 characters, this has 30."),
+])
+def test_a_mistyped_code_to_reopen_is_named_to_the_lecturer(typed, says):
+    said = security.reopen_code_problem(typed)
+    assert says in said and "leave the box empty to start a new class" in said
+    assert "lecturer's screen" not in said  # that is the students' advice
+
+
+@pytest.mark.parametrize("typed", ["", "  - ", "K7QMPX", " k7q-mpx "])
+def test_a_usable_or_empty_code_to_reopen_has_no_problem(typed):
+    assert security.reopen_code_problem(typed) is None

@@ -142,6 +142,52 @@ def test_nicknames_are_cleaned_and_unique_within_a_class(db_url):
     assert [m.nickname for m in s.members(info.code)] == ["Ada Lovelace"]
 
 
+def test_a_member_who_leaves_frees_the_seat_the_nickname_and_their_answers(db_url):
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    other, _ = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, bo = s.join(info.code, "Bo")
+    _, ada_elsewhere = s.join(other.code, "Ada")
+    for token, choice in ((ada, "row"), (bo, "column")):
+        s.answer(info.code, token, "p3.mask", choice)
+    s.answer(info.code, ada, "p1.q", "a")
+    s.reveal(info.code, lecturer, "p1.q")
+    s.answer(other.code, ada_elsewhere, "p3.mask", "row")
+    challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
+    s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.0))
+    s.submit(info.code, bo, challenge.id, FakeEvaluation(val_loss=2.5))
+
+    with pytest.raises(NotAllowed):
+        s.leave(info.code, "made-up-token")  # only the member's own token takes the seat away
+    with pytest.raises(NotAllowed):
+        s.leave(other.code, bo)  # a seat in another class is not this one's
+    with pytest.raises(NotAllowed):
+        s.leave(info.code, lecturer)
+    s.leave(info.code.lower(), ada)
+
+    assert [m.nickname for m in s.members(info.code)] == ["Bo"]  # the lecturer's "Students joined"
+    assert s.member(info.code, ada) is None
+    assert s.poll(info.code, "p3.mask").counts == {"column": 1}  # "1 of 1 answered", not "2 of 1"
+    assert s.poll(info.code, "p1.q").total == 0 and s.poll(info.code, "p1.q").revealed  # revealed ones too
+    assert [e.nickname for e in s.leaderboard(info.code, challenge.id)] == ["Bo"]
+    assert [e.nickname for e in s.submissions(info.code, challenge.id, include_hidden=True)] == ["Bo"]
+    with pytest.raises(NotAllowed):
+        s.answer(info.code, ada, "p3.mask", "row")  # the old token is nobody's now
+    with pytest.raises(NotAllowed):
+        s.leave(info.code, ada)  # leaving twice: no seat to leave
+    # the other class is untouched
+    assert s.member(other.code, ada_elsewhere).nickname == "Ada"
+    assert s.poll(other.code, "p3.mask").counts == {"row": 1}
+    # the nickname is free again: the same student rejoins as "Ada", on a fresh seat
+    member, again = s.join(info.code, "ada")
+    assert member.nickname == "ada" and s.my_answer(info.code, again, "p3.mask") is None
+    assert [m.nickname for m in s.members(info.code)] == ["Bo", "ada"]
+    s.delete_class(info.code, lecturer)
+    with pytest.raises(ClassroomError, match="no class"):
+        s.leave(info.code, bo)  # the class is gone: nothing to leave, and said so
+
+
 # ------------------------------------------------------------------------------ follow the lecturer
 
 
