@@ -10,6 +10,7 @@ import time
 from urllib.parse import urlencode
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import axe
 from tests.browser.conftest import assert_no_error, screenshot, wait_idle
@@ -124,6 +125,10 @@ def test_a_lesson_a_run_and_sampling_by_keyboard_alone(browser, server_url):
 
         # the Train page: Start, then Stop here, each reached by Tab
         _goto(page, f"{server_url}/{TRAIN_URL}?{urlencode(SMALL_RUN)}&lecture=1")
+        # Start drawn and enabled before the first Tab: beside the other xdist worker the page's
+        # first run once came after wait_idle's look, and 120 Tabs walked a page without it
+        expect(page.get_by_role("button", name=re.compile("^Start$")).first).to_be_enabled(timeout=60_000)
+        wait_idle(page)
         assert _tab_to(page, r"^Start$")["ring"]
         page.keyboard.press("Enter")
         deadline = time.monotonic() + 120
