@@ -24,8 +24,8 @@ from ui.training import PRESET_NAMES, presets_shown
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
 # The form's defaults admit the Train page's default preset (the quick demo) and Lecture 7, and no
 # larger preset; derived from the presets, with the reasons, in core.classroom.challenge.default_limits
-DEFAULT_MAX_PARAMS = judge.default_limits().max_params
-DEFAULT_MAX_SECONDS = judge.default_limits().max_seconds
+_DEFAULTS = judge.default_limits()
+DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS = _DEFAULTS.max_params, _DEFAULTS.max_seconds
 TRAIN_URL = "train_gpt"
 TRAIN_PREFIX = "train"  # the Train page's settings in the session (PREFIX of pages/7_train_gpt.py)
 

@@ -31,7 +31,7 @@ from core.runs import names_data, run_to_checkpoint
 from core.sampling import sample_names
 from core.settings import to_params
 from core.train_settings import PRESET_SECONDS, settings_from_config
-from core.training import PRESETS, TrainConfig, preset_config
+from core.training import TrainConfig, preset_config
 
 SAMPLE_SEED = 2024  # the same five-name draw for every entry, so the board compares like with like
 N_SAMPLES = 5
@@ -74,7 +74,7 @@ def preset_params(name: str, device: str = "cpu") -> int:
 def default_limits() -> "ChallengeLimits":
     """The limits a new challenge starts with (see FITTING_PRESETS): the larger of the fitting
     presets' parameter counts and SECONDS_MARGIN times the slower one's measured CPU time, rounded up."""
-    params = max(PRESETS[name]().model.num_params() for name in FITTING_PRESETS)
+    params = max(preset_params(name) for name in FITTING_PRESETS)
     seconds = max(PRESET_SECONDS[(name, "cpu")][0] for name in FITTING_PRESETS) * SECONDS_MARGIN
     return ChallengeLimits(max_params=math.ceil(params / PARAMS_ROUNDING) * PARAMS_ROUNDING,
                            max_seconds=math.ceil(seconds / SECONDS_ROUNDING) * SECONDS_ROUNDING)

@@ -6,28 +6,16 @@ as in tests/classroom/test_class_ui.py."""
 from __future__ import annotations
 
 import pytest
-import torch
 
-from core import runs, train_settings
+from core import train_settings
 from core.classroom import challenge
 from ui.class_challenge import DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS
 from ui.training import RUNBOOK_KEY
-from tests.classroom.test_class_ui import TINY, button, klass, no_exception, open_as, texts  # noqa: F401
+from tests.classroom.test_class_ui import button, finished_book, klass, no_exception, open_as, texts  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 SUBMIT = "Submit this run to the class challenge"
-
-
-@pytest.fixture(scope="module")
-def finished_book() -> runs.RunBook:
-    torch.set_num_threads(1)
-    book = runs.RunBook(owner="challenge-ui-test")
-    run = book.create(train_settings.TrainSettings(**TINY))
-    runs.start(run)
-    while run.active:
-        run.advance(5.0)
-    return book
 
 
 def box_text(at) -> str:
