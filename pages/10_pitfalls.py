@@ -369,8 +369,8 @@ def render_spelling() -> None:
 RENDERERS: dict[str, Callable[[], None]] = {key: globals()[f"render_{key}"] for key in pf.PITFALLS}
 
 st.title("Pitfalls")
-st.caption("The bugs of the original notebooks and slides, and two common mistakes they avoid, run live beside the correct code. "
-           "Every number below is computed now, by the code shown.")
+st.caption("The bugs of the original notebooks and slides, and two common mistakes they avoid, "
+           "run live beside the correct code. Every number below is computed now, by the code shown.")
 pitfalls_ui.pitfall_menu(settings)
 with layout.friendly_errors("this pitfall"):
     if settings.pitfall == "overview":
