@@ -1,6 +1,6 @@
 """Shared test setup: thread settings before torch is imported, the `one_thread` fixture, AppTest
 made to run streamlit_app.py on every run, as a real server does, and the groups the tests run in
-across pytest-xdist's two workers.
+for a run on two pytest-xdist workers (`python -m pytest -n 2 --dist loadgroup`).
 
 Readers of AppTest output live in `tests/helpers.py`; page-family helpers in `tests/app/*_helpers.py`.
 """
@@ -49,7 +49,8 @@ def _no_desks_left_behind():
     DESKS.clear()
 
 
-# pytest.ini runs the suite on two workers (pytest-xdist, `--dist loadgroup`). Every test that starts
+# The suite runs one test at a time (pytest.ini; on CI two workers were slower). Run on two workers
+# (`python -m pytest -n 2 --dist loadgroup`, on a machine with two free cores), every test that starts
 # a real server or Chromium goes to one group, so one worker runs them one after another, in order,
 # against one shared server and browser (two servers and two browsers on two cores would slow each
 # other's timeouts); the other worker runs the CPU-bound tests meanwhile (the browser tests leave

@@ -58,9 +58,12 @@ def test_a_hosted_class_sees_best_greyed_out_with_the_reason_and_still_trains(pa
     assert_no_error(page)
 
 
-def test_a_hosted_class_trains_the_class_demo_to_the_end(page, hosted_url):
-    """The preset made for a shared server: first in the row, it loads one layer of width 32 and 400
-    steps, trains to its last step live under the class's budget, and ends below 2.1 nats."""
+def test_a_hosted_class_trains_the_class_demo_live(page, hosted_url):
+    """The preset made for a shared server: first in the row, it loads one layer of width 32 and
+    trains live under the class's budget, its first validation (step 100) already below the bigram's
+    ~2.45 nats (2.20 here). Where its 400 steps end (below 2.07) is checked headlessly, on the same
+    engine, by tests/core/test_training.py::test_the_class_demo_writes_names_that_read_like_names:
+    the run to the end took 80-180 s here at the class's share of the server."""
     page.set_viewport_size({"width": 1280, "height": 1400})
     open_train_page(page, hosted_url, {})
     row = page.locator("[data-testid='stHorizontalBlock']").filter(has=page.get_by_role("button", name="Lecture 7"))
@@ -71,11 +74,19 @@ def test_a_hosted_class_trains_the_class_demo_to_the_end(page, hosted_url):
     wait_idle(page)
     assert "Preset: class demo" in page.get_by_text("Preset:").first.inner_text()
     page.get_by_role("button", name="Start", exact=True).click()
-    wait_for_step(page, 400, timeout_s=300)
-    wait_idle(page)
-    page.wait_for_timeout(1500)  # the tick after the last step draws the final validation
-    val = page.locator("[data-testid='stMetric']").filter(has_text="Val loss").first.inner_text()
-    loss = float(re.search(r"(\d+\.\d+)", val).group(1))
-    assert loss < 2.1, val
+    wait_for_step(page, 101, timeout_s=300)
+    val = page.locator("[data-testid='stMetric']").filter(has_text="Val loss").first
+    val.wait_for(timeout=30_000)
+    losses = []
+    for _ in range(30):  # the metric shows step 100's validation on the tick after it
+        found = re.search(r"(\d+\.\d+)", val.inner_text())
+        losses.append(float(found.group(1)) if found else None)
+        if losses[-1] is not None and losses[-1] < 2.45:
+            break
+        page.wait_for_timeout(1000)
+    assert losses[-1] is not None and losses[-1] < 2.45, (losses, val.inner_text())
     assert_no_error(page)
-    screenshot(page, "hosted_train_class_demo_done", full_page=False)
+    screenshot(page, "hosted_train_class_demo_live", full_page=False)
+    page.get_by_role("button", name="Stop here").click()
+    wait_idle(page)
+    assert_no_error(page)
