@@ -79,7 +79,11 @@ def test_with_room_a_chart_is_drawn_at_its_built_size(browser, warm_url):
             assert abs(width / height - 1) < 0.08, cells  # 8 %: about 20 px of the whole width
         open_app(page, f"{warm_url}/simple_attention")
         page.get_by_role("heading", name="Simple attention").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(600)
+        # the charts are drawn after the heading: wait for their axis labels, not a fixed time
+        page.wait_for_function("""() => document.querySelectorAll(
+            "[data-testid='stMain'] .vega-embed svg .role-axis-label text").length > 0""",
+                               timeout=30_000)
+        page.wait_for_timeout(300)
         angles = page.evaluate("""() => [...document.querySelectorAll(
             "[data-testid='stMain'] .vega-embed svg .role-axis-label text")]
             .map((t) => t.getAttribute("transform") || "")""")
