@@ -72,3 +72,18 @@ def xdist_group_of(path) -> str:
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.path)))
+
+
+@pytest.hookimpl(trylast=True)  # after the durations and the short summary: the last lines CI shows
+def pytest_terminal_summary(terminalreporter):
+    """The machine the suite ran on and the CPU time it took, in the log's tail (CI shows the tail):
+    whether a slow run was a slow machine, a busy one, or the tests."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    terminalreporter.write_line(
+        f"machine: {len(os.sched_getaffinity(0))} CPUs usable of {os.cpu_count()}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; CPU time of pytest and its finished "
+        f"children: {cpu_s:.0f} s")
