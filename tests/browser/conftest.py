@@ -70,10 +70,10 @@ def laptop_page(browser, height: int):
     context.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def warm_url(server_url, browser):
-    """Visit the home page once: the first visit to a non-default page of a fresh server shows
-    Streamlit's spurious "Page not found" dialog (streamlit/streamlit#9992)."""
+    """Visit the home page once per server: the first visit to a non-default page of a fresh server
+    shows Streamlit's spurious "Page not found" dialog (streamlit/streamlit#9992)."""
     context = browser.new_context()
     page = context.new_page()
     page.goto(server_url, wait_until="domcontentloaded")

@@ -49,7 +49,9 @@ def mode_page(request, browser, server_url):
 def test_axe_finds_no_wcag_21_aa_violation(mode_page, server_url, path):
     page, query = mode_page
     _goto(page, f"{server_url}/{path}?{query}")
-    page.wait_for_timeout(1000)  # charts and formulas are drawn after the script ends
+    # charts are drawn after the script ends: wait until each has its marks, then a settle
+    page.wait_for_function(CHARTS_DRAWN, timeout=30_000)
+    page.wait_for_timeout(300)
     assert_no_error(page)
     found = axe.violations(page)
     assert found == [], axe.report(found)
@@ -166,6 +168,8 @@ def test_a_lesson_a_run_and_sampling_by_keyboard_alone(browser, server_url):
 
 # ------------------------------------------------------------------------------ 200% zoom
 # charts whose drawing runs past their column (cut off there) or past the window
+CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")]
+  .every((chart) => chart.querySelector(":scope > svg .mark-group, :scope > canvas"))"""
 CHARTS_CUT_JS = """function CHARTS_CUT() {
   const width = document.documentElement.clientWidth;
   return [...document.querySelectorAll("[data-testid='stVegaLiteChart'] > svg, "
