@@ -18,6 +18,8 @@ from core.lessons.small_lm import SmallLMSettings
 from tests.app.conftest import assert_no_exception, open_page
 from ui import layout, nav
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 PAGES = [lesson.file for lesson in nav.available_lessons()]
 
 HOSTILE_SCALARS = ["nan", "-inf", "1e309", "-99999999999", "99999999999", "", "[[[",
@@ -47,9 +49,28 @@ def hostile_params(obj) -> list[dict[str, str]]:
     return cases
 
 
+# Each page opened plainly once for the two tests below: the hostile-link test only reads which
+# settings it keeps (a fresh session, unchanged), and the lesson-file test then goes on in it. Run
+# alone, a test opens its own.
+_FRESH_PAGES: dict[str, object] = {}
+
+
+def fresh_page(page: str):
+    """The page opened with no link, for a test that only reads it: kept for `take_page`."""
+    if page not in _FRESH_PAGES:
+        _FRESH_PAGES[page] = open_page(page)
+    return _FRESH_PAGES[page]
+
+
+def take_page(page: str):
+    """A plain session of the page that no test has changed (the one `fresh_page` read, else new)."""
+    kept = _FRESH_PAGES.pop(page, None)
+    return kept if kept is not None else open_page(page)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_hostile_url_params_fall_back_to_defaults_with_a_notice(page):
-    at = open_page(page)
+    at = fresh_page(page)
     assert_no_exception(at)
     objects = settings_objects(at)
     assert objects, f"{page} keeps no settings dataclass in session state"
@@ -82,7 +103,7 @@ HOSTILE_LESSONS = [
 
 @pytest.mark.parametrize("page", PAGES)
 def test_hostile_lesson_files_are_refused_and_settings_kept(page):
-    at = open_page(page)
+    at = take_page(page)
     tested = 0
     for prefix, obj in settings_objects(at).items():
         at.session_state[layout.panel_key(prefix)] = True  # open "Lesson presets": its controls exist then

@@ -29,6 +29,8 @@ from tests.app.walkthrough_helpers import (
 from ui import state
 from ui.state import NUMBER_HELP
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def open_editor():
     at = open_walk()
@@ -260,9 +262,45 @@ def a_valid_value(default, rules: dict):
     raise AssertionError(f"no valid value near {default}")
 
 
-@pytest.mark.parametrize("box", BOXES, ids=str)
-def test_a_number_box_refuses_what_it_cannot_take_and_keeps_the_last_valid_value(box):
-    at = open_view(box.page, box.query, box.setup)
+# A view (page, link, setup) is opened once for the two tests below: the check that every number
+# box it draws is listed reads a fresh session (it changes nothing), and the box test then goes on in
+# that session (opening a page is most of the cost of checking a box). Run alone, a test opens its own.
+_FRESH_VIEWS: dict[tuple, object] = {}
+
+
+def fresh_view(page: str, query: tuple, setup: str):
+    """A view as `open_view` opens it, for a test that only reads it: kept for `take_view`."""
+    view = (page, query, setup)
+    if view not in _FRESH_VIEWS:
+        _FRESH_VIEWS[view] = open_view(page, query, setup)
+    return _FRESH_VIEWS[view]
+
+
+def take_view(page: str, query: tuple, setup: str):
+    """A session of the view that no test has changed (the one `fresh_view` read, else a new one)."""
+    kept = _FRESH_VIEWS.pop((page, query, setup), None)
+    return kept if kept is not None else open_view(page, query, setup)
+
+
+@pytest.mark.parametrize("page, query, setup", VIEWS, ids=lambda v: v if isinstance(v, str) else None)
+def test_every_number_box_of_every_page_is_a_checked_box_in_the_list(page, query, setup):
+    """A new number box must be added to BOXES (and so to the test below); no page has a
+    Streamlit number input, which changes typed text in the browser."""
+    at = fresh_view(page, query, setup)
+    here = {box_key(at, box) for box in BOXES if (box.page, box.query, box.setup) == (page, query, setup)}
+    if not here:  # no box test goes on in this view: nothing to keep it for
+        _FRESH_VIEWS.pop((page, query, setup), None)
+    assert not at.number_input, [w.key for w in at.number_input]
+    found = {box.key for box in at.text_input if NUMBER_HELP in (box.help or "")}
+    listed = {box_key(at, box) for box in BOXES if box.page == page}
+    assert found <= listed, f"{page}: number boxes not in BOXES: {sorted(found - listed)}"
+    assert here <= found, f"{page}: listed in BOXES but not drawn: {sorted(here - found)}"
+
+
+def check_a_number_box(at, box: Box) -> None:
+    """Type every text of TYPED into `box`: each is refused with a message naming it (the last valid
+    value kept) or taken as typed; the message stays until a valid value is typed. Then the box's
+    first value is typed back, so the next box of the view starts from the settings a fresh page has."""
     key = box_key(at, box)
     label = at.text_input(key=key).label
     kind, rules = kind_and_rules(at, box)
@@ -273,32 +311,43 @@ def test_a_number_box_refuses_what_it_cannot_take_and_keeps_the_last_valid_value
         outcome, what = expected(text, kind, rules)
         if outcome == "taken":
             kept = what
-            assert f"{label}: " not in errors(at), (text, errors(at))
+            assert f"{label}: " not in errors(at), (str(box), text, errors(at))
         else:
             shown = state.format_number(kept, kind, rules.get("format"))
-            assert f"{label}: {what}" in errors(at) and f"Kept {shown};" in errors(at), (text, errors(at))
-        assert value_in_force(at, box) == kept and type(value_in_force(at, box)) is kind, text
-        assert at.text_input(key=key).value == state.format_number(kept, kind, rules.get("format"))
+            assert f"{label}: {what}" in errors(at) and f"Kept {shown};" in errors(at), (str(box), text, errors(at))
+        assert value_in_force(at, box) == kept and type(value_in_force(at, box)) is kind, (str(box), text)
+        assert at.text_input(key=key).value == state.format_number(kept, kind, rules.get("format")), (str(box), text)
     at.run()  # the message stays until a valid value is typed
-    assert f"{label}: " in errors(at)
+    assert f"{label}: " in errors(at), str(box)
     valid = a_valid_value(default, rules)
     at.text_input(key=key).input(str(valid)).run()
     assert_no_exception(at)
-    assert value_in_force(at, box) == valid
-    assert f"{label}: " not in errors(at)
+    assert value_in_force(at, box) == valid, str(box)
+    assert f"{label}: " not in errors(at), str(box)
+    at.text_input(key=box_key(at, box)).input(str(default)).run()  # back to the value a fresh page has
+    assert_no_exception(at)
+    assert value_in_force(at, box) == default and f"{label}: " not in errors(at), (str(box), errors(at))
 
 
-@pytest.mark.parametrize("page, query, setup", VIEWS, ids=lambda v: v if isinstance(v, str) else None)
-def test_every_number_box_of_every_page_is_a_checked_box_in_the_list(page, query, setup):
-    """A new number box must be added to BOXES (and so to the test above); no page has a
-    Streamlit number input, which changes typed text in the browser."""
-    at = open_view(page, query, setup)
-    assert not at.number_input, [w.key for w in at.number_input]
-    found = {box.key for box in at.text_input if NUMBER_HELP in (box.help or "")}
-    listed = {box_key(at, box) for box in BOXES if box.page == page}
-    assert found <= listed, f"{page}: number boxes not in BOXES: {sorted(found - listed)}"
-    here = {box_key(at, box) for box in BOXES if (box.page, box.query, box.setup) == (page, query, setup)}
-    assert here <= found, f"{page}: listed in BOXES but not drawn: {sorted(here - found)}"
+# the boxes by the view that shows them: one session per view checks its boxes one after another
+BOX_VIEWS: dict[tuple, list[Box]] = {}
+for _box in BOXES:
+    BOX_VIEWS.setdefault((_box.page, _box.query, _box.setup), []).append(_box)
+
+
+def _view_id(view: tuple) -> str:
+    page, query, setup = view
+    return ":".join([Path(page).stem, *(f"{k}={v}" for k, v in query if k in ("pitfall", "ema_decay")),
+                     *([setup] if setup else [])])
+
+
+@pytest.mark.parametrize("view", list(BOX_VIEWS), ids=_view_id)
+def test_a_number_box_refuses_what_it_cannot_take_and_keeps_the_last_valid_value(view):
+    """Every box of BOXES, those of one view one after another in one session (a failure names the
+    box: its page and field)."""
+    at = take_view(*view)
+    for box in BOX_VIEWS[view]:
+        check_a_number_box(at, box)
 
 
 def test_random_embeddings_take_the_sizes_in_the_boxes():

@@ -341,31 +341,34 @@ def test_a_checkpoint_without_a_history_says_its_steps_count_from_zero():
     assert "holds no training history, so its steps count from 0" in texts(at.success)
 
 
-@pytest.mark.parametrize("kind", ["corrupt", "foreign", "oversized"])
-def test_bad_uploads_get_a_clear_error_and_the_model_survives(kind):
+def test_bad_uploads_get_a_clear_error_and_the_model_survives():
+    """Each kind of bad file in turn, in one session (the uploader holds one file at a time; a
+    failure names the kind): refused with a message, the trained model untouched."""
     at = open_page(PAGE)
     at.session_state["gpt.runbook"] = tiny_trained_book()
     at.run()
     before = current(at)
     weights = before.model.token_embedding.weight.detach().clone()
-    if kind == "corrupt":
-        data = runs.run_to_checkpoint(before)[: 2_000]
-    elif kind == "foreign":
-        buffer = io.BytesIO()
-        torch.save({"state_dict": {"w": torch.zeros(2)}}, buffer)
-        data = buffer.getvalue()
-    else:
-        data = b"PK\x03\x04" + bytes(runs.UPLOAD_MAX_BYTES)
-    _upload(at, f"{kind}.pt", data)
-    assert_no_exception(at)
-    message = texts(at.error)
-    assert "Checkpoint not loaded" in message and "current model is unchanged" in message
     expected = {"corrupt": "corrupt", "foreign": "not an Attention Lab checkpoint", "oversized": "MB allowed"}
-    assert expected[kind] in message
-    assert current(at) is before and len(book_of(at).runs) == 1
-    assert torch.equal(before.model.token_embedding.weight, weights)
-    at.run()  # the message stays while the file does; nothing else changes
-    assert "Checkpoint not loaded" in texts(at.error) and current(at) is before
+    for kind in ("corrupt", "foreign", "oversized"):
+        if kind == "corrupt":
+            data = runs.run_to_checkpoint(before)[: 2_000]
+        elif kind == "foreign":
+            buffer = io.BytesIO()
+            torch.save({"state_dict": {"w": torch.zeros(2)}}, buffer)
+            data = buffer.getvalue()
+        else:
+            data = b"PK\x03\x04" + bytes(runs.UPLOAD_MAX_BYTES)
+        _upload(at, f"{kind}.pt", data)
+        assert_no_exception(at)
+        message = texts(at.error)
+        assert "Checkpoint not loaded" in message and "current model is unchanged" in message, (kind, message)
+        assert expected[kind] in message, (kind, message)
+        assert current(at) is before and len(book_of(at).runs) == 1, kind
+        assert torch.equal(before.model.token_embedding.weight, weights), kind
+        at.run()  # the message stays while the file does; nothing else changes
+        assert "Checkpoint not loaded" in texts(at.error) and current(at) is before, kind
+        assert expected[kind] in texts(at.error), kind
 
 
 # ------------------------------------------------------------------------------ URL
