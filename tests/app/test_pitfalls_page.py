@@ -15,6 +15,8 @@ from core.settings import to_params
 from tests.app.conftest import assert_no_exception, open_page
 from tests.helpers import codes, metrics, shown
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 PAGE = "pages/10_pitfalls.py"
 
 

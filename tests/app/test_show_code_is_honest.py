@@ -28,6 +28,8 @@ from core.lessons.small_lm import SmallLMSettings
 from tests.app.conftest import ENTRY, ROOT, assert_no_exception
 from ui import code as ui_code
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 CLASS_METHODS = ("__init__", "forward")  # what "this class ran" means
 LESSON_PAGES = {f"pages/{name}.py" for name in ("1_simple_attention", "2_self_attention",
                                                 "3_causal_attention", "4_multi_head",

@@ -17,6 +17,8 @@ from core.lessons import text as texts
 from tests.app.conftest import assert_no_exception, open_page
 from tests.helpers import errors, metrics, shown
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 PAGE = "pages/6_small_lm.py"
 PREFIX = "small_lm"
 LATIN1 = "na\u00efve caf\u00e9 cr\u00e8me br\u00fbl\u00e9e ".encode("latin-1") * 5

@@ -14,6 +14,8 @@ from tests.app.conftest import assert_no_exception, open_page
 from ui import formatting as fmt
 from tests.helpers import errors, metrics, warnings
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 PAGE = "pages/5_tokens_data.py"
 PREFIX = "tokens"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10"

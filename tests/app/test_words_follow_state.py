@@ -14,6 +14,8 @@ from tests.app.conftest import assert_no_exception
 from tests.app.walkthrough_helpers import open_walk
 from tests.helpers import chart_rows, chart_titles
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 CAUSAL, MULTI, SELF = "pages/3_causal_attention.py", "pages/4_multi_head.py", "pages/2_self_attention.py"
 
 # claims that hold only while the causal mask is on
