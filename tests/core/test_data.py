@@ -30,6 +30,8 @@ from core.data import (
 )
 from core.tokenizers import CharTokenizer, clear_gpt2_cache
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 # Our own text for the data-loader tests: about 180 GPT-2 tokens.
 STORY = (
     "The lighthouse keeper counted the ships every evening. Some nights there were seven, some "

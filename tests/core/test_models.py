@@ -19,6 +19,8 @@ from core.models import (
     generate,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 V = 27
 
 

@@ -23,6 +23,8 @@ from core.settings import from_params, to_params
 from core.tokenizers import CharTokenizer
 from core.viz import pitfalls as viz_pitfalls
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def names():
