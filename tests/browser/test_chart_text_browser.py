@@ -8,12 +8,52 @@ tests/core/test_chart_text.py checks the same specs through vl-convert at these 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.browser.conftest import assert_no_error, laptop_page, open_app, screenshot, wait_idle
+from core.lessons import walkthrough as wt
+from tests.browser.conftest import IDLE, assert_no_error, laptop_page, open_app, screenshot, wait_idle
 from tests.browser.test_sample_browser import train_tiny_then_sample
 
 pytestmark = pytest.mark.browser
+
+# The page has finished drawing: the script idle, no lazy-loading skeleton left, the fonts loaded,
+# every chart that is shown (not folded away) drawn as an SVG, and nothing of that (nor the code
+# blocks, tables, metrics and headings) moved for `quiet` ms: a fitted chart is drawn twice, a grid
+# sizes its columns once in view, code wraps once its font is there. Waited for, not guessed: a
+# fixed pause once ended before a chart was drawn on a loaded CI machine.
+DRAWN = """(quiet) => {
+  const main = document.querySelector("[data-testid='stMain']");
+  const ready = main && document.querySelector(%r) && document.fonts.status === "loaded"
+    && !document.querySelector("[data-testid='stSkeleton']");
+  const charts = ready ? [...main.querySelectorAll("[data-testid='stVegaLiteChart']")]
+    .filter((c) => c.getClientRects().length) : [];
+  if (!ready || charts.some((c) => !c.querySelector(".vega-embed svg"))) { window.__drawn = null; return false; }
+  const box = (e) => { const r = e.getBoundingClientRect();
+                       return [r.left, r.top, r.width, r.height].map(Math.round).join(","); };
+  const parts = [...main.querySelectorAll("[data-testid='stVegaLiteChart'], .vega-embed svg, "
+      + "[data-testid='stCode'], [data-testid='stDataFrame'], .dvn-scroller, [data-testid='stMetric'], h1, h2, h3")]
+    .map((e) => box(e) + (e.scrollWidth ? "/" + e.scrollWidth : ""));
+  const key = [box(main), document.documentElement.scrollHeight, ...parts].join(";");
+  const now = performance.now(), last = window.__drawn;
+  if (!last || last.key !== key) { window.__drawn = {key, since: now}; return false; }
+  return now - last.since >= quiet;
+}""" % IDLE
+
+
+def wait_drawn(page, quiet: int = 300, timeout: float = 30_000) -> None:
+    """Wait until the page is drawn and still (DRAWN), after a load or a rerun."""
+    page.evaluate("window.__drawn = null")
+    page.wait_for_function(DRAWN, arg=quiet, polling=50, timeout=timeout)
+
+
+def switch_lecture_mode(page, on: bool) -> None:
+    """Lecture mode on or off with the sidebar's switch (a rerun of the same page, no reload)."""
+    switch = page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True)
+    switch.click()
+    wait_idle(page)
+    assert ("lecture=1" in page.url) == on, page.url
 
 # every chart on the page: its title and legend texts, the ones cut with "…" or past the SVG's
 # edges, and the pairs of mark texts (numbers) whose boxes overlap
@@ -69,7 +109,7 @@ def laptop(browser):
 def check_charts(page, where: str) -> list[dict]:
     page.wait_for_function("""() => document.querySelector(
         "[data-testid='stMain'] .vega-embed svg .role-mark")""", timeout=30_000)
-    page.wait_for_timeout(800)  # the charts' layout, and a fitted chart's second one
+    wait_drawn(page)  # the charts' layout, and a fitted chart's second one
     assert_no_error(page)
     charts = page.evaluate(TEXTS)
     assert charts, where
@@ -83,20 +123,56 @@ def check_charts(page, where: str) -> list[dict]:
 
 # every page in lecture mode (bigger text in the same width), every other one in plain mode (the
 # causal maps' titles, cut only in plain mode, among them)
-@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
-def test_chart_titles_legends_and_numbers_are_whole_and_apart_at_1024(laptop, warm_url, lecture):
+PLAIN = {path for path, _ in PAGES[::2]}
+MODES = {False: "plain", True: "lecture"}
+
+
+STEPS = {"simple_attention": list(wt.SIMPLE_STEPS), "causal_attention": list(wt.CAUSAL_STEPS)}
+
+
+def next_step_of(previous: str | None, path: str) -> bool:
+    """Whether `path` is the step right after `previous` on the same walkthrough page: reached with
+    the step bar's Next button (a rerun) rather than a reload."""
+    if previous is None:
+        return False
+    (page_a, _, query_a), (page_b, _, query_b) = previous.partition("?"), path.partition("?")
+    steps = STEPS.get(page_b, [])
+    step_a, step_b = query_a.partition("=")[2], query_b.partition("=")[2]
+    return page_a == page_b and step_a in steps and step_b in steps and \
+        steps.index(step_b) == steps.index(step_a) + 1
+
+
+def test_chart_titles_legends_and_numbers_are_whole_and_apart_at_1024(laptop, warm_url):
+    """Every page of PAGES in lecture mode, every other one in plain mode too: a page checked in
+    both modes is checked, then its lecture-mode switch flipped (a rerun, no reload) and checked
+    again; the next step of the same page is reached with the step bar's Next button."""
     page = laptop
-    numbers = 0
-    for path, expected in PAGES if lecture else PAGES[::2]:
-        url = f"{warm_url}/{path}" + (("&" if "?" in path else "?") + "lecture=1" if lecture else "")
-        open_app(page, url)
-        charts = check_charts(page, path)
-        written = " ".join(" ".join(chart["texts"]) for chart in charts)
-        assert expected in " ".join(written.split()), f"{path}: {expected!r} not in {written[:300]!r}"
-        numbers += sum(chart["numbers"] for chart in charts)
-        if path in ("simple_attention?step=weights", "causal_attention?causal_step=order"):
-            screenshot(page, f"chart_text_1024{'_lecture' if lecture else ''}_{path.split('?')[0]}")
-    assert numbers > 100  # the checks did see numbers in the marks
+    numbers = {False: 0, True: 0}
+    previous, lecture = None, False
+    for path, expected in PAGES:
+        modes = [False, True] if path in PLAIN else [True]
+        if lecture in modes and next_step_of(previous, path):
+            page.locator(".st-key-walkthrough_stepper").get_by_role("button", name=re.compile("Next")).click()
+            wait_idle(page)
+            assert path.split("?")[1] in page.url, f"{page.url}: not {path}"
+        else:
+            lecture = modes[0]
+            url = f"{warm_url}/{path}" + (("&" if "?" in path else "?") + "lecture=1" if lecture else "")
+            open_app(page, url)
+        previous = path
+        for mode in sorted(modes, key=lambda m: m != lecture):  # the mode it is in first
+            if mode != lecture:
+                switch_lecture_mode(page, mode)
+                lecture = mode
+            where = f"{path} ({MODES[lecture]})"
+            charts = check_charts(page, where)
+            written = " ".join(" ".join(chart["texts"]) for chart in charts)
+            assert expected in " ".join(written.split()), f"{where}: {expected!r} not in {written[:300]!r}"
+            numbers[lecture] += sum(chart["numbers"] for chart in charts)
+            if path in ("simple_attention?step=weights", "causal_attention?causal_step=order"):
+                screenshot(page, f"chart_text_1024{'_lecture' if lecture else ''}_{path.split('?')[0]}")
+    for mode, seen in numbers.items():
+        assert seen > 100, f"{MODES[mode]}: {seen} numbers"  # the checks did see numbers in the marks
 
 
 def test_next_character_bars_name_every_letter_and_keep_numbers_apart(browser, server_url):

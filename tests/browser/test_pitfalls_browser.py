@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from core import pitfalls as pf
 from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
+from tests.browser.test_chart_text_browser import MODES, switch_lecture_mode, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -16,16 +19,15 @@ def visible(locator, timeout: float = 90_000) -> bool:
     return locator.first.is_visible()
 
 
-def open_pitfalls(page, server_url: str, query: str = "") -> None:
-    # the root first: it runs the entry point, which registers the st.navigation pages
-    open_app(page, server_url)
-    open_app(page, f"{server_url}/pitfalls{query}")
+def open_pitfalls(page, warm_url: str, query: str = "") -> None:
+    # a server whose root has been visited (warm_url): its first visit registers the st.navigation
+    # pages; the window's size set first, so the page is drawn once, at that size
     page.set_viewport_size({"width": 1280, "height": 2400})
-    wait_idle(page)
+    open_app(page, f"{warm_url}/pitfalls{query}")
 
 
-def test_overview_then_open_a_pitfall(page, server_url):
-    open_pitfalls(page, server_url)
+def test_overview_then_open_a_pitfall(page, warm_url):
+    open_pitfalls(page, warm_url)
     assert visible(page.get_by_role("heading", name="All pitfalls at a glance"))
     open_buttons = page.locator("[data-testid='stBaseButton-secondary']", has_text="Open")
     assert visible(open_buttons) and open_buttons.count() == 14
@@ -40,18 +42,24 @@ def test_overview_then_open_a_pitfall(page, server_url):
     screenshot(page, "pitfalls_mask_zero")
 
 
-def test_sgd_against_adamw_race_runs_in_the_browser(page, server_url):
-    open_pitfalls(page, server_url, "?pitfall=sgd&optim_steps=20&seed=777")
-    page.get_by_role("button", name="Train both for 20 steps").click()
+def test_sgd_against_adamw_race_runs_in_the_browser(page, warm_url):
+    # 10 steps, the fewest the page allows: a validation point, the curves and both final losses
+    open_pitfalls(page, warm_url, "?pitfall=sgd&optim_steps=10&seed=777")
+    page.get_by_role("button", name="Train both for 10 steps").click()
     page.get_by_text("on the whole validation split").wait_for(timeout=180_000)
     wait_idle(page)
     assert_no_error(page)
     assert page.locator("[data-testid='stVegaLiteChart']").count() >= 1
+    # both runs finished, each with its validation loss
+    for label in ("SGD lr 0.01 (lecture)", "AdamW lr 0.003"):
+        metric = page.locator("[data-testid='stMetric']").filter(has_text=label)
+        assert metric.count() == 1, label
+        assert re.fullmatch(r"\d+\.\d{3}", metric.locator("[data-testid='stMetricValue']").inner_text().strip()), label
     screenshot(page, "pitfalls_sgd_vs_adamw")
 
 
-def test_lecture_mode_heatmaps(page, server_url):
-    open_pitfalls(page, server_url, "?pitfall=softmax_dim&lecture=1")
+def test_lecture_mode_heatmaps(page, warm_url):
+    open_pitfalls(page, warm_url, "?pitfall=softmax_dim&lecture=1")
     assert visible(page.get_by_role("heading", name="Softmax over the wrong dimension"))
     assert visible(page.get_by_text("[-0.4519, 0.2216]"))
     assert visible(page.locator("[data-testid='stVegaLiteChart']"))
@@ -72,30 +80,57 @@ CUT_METRICS = """() => [...document.querySelectorAll(
   .map((m) => m.textContent)"""
 
 
-@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
-def test_pitfall_tables_show_every_column_at_1024(browser, warm_url, lecture):
+# a grid drawn, and its width and its columns' width the same for `quiet` ms (it sizes its columns
+# once it is in view)
+GRID_STILL = """([grid, quiet]) => { const s = grid.querySelector('.dvn-scroller');
+    if (!s) { grid.__still = null; return false; }
+    const key = `${s.scrollWidth}/${s.clientWidth}/${Math.round(grid.getBoundingClientRect().width)}`;
+    const now = performance.now(), last = grid.__still;
+    if (!last || last.key !== key) { grid.__still = {key, since: now}; return false; }
+    return now - last.since >= quiet; }"""
+
+
+def modes_of(index: int, plain_every: int) -> list[bool]:
+    """Lecture mode for every item; plain mode too for every `plain_every`-th (0, k, 2k, ...)."""
+    return [False, True] if index % plain_every == 0 else [True]
+
+
+def check_tables(page, key: str, lecture: bool) -> None:
+    where = f"{key} ({MODES[lecture]})"
+    assert visible(page.get_by_role("heading", name=pf.MODULES[key].PITFALL.title.replace("`", ""))), where
+    grids = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']")
+    assert visible(grids), where
+    wait_drawn(page)
+    expanders = page.locator("[data-testid='stMain'] [data-testid='stExpander'] details",
+                             has_text="every character's id")
+    for i in range(expanders.count()):  # vocab_order's second and third tables are folded
+        if not expanders.nth(i).evaluate("d => d.open"):  # (still open after a lecture-mode switch)
+            expanders.nth(i).locator("summary").click()
+    if expanders.count():
+        grids.nth(2).wait_for(state="visible")
+    for i in range(grids.count()):  # a grid sizes its columns once it is in view
+        grids.nth(i).scroll_into_view_if_needed()
+        page.wait_for_function(GRID_STILL, arg=[grids.nth(i).element_handle(), 300], polling=50, timeout=10_000)
+        assert grids.nth(i).evaluate(GRID_OVERFLOW) is None, f"{where}, table {i}: scrolls sideways"
+    # nor is a metric's label or delta cut with "…" ("scaled: 1.728; uniform: ln …")
+    assert page.evaluate(CUT_METRICS) == [], where
+    assert_no_error(page)
+
+
+def test_pitfall_tables_show_every_column_at_1024(browser, warm_url):
     """At 1024 x 768 with the sidebar open (the lecture-mode grid font is bigger), every table of
-    these pitfalls shows all its columns: none scrolls sideways."""
+    these pitfalls shows all its columns: none scrolls sideways. All four in lecture mode, every
+    other one in plain mode too: checked plain, then again after the lecture-mode switch (a rerun)."""
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     try:
-        for key in WIDE_TABLES if lecture else WIDE_TABLES[::2]:  # lecture: bigger text, all four
-            open_app(page, f"{warm_url}/pitfalls?pitfall={key}" + ("&lecture=1" if lecture else ""))
-            assert visible(page.get_by_role("heading", name=pf.MODULES[key].PITFALL.title.replace("`", "")))
-            grids = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']")
-            assert visible(grids)
-            expanders = page.locator("[data-testid='stMain'] [data-testid='stExpander'] summary",
-                                     has_text="every character's id")
-            if expanders.count():  # vocab_order's second and third tables are folded
-                expanders.first.click()
-                grids.nth(2).wait_for(state="visible")
-            for i in range(grids.count()):  # a grid sizes its columns once it is in view
-                grids.nth(i).scroll_into_view_if_needed()
-                page.wait_for_timeout(800)
-                assert grids.nth(i).evaluate(GRID_OVERFLOW) is None, f"{key}, table {i}: scrolls sideways"
-            # nor is a metric's label or delta cut with "…" ("scaled: 1.728; uniform: ln …")
-            assert page.evaluate(CUT_METRICS) == [], key
-            assert_no_error(page)
+        for index, key in enumerate(WIDE_TABLES):
+            modes = modes_of(index, 2)
+            open_app(page, f"{warm_url}/pitfalls?pitfall={key}" + ("" if modes[0] is False else "&lecture=1"))
+            for lecture in modes:
+                if lecture and len(modes) == 2:
+                    switch_lecture_mode(page, True)
+                check_tables(page, key, lecture)
     finally:
         context.close()
 
@@ -136,35 +171,66 @@ CODE_COLUMNS = """() => ["As in the original", "Fixed"].map((title) => {
 })"""
 
 
-def open_pitfall(page, url: str, key: str, lecture: bool) -> None:
-    open_app(page, f"{url}/pitfalls?pitfall={key}" + ("&lecture=1" if lecture else ""))
+def wait_pitfall(page, key: str) -> None:
+    """The pitfall `key` is drawn: its heading, its code, and its fonts and the code's line wrapping."""
     assert visible(page.get_by_role("heading", name=pf.MODULES[key].PITFALL.title.replace("`", "")))
     assert visible(page.locator("[data-testid='stMain'] [data-testid='stCode']"))
     wait_idle(page)
-    page.wait_for_timeout(500)  # fonts and the code's line wrapping
+    wait_drawn(page)  # fonts and the code's line wrapping
+
+
+def open_pitfall(page, url: str, key: str, lecture: bool) -> None:
+    open_app(page, f"{url}/pitfalls?pitfall={key}" + ("&lecture=1" if lecture else ""))
+    wait_pitfall(page, key)
+
+
+def next_pitfall(page, key: str) -> None:
+    """The page's own Next button (a rerun, no reload), to the pitfall `key`."""
+    page.locator("[data-testid='stMain']").get_by_role("button", name="Next", exact=True).click()
+    wait_idle(page)
+    wait_pitfall(page, key)
+    assert f"pitfall={key}" in page.url, page.url
+
+
+def check_reads_whole(page, key: str, lecture: bool) -> None:
+    where = f"{key} ({MODES[lecture]})"
+    assert page.evaluate(CUT_METRIC_TEXT) == [], where
+    assert page.evaluate(BROKEN_WORDS) == [], where
+    buggy, fixed = page.evaluate(CODE_COLUMNS)
+    assert min(buggy["code"], fixed["code"]) >= 400, where
+    assert fixed["top"] > buggy["top"], where  # under it: the two do not fit side by side
+    assert_no_error(page)
 
 
 # lecture mode's bigger text in the same width is the harder case: every pitfall is checked there,
-# and every third one in plain mode (the two modes shared every failure the audit found)
-@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
-def test_every_pitfall_reads_whole_at_1024(browser, warm_url, lecture):
+# and every third one in plain mode (the two modes shared every failure the audit found). One walk
+# in course order with the page's Next button; a pitfall checked in both modes is checked in the
+# mode the page is in, then again after the lecture-mode switch (a rerun, no reload)
+def test_every_pitfall_reads_whole_at_1024(browser, warm_url):
     """At 1024 x 768 with the sidebar open, on every pitfall: no metric cut with "…", and the buggy
     and the fixed code one under the other, each wide enough that no word of it (nor of the
     function names above them) is broken across two lines."""
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     try:
-        for pitfall in pf.PITFALL_LIST if lecture else pf.PITFALL_LIST[::3]:
-            open_pitfall(page, warm_url, pitfall.key, lecture)
-            assert page.evaluate(CUT_METRIC_TEXT) == [], pitfall.key
-            assert page.evaluate(BROKEN_WORDS) == [], pitfall.key
-            buggy, fixed = page.evaluate(CODE_COLUMNS)
-            assert min(buggy["code"], fixed["code"]) >= 400, pitfall.key
-            assert fixed["top"] > buggy["top"], pitfall.key  # under it: the two do not fit side by side
-            assert_no_error(page)
-        page.mouse.move(0, 0)
-        open_pitfall(page, warm_url, "softmax_dim", lecture)
-        screenshot(page, "pitfalls_softmax_dim_1024" + ("_lecture" if lecture else ""), full_page=False)
+        lecture = False
+        for index, pitfall in enumerate(pf.PITFALL_LIST):
+            modes = modes_of(index, 3)
+            if index == 0:
+                lecture = modes[0]
+                open_pitfall(page, warm_url, pitfall.key, lecture)
+            else:
+                next_pitfall(page, pitfall.key)
+            for mode in sorted(modes, key=lambda m: m != lecture):  # the mode it is in first
+                if mode != lecture:
+                    switch_lecture_mode(page, mode)
+                    lecture = mode
+                    wait_pitfall(page, pitfall.key)
+                if pitfall.key == "softmax_dim":  # the first screen, freshly opened, as the room sees it
+                    page.mouse.move(0, 0)
+                    page.evaluate("document.activeElement && document.activeElement.blur()")
+                    screenshot(page, "pitfalls_softmax_dim_1024" + ("_lecture" if lecture else ""), full_page=False)
+                check_reads_whole(page, pitfall.key, lecture)
     finally:
         context.close()
 

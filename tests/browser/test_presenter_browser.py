@@ -15,6 +15,7 @@ import pytest
 
 from core.lessons import walkthrough as wt
 from tests.browser.conftest import SHOTS, assert_no_error, wait_idle
+from tests.browser.test_chart_text_browser import wait_drawn
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
@@ -56,11 +57,19 @@ POSITIONS = """(heading) => {
 }""".replace("arguments_bar", repr(BAR)).replace("arguments_sel", repr(SELECTOR))
 
 
+# a tooltip (of the button just clicked) or its box, still over the page
+TOOLTIP = "[role='tooltip'], [data-testid='stTooltipContent']"
+
+
 def settle(page) -> None:
-    """Streamlit loads chart code lazily: wait until no skeleton is left and the charts are drawn."""
-    page.wait_for_function(
-        "document.querySelectorAll(\"[data-testid='stSkeleton']\").length === 0", timeout=30_000)
-    page.wait_for_timeout(500)
+    """Streamlit loads chart code lazily: wait until no skeleton is left, the charts are drawn and
+    nothing moves any more (a scroll to the step bar included)."""
+    wait_drawn(page)
+
+
+def no_tooltip(page) -> None:
+    """Wait until no tooltip is left over the page (the mouse moved away, the focus taken off)."""
+    page.wait_for_function(f"!document.querySelector({TOOLTIP!r})", timeout=10_000)
 
 
 def heading_of(steps, step: str) -> str:
@@ -99,7 +108,7 @@ def shoot(page, number: int, slug: str, steps, step: str, width: int, lecture: b
     # no tooltip of the button just clicked (hover or focus), no heading link, over the picture
     page.mouse.move(5, height_of(page) - 5)
     page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.wait_for_timeout(500)
+    no_tooltip(page)
     k = list(steps).index(step) + 1
     path = OUT / f"p{number}_{slug}_step{k}_{step}_{width}{'_lecture' if lecture else ''}.png"
     page.screenshot(path=str(path), full_page=False)  # the first screen, as the room sees it
@@ -160,18 +169,18 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         wait_for_step(page, steps, "scaled")
         # scroll to the scaling panel at the bottom: the bar leaves the screen
         page.get_by_role("heading", name="Why divide by √d_k?").scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        page.wait_for_function(f"document.querySelector({BAR!r}).getBoundingClientRect().top < 0",
+                               timeout=10_000)
         assert page.locator(BAR).bounding_box()["y"] < 0
         page.keyboard.press("ArrowRight")
-        wait_for_step(page, steps, "softmax")
-        page.wait_for_timeout(500)
+        wait_for_step(page, steps, "softmax")  # drawn, and still: the scroll to the bar is over
         check_first_screen(page, number, steps, "softmax", 720, lecture=True)
         # typing in a field does not step: there the arrows move the cursor
         page.locator(BAR).get_by_role("button", name=re.compile("Settings")).click()
         field_input = page.locator("[data-testid='stTextInput'] input[aria-label='d_out']")
         field_input.wait_for(timeout=10_000)
         page.mouse.move(5, 715)
-        page.wait_for_timeout(400)
+        no_tooltip(page)
         OUT.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(OUT / "p2_self_settings_open_1280_lecture.png"))  # every control in reach
         # opened for the first time after several reruns, the controls show the values in use
@@ -184,7 +193,7 @@ def test_keys_step_back_and_bring_the_step_into_view(browser, warm_url):
         field_input.click()
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "d_out"
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(1_000)
+        page.wait_for_timeout(1_000)  # a step would have started by now: a wait for nothing to happen
         wait_idle(page)
         assert f"{field}=softmax" in page.url
         assert "query=" not in page.url and "d_out=" not in page.url and "seed=" not in page.url
