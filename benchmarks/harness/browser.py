@@ -25,6 +25,10 @@ def open_app(page, url: str) -> None:
     """Load `url` and wait until the app has drawn it."""
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("[data-testid='stApp']", timeout=60_000)
+    # a new page reads "notRunning" before its first run starts: wait for that run's first element
+    # (every page has one), so the wait below is for the run's end, not for a run not yet begun
+    page.wait_for_selector("[data-testid='stMain'] [data-testid='stElementContainer']",
+                           state="attached", timeout=60_000)
     wait_idle(page)
 
 

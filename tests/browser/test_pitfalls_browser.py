@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from core import pitfalls as pf
 from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_idle
@@ -30,7 +31,8 @@ def test_overview_then_open_a_pitfall(page, warm_url):
     open_pitfalls(page, warm_url)
     assert visible(page.get_by_role("heading", name="All pitfalls at a glance"))
     open_buttons = page.locator("[data-testid='stBaseButton-secondary']", has_text="Open")
-    assert visible(open_buttons) and open_buttons.count() == 14
+    assert visible(open_buttons)
+    expect(open_buttons).to_have_count(14, timeout=30_000)  # the cards are drawn one after another
     assert_no_error(page)
     screenshot(page, "pitfalls_overview")
     open_buttons.nth(1).click()  # card 2: masking by == 0
