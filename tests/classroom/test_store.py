@@ -283,6 +283,10 @@ def test_challenge_submissions_leaderboard_hiding_and_closing(db_url):
     for too_much in over_limits:
         with pytest.raises(ClassroomError):
             s.submit(info.code, bo, challenge.id, too_much)
+    # a run just over the time limit is told by how much: rounded to whole seconds, it would read
+    # "60 s; at most 60 s"
+    with pytest.raises(ClassroomError, match=r"trained for 60\.4 s; this challenge allows at most 60 s\."):
+        s.submit(info.code, bo, challenge.id, FakeEvaluation(seconds=60.4))
 
     with pytest.raises(NotAllowed):
         s.hide_submission(info.code, bo, best.id)
