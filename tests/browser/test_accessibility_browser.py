@@ -49,9 +49,12 @@ def mode_page(request, browser, server_url):
 def test_axe_finds_no_wcag_21_aa_violation(mode_page, server_url, path):
     page, query = mode_page
     _goto(page, f"{server_url}/{path}?{query}")
-    # charts are drawn after the script ends: wait until each has its marks, then a settle
+    # charts and formulas are drawn after the script ends: each chart's marks and the fonts first,
+    # then a second for the layout (a KaTeX block laid out before its font is wider, and axe then
+    # reports it as a scrollable region: a run that waited 300 ms did)
     page.wait_for_function(CHARTS_DRAWN, timeout=30_000)
-    page.wait_for_timeout(300)
+    page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=30_000)
+    page.wait_for_timeout(1000)
     assert_no_error(page)
     found = axe.violations(page)
     assert found == [], axe.report(found)
