@@ -78,12 +78,16 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter):
     """The machine the suite ran on and the CPU time it took, in the log's tail (CI shows the tail):
     whether a slow run was a slow machine, a busy one, or the tests."""
-    import resource
+    try:  # Linux and macOS; the line is left out where these calls do not exist (Windows)
+        import resource
 
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except (ImportError, AttributeError, OSError):
+        return
     cpu_s = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()  # not on macOS
     terminalreporter.write_line(
-        f"machine: {len(os.sched_getaffinity(0))} CPUs usable of {os.cpu_count()}; load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; CPU time of pytest and its finished "
-        f"children: {cpu_s:.0f} s")
+        f"machine: {usable} CPUs usable of {os.cpu_count()}; load average {load}; CPU time of pytest "
+        f"and its finished children: {cpu_s:.0f} s")
