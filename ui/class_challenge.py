@@ -16,6 +16,7 @@ import streamlit as st
 from core import train_settings
 from core.classroom import challenge as judge
 from core.classroom.security import ClassroomError, escape_markdown
+from core.classroom.store import AlreadyEntered
 from ui import classroom
 from ui.layout import friendly_errors
 from ui.state import checked_number, lecture_mode
@@ -141,16 +142,15 @@ def _submit(store, seat, current, run) -> None:
             if member is not None:  # (no seat: store.submit below says so)
                 entries = store.submissions(seat.code, current.id, include_hidden=True)
                 earlier = judge.entry_of_run(entries, member.id, run)
-                if earlier is not None:
-                    hidden = " The lecturer has hidden it from the board." if earlier.hidden else ""
-                    st.info(f"This run is already on the board (your entry at step {earlier.steps:,}: "
-                            f"validation loss {earlier.val_loss:.4f}); it is not entered twice. Train it "
-                            f"further or start a new run to enter again.{hidden}", icon=":material/info:")
-                    return
+                if earlier is not None:  # known before scoring it again
+                    raise AlreadyEntered(earlier)
             limits = judge.ChallengeLimits(current.max_params, current.max_seconds)
             with st.spinner("Scoring your run on the held-out names ..."):
                 result = judge.evaluate_run(run, limits)
-                entry = store.submit(seat.code, seat.token, current.id, result)
+                entry = store.submit(seat.code, seat.token, current.id, result)  # the store checks again
+        except AlreadyEntered as repeat:  # also a second click that raced the first: the store refused it
+            st.info(str(repeat), icon=":material/info:")
+            return
         except ClassroomError as refused:  # the challenge's rules (SubmissionError) or the store's
             st.error(f"Not entered: {_sentence_inside(str(refused))}", icon=":material/block:")
             return

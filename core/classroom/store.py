@@ -17,6 +17,9 @@ Rules kept here, whatever page calls:
 * a member acts only as themself (their token), answers once per question (answering again
   replaces the answer), and is rate limited; a member who leaves takes their answers and
   submissions with them;
+* a run enters a challenge once per step: the same member's entry with the same steps, parameter
+  count and training seconds is refused (`AlreadyEntered`), also when two submissions of it race
+  (a double click, two tabs; on PostgreSQL the member's row is locked for the check);
 * an expired class is as good as gone (`purge_expired` deletes its rows).
 Every refusal is a `ClassroomError` (a ValueError) whose message can be shown as is.
 """
@@ -357,6 +360,18 @@ class Submission:
     submitted_at: float
 
 
+class AlreadyEntered(ClassroomError):
+    """The same run at the same step is already among the challenge's entries: it is not stored twice.
+    `entry` is the stored one (hidden or not)."""
+
+    def __init__(self, entry: Submission):
+        hidden = " The lecturer has hidden it from the board." if entry.hidden else ""
+        super().__init__(f"This run is already on the board (your entry at step {entry.steps:,}: validation loss "
+                         f"{entry.val_loss:.4f}); it is not entered twice. Train it further or start a new run "
+                         f"to enter again.{hidden}")
+        self.entry = entry
+
+
 # =============================================================================================
 # The store
 # =============================================================================================
@@ -655,6 +670,14 @@ class ClassroomStore:
             if not found.is_open:
                 raise ClassroomError("This challenge is closed; no more submissions.")
             _check_limits(result, found)
+            if conn.dialect.name == "postgresql":
+                # One member's submissions one at a time: a second one (a double click, another tab,
+                # another replica) waits here until the first commits, then finds its entry below.
+                # On SQLite every write transaction already holds the one lock (BEGIN IMMEDIATE).
+                conn.execute(sa.select(members.c.id).where(members.c.id == member.id).with_for_update())
+            earlier = _entry_of(conn, found.id, member, result)
+            if earlier is not None:
+                raise AlreadyEntered(earlier)  # before the rate limit: a repeat does not use it up
             self.submission_limiter.check(("submit", member.id))
             samples = [str(name)[:60] for name in result.samples][:10]
             submission_id = conn.execute(submissions.insert().values(
@@ -792,6 +815,21 @@ def _check_limits(result, challenge_row) -> None:
         # one decimal, as the evaluation says it: "120 s; at most 120 s" would hide a 120.4 s run's excess
         raise ClassroomError(f"The run trained for {float(result.seconds):.1f} s; this challenge allows at most "
                              f"{challenge_row.max_seconds:g} s.")
+
+
+def _entry_of(conn: Connection, challenge_id: int, member, result) -> Submission | None:
+    """The member's stored entry of this very run at this step: the same steps, parameter count and
+    training seconds (a float the server measured to the microsecond, so two runs never share it;
+    the same tolerance as core.classroom.challenge.entry_of_run). None when there is none."""
+    seconds = float(result.seconds)
+    row = conn.execute(
+        sa.select(submissions, members.c.nickname)
+        .join(members, members.c.id == submissions.c.member_id)
+        .where(submissions.c.challenge_id == challenge_id, submissions.c.member_id == member.id,
+               submissions.c.steps == int(result.steps), submissions.c.n_params == int(result.n_params),
+               sa.func.abs(submissions.c.seconds - seconds) <= 1e-9 * max(1.0, abs(seconds)))
+        .order_by(submissions.c.id).limit(1)).first()
+    return None if row is None else _submission(row)
 
 
 def _challenge(row) -> Challenge:

@@ -79,3 +79,20 @@ def test_the_same_run_is_entered_once(klass, finished_book):
     button(student, SUBMIT).click().run()
     assert "The lecturer has hidden it" in texts(student.info)
     assert len(store.submissions(code, opened.id, include_hidden=True)) == 1
+
+
+def test_a_click_that_raced_the_first_is_told_it_is_entered(klass, finished_book, monkeypatch):
+    """The page's own look-up misses an entry stored a moment ago (a double click racing the first,
+    another tab): the store refuses the repeat and the page says so as information, not an error."""
+    store, code, lecturer, (ada, _) = klass
+    opened = store.open_challenge(code, lecturer.token, "Lowest loss", 100_000, 600)
+    student = open_as(ada, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
+    button(student, SUBMIT).click().run()
+    assert "Submitted: validation loss" in texts(student.success)
+    monkeypatch.setattr(challenge, "entry_of_run", lambda *args: None)  # as if it had not been stored yet
+    button(student, SUBMIT).click().run()
+    no_exception(student)
+    assert not student.success and not student.error
+    (entry,) = store.submissions(code, opened.id, include_hidden=True)
+    assert f"This run is already on the board (your entry at step 40: validation loss {entry.val_loss:.4f})" \
+           in texts(student.info)

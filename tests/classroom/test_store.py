@@ -273,7 +273,7 @@ def test_challenge_submissions_leaderboard_hiding_and_closing(db_url):
     challenge = s.open_challenge(info.code, lecturer, "Lowest loss", 10_000, 60)
     assert s.current_challenge(info.code).is_open
     s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.3))
-    best = s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.0))
+    best = s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.0, steps=200, seconds=40.0))
     s.submit(info.code, bo, challenge.id, FakeEvaluation(val_loss=2.1))
     board = s.leaderboard(info.code, challenge.id)
     assert [(e.nickname, e.val_loss) for e in board] == [("Ada", 2.0), ("=Bo", 2.1)]  # best per member
@@ -309,10 +309,66 @@ def test_submissions_are_rate_limited(db_url):
     _, ada = s.join(info.code, "Ada")
     challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
     s.submit(info.code, ada, challenge.id, FakeEvaluation())
-    s.submit(info.code, ada, challenge.id, FakeEvaluation())
+    s.submit(info.code, ada, challenge.id, FakeEvaluation(steps=200, seconds=40.0))
     with pytest.raises(RateLimited, match="Too many submissions"):
-        s.submit(info.code, ada, challenge.id, FakeEvaluation())
+        s.submit(info.code, ada, challenge.id, FakeEvaluation(steps=300, seconds=60.0))
     assert len(s.submissions(info.code, challenge.id)) == 2
+
+
+def test_a_run_at_one_step_enters_once(db_url):
+    """The same run at the same step (same steps, parameters and training seconds) is refused with
+    the stored entry; trained further, or a different run, it enters; a repeat does not use up the
+    rate limit, and a hidden entry still counts as entered."""
+    s = ClassroomStore(db_url, submission_limiter=RateLimiter(2, 600, "submissions"))
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, bo = s.join(info.code, "Bo")
+    challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
+    run = FakeEvaluation(val_loss=2.2, steps=100, seconds=20.123456)
+    first = s.submit(info.code, ada, challenge.id, run)
+    for _ in range(3):  # more repeats than the limit allows submissions: refused as repeats each time
+        with pytest.raises(store_module.AlreadyEntered, match=r"already on the board \(your entry at step 100: "
+                                                              r"validation loss 2\.2000\)") as refused:
+            s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.2, steps=100, seconds=20.123456))
+        assert refused.value.entry == first
+    s.submit(info.code, bo, challenge.id, run)  # someone else's run with the same figures: theirs
+    s.hide_submission(info.code, lecturer, first.id)
+    with pytest.raises(store_module.AlreadyEntered, match="The lecturer has hidden it"):
+        s.submit(info.code, ada, challenge.id, run)
+    # trained further (more steps and seconds): a new entry, and the limit's second submission
+    s.submit(info.code, ada, challenge.id, FakeEvaluation(val_loss=2.1, steps=150, seconds=30.5))
+    assert sorted((e.nickname, e.steps) for e in s.submissions(info.code, challenge.id, include_hidden=True)) == \
+        [("Ada", 100), ("Ada", 150), ("Bo", 100)]
+
+
+def test_racing_submissions_of_one_run_store_one_entry(db_url):
+    """Eight submissions of the same run at once (a double click, several tabs, several replicas),
+    five runs in a row: each run is stored once, every other submission of it is told it is
+    already entered. (Without the row lock on PostgreSQL about one round in three stored twice.)"""
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
+    n, rounds = 8, 5
+    for round_ in range(rounds):
+        barrier = threading.Barrier(n)
+        outcomes: list[str] = []
+
+        def click(seconds: float = 30.25 + round_) -> None:
+            barrier.wait()
+            try:
+                s.submit(info.code, ada, challenge.id, FakeEvaluation(steps=100 + round_, seconds=seconds))
+                outcomes.append("stored")
+            except store_module.AlreadyEntered:
+                outcomes.append("repeat")
+
+        threads = [threading.Thread(target=click) for _ in range(n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(outcomes) == ["repeat"] * (n - 1) + ["stored"], f"round {round_}"
+    assert len(s.submissions(info.code, challenge.id, include_hidden=True)) == rounds
 
 
 # ------------------------------------------------------------------------------ expiry and deletion
