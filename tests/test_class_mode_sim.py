@@ -129,3 +129,25 @@ def test_students_arrive_spread_over_the_window_not_all_at_once():
     assert max(times) - min(times) > 45  # spread over the minute
     assert sum(t < 30 for t in times) in range(18, 43)  # about half in each half
     assert arrival_times(60, 60.0) == times  # the same class every run
+
+
+def test_the_board_reader_gives_the_nicknames_as_typed():
+    """The lecturer's board is an st.table of Markdown cells (nicknames escaped): the simulator reads
+    them back as the students typed them, and ignores other tables."""
+    import pyarrow as pa
+
+    from benchmarks.classroom_sim.class_mode import board_names
+    from core.classroom.security import escape_markdown
+
+    typed = ["trainer-01", "*Grace* [x](y)", "a<b>&c", "=cy"]
+
+    def arrow(columns: dict) -> bytes:
+        sink = pa.BufferOutputStream()
+        table = pa.table(columns)
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return sink.getvalue().to_pybytes()
+
+    board = arrow({"nickname": [escape_markdown(n) for n in typed], "validation loss": [2.0, 2.1, 2.2, 2.3]})
+    assert board_names(board) == "board:" + "\n".join(typed)
+    assert board_names(arrow({"nickname": ["x"], "loss": [1.0]})) == ""

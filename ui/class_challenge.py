@@ -15,14 +15,15 @@ import streamlit as st
 
 from core import train_settings
 from core.classroom import challenge as judge
-from core.classroom.security import ClassroomError, escape_markdown
-from core.classroom.store import AlreadyEntered
+from core.classroom.security import AlreadyEntered, ClassroomError, escape_markdown
 from ui import classroom
 from ui.layout import friendly_errors
 from ui.state import checked_number, lecture_mode
 from ui.training import PRESET_NAMES, presets_shown
 
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
+BOARD_ROWS_IN_FULL = 12  # a board of more entries scrolls inside BOARD_HEIGHT_PX
+BOARD_HEIGHT_PX = 560
 # The form's defaults admit the Train page's default preset (the quick demo) and Lecture 7, and no
 # larger preset; derived from the presets, with the reasons, in core.classroom.challenge.default_limits
 _DEFAULTS = judge.default_limits()
@@ -190,23 +191,13 @@ def _board(store, code: str, seat) -> None:
     if entries:
         st.caption(f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} on the board "
                    "(each student's best run).")
-        # 690 px for the grid's 14 px text, not stretched to the page. In lecture mode the grid's text
-        # is 17.5 px (it follows the 20 px root font, ui.layout), and the px given here grow as much,
-        # or "validation loss" and the link were cut: 862 px, inside the page's 900 at 1280 px
-        scale = 20 / 16 if lecture_mode() else 1
-
-        def px(width: int) -> int:
-            return round(width * scale)
-
-        st.dataframe(board_frame(entries), hide_index=True, width=px(690),
-                     column_config={
-                         "rank": st.column_config.NumberColumn(width=px(45)),
-                         "nickname": st.column_config.TextColumn(width=px(100)),
-                         "settings": st.column_config.LinkColumn("settings", display_text="open these settings",
-                                                                 width=px(150)),
-                         "validation loss": st.column_config.NumberColumn(format="%.4f", width=px(115)),
-                         "parameters": st.column_config.NumberColumn(format="localized", width=px(100)),
-                         "five sampled names": st.column_config.TextColumn(width=px(180))})
+        # A static table: it wraps its cells to the page's width, in the page's font (larger in
+        # lecture mode), so every column is in view on a 1024 px laptop with the sidebar open (a
+        # grid of fixed column widths hid the sampled names there behind a scroll bar). A long board
+        # scrolls inside a fixed height, its header row kept in view.
+        with st.container(key="class_board"):  # (its nicknames' CSS: ui/layout.py)
+            st.table(board_frame(entries).style.format({"validation loss": "{:.4f}", "parameters": "{:,}"}),
+                     hide_index=True, height=BOARD_HEIGHT_PX if len(entries) > BOARD_ROWS_IN_FULL else "content")
     else:
         st.info("No entries yet. Students submit a finished run from the Train page.", icon=":material/hourglass:")
     if seat is not None:
@@ -214,14 +205,17 @@ def _board(store, code: str, seat) -> None:
 
 
 def board_frame(entries) -> pd.DataFrame:
-    """The board as a table: rank, nickname, loss, parameters, names, a link to the settings."""
+    """The board as st.table shows it (the numbers formatted by its Styler, in `_board`): rank,
+    nickname, loss, sampled names, parameters and a link
+    that opens the run's settings on the Train page. Its cells are Markdown, so what students typed
+    (nicknames) and what models wrote (names) is escaped."""
     return pd.DataFrame({
         "rank": list(range(1, len(entries) + 1)),
-        "nickname": [e.nickname for e in entries],
-        "validation loss": [e.val_loss for e in entries],
+        "nickname": [escape_markdown(e.nickname) for e in entries],
+        "validation loss": [e.val_loss for e in entries],  # numbers: the table aligns their digits
+        "five sampled names": [escape_markdown(", ".join(e.samples)) for e in entries],
         "parameters": [e.n_params for e in entries],
-        "settings": [settings_link(e.settings) for e in entries],
-        "five sampled names": [", ".join(e.samples) for e in entries]})
+        "settings": [f"[open]({settings_link(e.settings)})" for e in entries]})
 
 
 def settings_link(settings: dict) -> str:

@@ -147,6 +147,10 @@ ACCESSIBLE_CSS = """
   width: 100% !important; }
 [data-testid="stMain"] [data-testid="stColumn"] [data-testid="stAlertContainer"] p {
   word-break: normal !important; overflow-wrap: break-word !important; }
+/* the class board's nicknames (up to 32 letters, some with no space in them) break anywhere rather
+   than widen the table past its column: one ran 28 px over at 1024 px in lecture mode */
+.st-key-class_board [data-testid="stTable"] td:nth-child(2),
+.st-key-class_board [data-testid="stTable"] td:nth-child(2) * { overflow-wrap: anywhere !important; }
 /* the focus ring of links, buttons and the token panels, plain on any background (WCAG 2.4.7) */
 a:focus-visible, button:focus-visible, [tabindex="0"]:focus-visible, [role="tab"]:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px; }

@@ -137,10 +137,10 @@ class ClassClient(Client):
         super()._delta(msg)
         element = msg.delta.new_element
         if self.read_boards and msg.delta.WhichOneof("type") == "new_element" and \
-                element.WhichOneof("type") == "dataframe":
+                element.WhichOneof("type") == "table":  # the board is an st.table
             node = self.nodes.get(tuple(msg.metadata.delta_path))
             if node is not None:
-                node.text = board_names(element.dataframe.arrow_data.data)
+                node.text = board_names(element.table.arrow_data.data)
 
     def page_url(self) -> str:
         for page_hash, url in self.pages.values():
@@ -156,20 +156,27 @@ class ClassClient(Client):
 
     def board(self) -> list[str] | None:
         """Nicknames on the leaderboard shown now (None: no board on the page)."""
-        for text in self.texts("dataframe"):
+        for text in self.texts("table"):
             if text.startswith("board:"):
                 return [n for n in text[len("board:"):].split("\n") if n]
         return None
 
 
 def board_names(arrow: bytes) -> str:
-    """'board:' and the nicknames of a leaderboard table ('' for other tables)."""
+    """'board:' and the nicknames of a leaderboard table ('' for other tables). The board's cells
+    are Markdown (ui.class_challenge.board_frame escapes what students typed): unescaped here."""
     import pyarrow as pa
 
     table = pa.ipc.open_stream(arrow).read_all()
     if "validation loss" not in table.column_names:
         return ""
-    return "board:" + "\n".join(str(n) for n in table.column("nickname").to_pylist())
+    return "board:" + "\n".join(unescape_markdown(str(n)) for n in table.column("nickname").to_pylist())
+
+
+def unescape_markdown(text: str) -> str:
+    """The text core.classroom.security.escape_markdown was given."""
+    text = re.sub(r"\\(.)", r"\1", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def user_key(node) -> str:

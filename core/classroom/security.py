@@ -47,6 +47,19 @@ class NotAllowed(ClassroomError):
     """The caller lacks the right (wrong lecturer token, not a member of this class)."""
 
 
+class AlreadyEntered(ClassroomError):
+    """The same run at the same step is already among the challenge's entries: it is not stored
+    twice. `entry` is the stored one (a core.classroom.store.Submission, hidden or not). Here, not
+    in the store, so that a page can catch it without loading SQLAlchemy."""
+
+    def __init__(self, entry):
+        hidden = " The lecturer has hidden it from the board." if entry.hidden else ""
+        super().__init__(f"This run is already on the board (your entry at step {entry.steps:,}: validation loss "
+                         f"{entry.val_loss:.4f}); it is not entered twice. Train it further or start a new run "
+                         f"to enter again.{hidden}")
+        self.entry = entry
+
+
 class RateLimited(ClassroomError):
     """Too many actions in a short time; the message says how long to wait."""
 

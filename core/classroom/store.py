@@ -45,9 +45,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from core.classroom.security import (ClassroomError, NotAllowed, RateLimiter, class_ttl_s, clean_nickname,
-                                     code_problem, new_join_code, new_token, nickname_key, normalize_code,
-                                     token_hash, token_matches)
+from core.classroom.security import (AlreadyEntered, ClassroomError, NotAllowed, RateLimiter, class_ttl_s,
+                                     clean_nickname, code_problem, new_join_code, new_token, nickname_key,
+                                     normalize_code, token_hash, token_matches)
 
 log = logging.getLogger(__name__)
 
@@ -358,18 +358,6 @@ class Submission:
     samples: list[str]
     hidden: bool
     submitted_at: float
-
-
-class AlreadyEntered(ClassroomError):
-    """The same run at the same step is already among the challenge's entries: it is not stored twice.
-    `entry` is the stored one (hidden or not)."""
-
-    def __init__(self, entry: Submission):
-        hidden = " The lecturer has hidden it from the board." if entry.hidden else ""
-        super().__init__(f"This run is already on the board (your entry at step {entry.steps:,}: validation loss "
-                         f"{entry.val_loss:.4f}); it is not entered twice. Train it further or start a new run "
-                         f"to enter again.{hidden}")
-        self.entry = entry
 
 
 # =============================================================================================

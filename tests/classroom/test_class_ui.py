@@ -8,6 +8,7 @@ Class page puts it there after a join or a start (tests/classroom/test_class_pag
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pyarrow as pa
@@ -17,7 +18,9 @@ from streamlit.testing.v1 import AppTest
 
 from benchmarks.harness.apptest import ENTRY, ROOT
 from core import runs, train_settings
+from core.classroom import challenge
 from core.classroom import store as class_db
+from core.classroom.security import escape_markdown
 from ui import class_follow, class_polls
 from ui.classroom import LECTURER_SEAT, MEMBER_SEAT, LecturerSeat, MemberSeat
 from ui.training import RUNBOOK_KEY
@@ -413,11 +416,19 @@ def test_a_challenge_from_opening_to_the_board(klass, finished_book):
     board = store.leaderboard(code, current.id)
     assert [e.nickname for e in board] == ["Ada"] and len(board[0].samples) == 5
 
+    # a nickname that is Markdown: the board's cells are Markdown (st.table), so it is escaped
+    _, grace = store.join(code, "*Grace* [x](y)")
+    store.submit(code, grace, current.id, challenge.Evaluation(
+        val_loss=9.0, n_params=1000, steps=10, seconds=1.5, settings={"n_layer": 1}, samples=["a"] * 5))
     lect.run()
-    table = next(d.value for d in lect.dataframe if "validation loss" in d.value.columns)
-    assert list(table["nickname"]) == ["Ada"]
-    assert table["settings"][0].split("?")[0].endswith("/train_gpt")
+    (table,) = [t.value for t in lect.table if "validation loss" in t.value.columns]
+    assert list(table["nickname"]) == ["Ada", escape_markdown("*Grace* [x](y)")]
+    assert list(table["validation loss"]) == [e.val_loss for e in store.leaderboard(code, current.id)]
+    link = re.fullmatch(r"\[open\]\((.+)\)", table["settings"][0])  # a Markdown link
+    assert link and link.group(1).split("?")[0].endswith("/train_gpt"), table["settings"][0]
     assert len(table["five sampled names"][0].split(", ")) == 5
+    store.hide_submission(code, lecturer.token, store.leaderboard(code, current.id)[1].id)
+    lect.run()
     assert any(b.label == "Download CSV" for b in lect.get("download_button"))
     button(lect, "Hide this entry").click().run()
     no_exception(lect)
