@@ -21,6 +21,42 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
+# The page has finished drawing: the script idle, no lazy-loading skeleton left, the fonts loaded,
+# every chart that is shown (not folded away: display:none) drawn as an SVG with its marks, and
+# nothing of that (nor the code blocks, tables, metrics, headings and KaTeX formula blocks, their
+# boxes and scroll widths) moved for `quiet` ms: a fitted chart is drawn twice, a grid sizes its
+# columns once in view, code wraps once its font is there, a KaTeX block laid out before its font
+# is wider (and scrolls sideways). Waited for, not guessed: a fixed pause once ended before a chart
+# was drawn on a loaded CI machine. Called with the stillness `quiet` (ms) as its argument.
+DRAWN = """(quiet) => {
+  const main = document.querySelector("[data-testid='stMain']");
+  const ready = main && document.querySelector(%r) && document.fonts.status === "loaded"
+    && !document.querySelector("[data-testid='stSkeleton']");
+  const charts = ready ? [...main.querySelectorAll("[data-testid='stVegaLiteChart']")]
+    .filter((c) => c.getClientRects().length) : [];
+  if (!ready || charts.some((c) => !c.querySelector(".vega-embed svg .mark-group"))) {
+    window.__drawn = null; return false; }
+  const box = (e) => { const r = e.getBoundingClientRect();
+                       return [r.left, r.top, r.width, r.height].map(Math.round).join(","); };
+  const parts = [...main.querySelectorAll("[data-testid='stVegaLiteChart'], .vega-embed svg, "
+      + "[data-testid='stCode'], [data-testid='stDataFrame'], .dvn-scroller, [data-testid='stMetric'], "
+      + ".katex-display, h1, h2, h3")]
+    .map((e) => box(e) + (e.scrollWidth ? "/" + e.scrollWidth : ""));
+  const key = [box(main), document.documentElement.scrollHeight, ...parts].join(";");
+  const now = performance.now(), last = window.__drawn;
+  if (!last || last.key !== key) { window.__drawn = {key, since: now}; return false; }
+  return now - last.since >= quiet;
+}""" % IDLE
+
+
+def wait_drawn(page, quiet: int = 300, timeout: float = 30_000) -> None:
+    """Wait until the page is drawn and still (DRAWN: script idle, no skeleton, fonts loaded, every
+    shown chart drawn, nothing moved for `quiet` ms), after a load or a rerun. It does not wait for
+    a rerun to start: after an interaction, `wait_idle` first."""
+    page.evaluate("window.__drawn = null")
+    page.wait_for_function(DRAWN, arg=quiet, polling=50, timeout=timeout)
+
+
 def open_app(page, url: str) -> None:
     """Load `url` and wait until the app has drawn it."""
     page.goto(url, wait_until="domcontentloaded")

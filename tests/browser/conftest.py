@@ -20,6 +20,7 @@ from benchmarks.harness import (  # noqa: F401 - re-exported for the browser tes
     open_page_url,
     wait_idle,
 )
+from benchmarks.harness.browser import DRAWN, wait_drawn  # noqa: F401 - re-exported for the browser tests
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"

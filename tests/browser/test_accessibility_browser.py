@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser import axe
-from tests.browser.conftest import assert_no_error, screenshot, wait_idle
+from tests.browser.conftest import assert_no_error, screenshot, wait_drawn, wait_idle
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
@@ -49,12 +49,12 @@ def mode_page(request, browser, server_url):
 def test_axe_finds_no_wcag_21_aa_violation(mode_page, server_url, path):
     page, query = mode_page
     _goto(page, f"{server_url}/{path}?{query}")
-    # charts and formulas are drawn after the script ends: each chart's marks and the fonts first,
-    # then a second for the layout (a KaTeX block laid out before its font is wider, and axe then
-    # reports it as a scrollable region: a run that waited 300 ms did)
-    page.wait_for_function(CHARTS_DRAWN, timeout=30_000)
-    page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=30_000)
-    page.wait_for_timeout(1000)
+    # charts and formulas are drawn after the script ends: each chart's marks and the fonts, then
+    # the layout still for a second, not wait_drawn's usual 300 ms (a KaTeX block laid out before
+    # its font is wider, and axe then reports it as a scrollable region: a run that paused a fixed
+    # 300 ms did). wait_drawn watches the KaTeX blocks' boxes and scroll widths too; the second is
+    # the margin this test has always had, now counted from the last move instead of blindly.
+    wait_drawn(page, quiet=1000)
     assert_no_error(page)
     found = axe.violations(page)
     assert found == [], axe.report(found)
@@ -171,8 +171,6 @@ def test_a_lesson_a_run_and_sampling_by_keyboard_alone(browser, server_url):
 
 # ------------------------------------------------------------------------------ 200% zoom
 # charts whose drawing runs past their column (cut off there) or past the window
-CHARTS_DRAWN = """() => [...document.querySelectorAll("[data-testid='stVegaLiteChart']")]
-  .every((chart) => chart.querySelector(":scope > svg .mark-group, :scope > canvas"))"""
 CHARTS_CUT_JS = """function CHARTS_CUT() {
   const width = document.documentElement.clientWidth;
   return [...document.querySelectorAll("[data-testid='stVegaLiteChart'] > svg, "

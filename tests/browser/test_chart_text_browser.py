@@ -13,40 +13,17 @@ import re
 import pytest
 
 from core.lessons import walkthrough as wt
-from tests.browser.conftest import IDLE, assert_no_error, laptop_page, open_app, screenshot, wait_idle
+from tests.browser.conftest import (
+    assert_no_error,
+    laptop_page,
+    open_app,
+    screenshot,
+    wait_drawn,
+    wait_idle,
+)
 from tests.browser.test_sample_browser import train_tiny_then_sample
 
 pytestmark = pytest.mark.browser
-
-# The page has finished drawing: the script idle, no lazy-loading skeleton left, the fonts loaded,
-# every chart that is shown (not folded away) drawn as an SVG, and nothing of that (nor the code
-# blocks, tables, metrics and headings) moved for `quiet` ms: a fitted chart is drawn twice, a grid
-# sizes its columns once in view, code wraps once its font is there. Waited for, not guessed: a
-# fixed pause once ended before a chart was drawn on a loaded CI machine.
-DRAWN = """(quiet) => {
-  const main = document.querySelector("[data-testid='stMain']");
-  const ready = main && document.querySelector(%r) && document.fonts.status === "loaded"
-    && !document.querySelector("[data-testid='stSkeleton']");
-  const charts = ready ? [...main.querySelectorAll("[data-testid='stVegaLiteChart']")]
-    .filter((c) => c.getClientRects().length) : [];
-  if (!ready || charts.some((c) => !c.querySelector(".vega-embed svg"))) { window.__drawn = null; return false; }
-  const box = (e) => { const r = e.getBoundingClientRect();
-                       return [r.left, r.top, r.width, r.height].map(Math.round).join(","); };
-  const parts = [...main.querySelectorAll("[data-testid='stVegaLiteChart'], .vega-embed svg, "
-      + "[data-testid='stCode'], [data-testid='stDataFrame'], .dvn-scroller, [data-testid='stMetric'], h1, h2, h3")]
-    .map((e) => box(e) + (e.scrollWidth ? "/" + e.scrollWidth : ""));
-  const key = [box(main), document.documentElement.scrollHeight, ...parts].join(";");
-  const now = performance.now(), last = window.__drawn;
-  if (!last || last.key !== key) { window.__drawn = {key, since: now}; return false; }
-  return now - last.since >= quiet;
-}""" % IDLE
-
-
-def wait_drawn(page, quiet: int = 300, timeout: float = 30_000) -> None:
-    """Wait until the page is drawn and still (DRAWN), after a load or a rerun."""
-    page.evaluate("window.__drawn = null")
-    page.wait_for_function(DRAWN, arg=quiet, polling=50, timeout=timeout)
-
 
 def switch_lecture_mode(page, on: bool) -> None:
     """Lecture mode on or off with the sidebar's switch (a rerun of the same page, no reload)."""

@@ -15,7 +15,7 @@ import pytest
 
 from core.lessons import walkthrough as wt
 from tests.browser.conftest import SHOTS, assert_no_error, wait_idle
-from tests.browser.test_chart_text_browser import wait_drawn
+from tests.browser.conftest import wait_drawn
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
