@@ -138,6 +138,7 @@ def lecturer_section(store, key: str) -> None:
                        "it back here, enter the lecturer key and its join code below.", icon=":material/swap_horiz:")
         else:
             st.warning("Your class has ended.")
+    _offer_led_class(store, reloaded=seat is None)
     with st.form("class.start_form"):
         given = st.text_input("Lecturer key", type="password", key="class.key")
         reopen = st.text_input("Join code of a class you started (empty: start a new class)", max_chars=16,
@@ -162,6 +163,24 @@ def lecturer_section(store, key: str) -> None:
                 code = info.code
             classroom.take_seat(LecturerSeat(code, token))
             st.rerun()
+
+
+def _offer_led_class(store, reloaded: bool) -> None:
+    """The class this browser ran before it lost its seat (a reload: ui.desk kept the code, not the
+    token), filled into the start form while the class still runs, so the lecturer only types the
+    key; a class that has ended is forgotten."""
+    led = st.session_state.get(classroom.LED_CLASS)
+    if not led:
+        return
+    if store.find_class(led) is None:
+        st.session_state.pop(classroom.LED_CLASS, None)
+        return
+    st.session_state.setdefault("class.reopen_code", led)  # before the box is made; a typed code wins
+    if reloaded:
+        st.info(f"This browser was running class {led} before the page was reloaded; its students, polls and "
+                "entries are all still there. Type the lecturer key below to take it back (its join code is "
+                "filled in). The key is asked again on purpose: on a lectern PC shared with students, the next "
+                "person to open the app must not hold your class.", icon=":material/history:")
 
 
 def projector_card(code: str, link: str) -> None:

@@ -16,6 +16,8 @@ from core.classroom.security import configured_lecturer_key
 
 LECTURER_SEAT = "class.lecturer"  # session key: LecturerSeat of the class this session started
 MEMBER_SEAT = "class.member"  # session key: MemberSeat of the class this session joined
+LED_CLASS = "class.led"  # session key: the join code of the class this browser last ran as lecturer (no
+# token: ui.desk keeps it across a reload, so the start form can name the class; the key is asked again)
 JOIN_PARAM = "class"  # ?class=CODE in a join link
 STORE_KEY = "class.store"  # session key: this session's class store (the process's shared one)
 
@@ -78,6 +80,8 @@ def member_seat() -> MemberSeat | None:
 
 def take_seat(seat: LecturerSeat | MemberSeat) -> None:
     st.session_state[LECTURER_SEAT if isinstance(seat, LecturerSeat) else MEMBER_SEAT] = seat
+    if isinstance(seat, LecturerSeat):
+        st.session_state[LED_CLASS] = seat.code
 
 
 def leave(kind: type) -> None:

@@ -14,18 +14,21 @@ session on, which is exactly when it is needed.
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 
 import streamlit as st
 
 from core import budget, runs
-from core.classroom.security import escape_markdown
+from core.classroom.security import escape_markdown, normalize_code
 from server import runtime
 from server.desks import DESKS, Desks, Filed
 from ui.live import session_owner
-from ui.classroom import MEMBER_SEAT, MemberSeat
+from ui.classroom import LED_CLASS, MEMBER_SEAT, MemberSeat
 from ui.training import RUNBOOK_KEY
+
+log = logging.getLogger(__name__)
 
 COOKIE = "attention_lab_desk"
 COOKIE_DAYS = 30
@@ -36,8 +39,9 @@ SMALL_LM_RACE_KEY = "small_lm.race"  # pages/6_small_lm.py's trained race (three
 # What a session made that a reload must not lose: its runs, its race, and a student's seat in a
 # class (joining again needed another nickname, and the class counted the student twice). A
 # lecturer's seat is NOT kept: on a lectern PC shared with students, the next person to open the
-# app would hold the class; the lecturer types the key again (docs/CLASS.md).
-KEPT = (RUNBOOK_KEY, SMALL_LM_RACE_KEY, MEMBER_SEAT)
+# app would hold the class; the lecturer types the key again (docs/CLASS.md). Only the class's
+# join code is kept (LED_CLASS, public anyway: it was on the projector), so the start form names it.
+KEPT = (RUNBOOK_KEY, SMALL_LM_RACE_KEY, MEMBER_SEAT, LED_CLASS)
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}")  # secrets.token_urlsafe(16)
 
 
@@ -97,9 +101,9 @@ def restore(book: runs.RunBook) -> list[runs.Run]:
 
 
 def back_words(book: runs.RunBook | None, paused: list[runs.Run], race_step: int | None = None,
-               seat: MemberSeat | None = None) -> str:
+               seat: MemberSeat | None = None, led: str | None = None) -> str:
     """The notice for what came back after a reload: the Train page's runs, the Small LM race, a
-    student's seat in a class."""
+    student's seat in a class, the code of the class the lecturer ran (`led`)."""
     trained = book.trained() if book is not None else []
     parts = []
     if seat is not None:
@@ -109,9 +113,14 @@ def back_words(book: runs.RunBook | None, paused: list[runs.Run], race_step: int
         parts.append(f"the {runs_word(len(trained))} ({names})")
     if race_step:
         parts.append(f"the Small language model race at step {race_step:,}")
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    words = ("Welcome back: what this browser had before the page was reloaded (or closed) is here "
-             f"again: {listed}.")
+    words = "Welcome back."
+    if parts:
+        listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        words = ("Welcome back: what this browser had before the page was reloaded (or closed) is here "
+                 f"again: {listed}.")
+    if led:
+        words += (f" You were running class {led}: on the Class page (Lecturer tab) its code is filled in; "
+                  "type the lecturer key to take it back.")
     if paused:
         words += (f" {paused[0].label} was training: it is paused at step {paused[0].step:,}; "
                   "press Resume on the Train page to go on.")
@@ -159,8 +168,26 @@ def _seat(filed: Filed) -> MemberSeat | None:
     return seat if isinstance(seat, MemberSeat) else None
 
 
+def class_is_running(code: str) -> bool:
+    """Whether class `code` still runs (one read of the class store, only for a browser that ran a
+    class); False when the store cannot say: the notice then does not name it."""
+    from ui.classroom import class_store
+
+    try:
+        return class_store().find_class(code) is not None
+    except Exception as exc:  # any database failure (SQLAlchemy's own errors included): say nothing
+        log.warning("the class store could not say whether class %s runs: %s", code, exc)
+        return False
+
+
+def _led(filed: Filed) -> str | None:
+    code = filed.things.get(LED_CLASS)
+    return code if isinstance(code, str) and code and normalize_code(code) == code else None
+
+
 def _holds_work(filed: Filed) -> bool:
-    return _trained_runs(filed) is not None or _trained_race(filed) is not None or _seat(filed) is not None
+    return (_trained_runs(filed) is not None or _trained_race(filed) is not None or _seat(filed) is not None
+            or _led(filed) is not None)
 
 
 def _take_back(desk: str, session_id: str) -> None:
@@ -171,10 +198,14 @@ def _take_back(desk: str, session_id: str) -> None:
     filed = desks().take_left_behind(desk, session_id, connected, wanted=_holds_work)
     if filed is None:
         return
-    book, race, seat = _trained_runs(filed), _trained_race(filed), _seat(filed)
+    book, race, seat, led = _trained_runs(filed), _trained_race(filed), _seat(filed), _led(filed)
     paused = restore(book) if book is not None else []
     if race is not None:  # it trains only while the page's Start flag is set: a new session has none
         st.session_state[SMALL_LM_RACE_KEY] = race
     if seat is not None:  # the class's follow panel checks the class is still open on this run
         st.session_state[MEMBER_SEAT] = seat
-    st.session_state[NOTICE_KEY] = back_words(book, paused, race.step if race is not None else None, seat)
+    if led is not None and not class_is_running(led):
+        led = None  # deleted or ended since: nothing to take back
+    if led is not None:  # the Class page fills it into the start form (ui.class_page._offer_led_class)
+        st.session_state[LED_CLASS] = led
+    st.session_state[NOTICE_KEY] = back_words(book, paused, race.step if race is not None else None, seat, led)

@@ -276,3 +276,26 @@ def test_a_join_link_as_a_fresh_server_s_first_page_has_the_sidebar(browser, tmp
         context.close()
     finally:
         server.stop()
+
+
+def test_a_lecturer_who_reloads_takes_the_class_back_with_the_key_alone(browser, class_url):
+    """A reload is a new session, and a lecturer's seat is not kept (a shared lectern PC): the
+    browser's desk cookie brings back the class's join code only. The notice names the class, the
+    start form has the code filled in, and the key takes the same class back."""
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    open_app(page, class_url)
+    code = start_class(page, class_url)
+    wait_idle(page)  # the whole-page run after the start files the code on the browser's desk
+    page.reload(wait_until="domcontentloaded")
+    wait_idle(page)
+    expect(page.get_by_text(f"You were running class {code}")).to_be_visible(timeout=15_000)
+    page.get_by_role("tab", name="Lecturer").click()
+    expect(page.get_by_text(f"This browser was running class {code} before the page was reloaded")).to_be_visible()
+    expect(page.get_by_label("Join code of a class you started", exact=False)).to_have_value(code)
+    page.get_by_label("Lecturer key").fill(KEY)
+    click(page, "Start or reopen")
+    assert page.locator(".st-key-class_join_code [data-testid='stMetricValue']").inner_text().strip() == code
+    assert_no_error(page)
+    screenshot(page, "class_lecturer_after_reload", full_page=False)
+    context.close()

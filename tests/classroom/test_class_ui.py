@@ -516,3 +516,50 @@ def test_a_student_who_reloads_is_back_in_the_class_on_the_same_seat(klass, monk
     no_exception(at)
     assert "**Class poll:**" in texts(at.markdown)  # still in the class: its polls are asked
     assert len(store.members(code)) == members_before  # no second seat
+
+
+def test_a_lecturer_who_reloads_types_only_the_key_to_take_the_class_back(klass, monkeypatch):
+    """ui.desk keeps the join code of the class a browser ran (not its token): after a reload the
+    notice names the class, the start form has its code filled in, and the key alone takes it back.
+    A class that has ended is not offered."""
+    from server.desks import Desks
+    from ui import desk
+    from ui.classroom import LED_CLASS
+
+    store = klass[0]
+    board = Desks()
+    monkeypatch.setattr(desk, "desks", lambda: board)
+    monkeypatch.setattr(desk, "session_is_connected", lambda session_id: False)
+    first = open_as(None, "pages/11_class.py", state={desk.TOKEN_KEY: "L" * 22})
+    first.text_input(key="class.key").input(KEY)
+    button(first, "Start or reopen").click().run()
+    no_exception(first)
+    code = first.session_state[LECTURER_SEAT].code
+    assert first.session_state[LED_CLASS] == code
+    # what the desk holds: the code, never the lecturer's token (AppTest sessions share one id: the
+    # filing is handed to an "old" session, as a reload's departed session would hold it)
+    filed = board.take_left_behind("L" * 22, "nobody", lambda session_id: False)
+    assert filed.things == {LED_CLASS: code}
+    board.file("L" * 22, "old-session", filed.things)
+
+    again = open_as(None, None, state={desk.TOKEN_KEY: "L" * 22})  # the reload: a new session
+    assert LECTURER_SEAT not in again.session_state  # the seat itself is not kept
+    notice = " ".join(s.value for s in again.success)
+    assert f"You were running class {code}" in notice and "type the lecturer key" in notice, notice
+    again.switch_page(str(ROOT / "pages/11_class.py")).run()
+    no_exception(again)
+    assert again.text_input(key="class.reopen_code").value == code
+    assert f"This browser was running class {code} before the page was reloaded" in texts(again.info)
+    again.text_input(key="class.key").input(KEY)
+    button(again, "Start or reopen").click().run()
+    no_exception(again)
+    seat = again.session_state[LECTURER_SEAT]
+    assert seat.code == code and store.is_lecturer(code, seat.token)  # the same class, a new token
+
+    store.delete_class(code, seat.token)  # ended: a later reload offers nothing
+    board.file("L" * 22, "old-session", {LED_CLASS: code})
+    later = open_as(None, "pages/11_class.py", state={desk.TOKEN_KEY: "L" * 22})
+    assert later.text_input(key="class.reopen_code").value == ""
+    assert "This browser was running class" not in texts(later.info)
+    assert LED_CLASS not in later.session_state
+    assert "You were running class" not in " ".join(s.value for s in later.success)
