@@ -96,6 +96,12 @@ def restore(book: runs.RunBook) -> list[runs.Run]:
     paused = [run for run in book.runs if run.status == "running"]
     for run in paused:
         runs.pause(run)
+    for run in paused:
+        # The departed session's last tick may still be training a slice of it (pause only stops
+        # the next one): wait for that slice, so the step the notice says is where the run stays
+        # (a browser test read "paused at step 95" over a run at step 96).
+        with run.lock:
+            pass
     st.session_state[RUNBOOK_KEY] = book
     return paused
 

@@ -7,6 +7,8 @@ Chromium comes from Debian (`apt-get install -y chromium`); Playwright drives it
 from __future__ import annotations
 
 import os
+import re
+import time
 
 CHROMIUM = os.environ.get("ATTENTION_LAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -80,3 +82,28 @@ def open_page_url(page, server_url: str, path: str, heading: str) -> None:
             return
         page.wait_for_timeout(1000)
     raise AssertionError(f"{path} did not open from its URL")
+
+
+def progress_text(page) -> str:
+    """The text of the page's first progress bar (a training run's "step N of M · ..."), "" if none."""
+    bar = page.locator("[data-testid='stProgress']")
+    return bar.first.inner_text() if bar.count() else ""
+
+
+def current_step(page) -> int:
+    """The step the progress bar shows (0 before a run has one)."""
+    match = re.search(r"step ([\d,]+) of", progress_text(page))
+    return int(match.group(1).replace(",", "")) if match else 0
+
+
+def wait_for_step(page, step: int, timeout_s: float = 240) -> int:
+    """Wait until the progress bar shows `step` or later (the page redraws on its own while a run
+    trains); the step it shows then."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        now = current_step(page)
+        if now >= step:
+            return now
+        page.wait_for_timeout(500)
+    raise AssertionError(f"training did not reach step {step} in {timeout_s} s "
+                         f"(progress: {progress_text(page)!r})")

@@ -174,3 +174,32 @@ def test_a_trained_small_lm_race_comes_back_too_and_waits(board):
     back.switch_page(str(ROOT / "pages/6_small_lm.py")).run()
     assert_no_exception(back)
     assert race.step == 20
+
+
+def test_a_slice_the_old_session_is_training_ends_before_the_notice_says_the_step(board):
+    """The departed session's last tick may be mid-slice when the reload pauses the run: the notice
+    waits for that slice, so the step it says is the step the run stays at (a browser run read
+    "paused at step 95" over a run at step 96)."""
+    import threading
+
+    book = running_book()
+    run = book.current
+    board.file(TOKEN, "old-session-id", {RUNBOOK_KEY: book})
+    slicing, release = threading.Event(), threading.Event()
+
+    def old_tick() -> None:  # the old session's slice: holds the run's lock, then makes 3 steps
+        with run.lock:
+            slicing.set()
+            release.wait(5)
+            run.trainer.train(n_steps=3)
+
+    worker = threading.Thread(target=old_tick)
+    worker.start()
+    slicing.wait(5)
+    threading.Timer(0.5, release.set).start()  # the slice ends half a second into the reload
+    at = reloaded()
+    worker.join(10)
+    assert_no_exception(at)
+    notice = " ".join(successes(at))
+    assert f"paused at step {run.step:,}" in notice, (notice, run.step)
+    assert run.status == "paused"

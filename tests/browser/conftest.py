@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -20,10 +21,27 @@ from benchmarks.harness import (  # noqa: F401 - re-exported for the browser tes
     open_page_url,
     wait_idle,
 )
-from benchmarks.harness.browser import DRAWN, wait_drawn  # noqa: F401 - re-exported for the browser tests
+from benchmarks.harness.browser import (  # noqa: F401 - re-exported for the browser tests
+    DRAWN,
+    current_step,
+    progress_text,
+    wait_drawn,
+    wait_for_step,
+)
+from ui.nav import LESSONS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
+
+TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
+VAL_INTERVAL = 20
+# a small names GPT that trains for a long while (3000 steps): for tests that watch a run live
+QUERY = {"context_size": "8", "n_layer": "2", "n_head": "2", "d_embed": "32", "d_ff": "64",
+         "batch_size": "32", "max_steps": "3000", "val_interval": str(VAL_INTERVAL), "warmup_steps": "20"}
+# the tiniest names GPT, 60 steps that end by themselves: for tests that need a trained model
+TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
+        "batch_size": "32", "max_steps": "60", "val_interval": "20", "warmup_steps": "0"}
+MODES = {False: "plain", True: "lecture"}  # lecture mode off/on, as a failure message names it
 
 
 def serve(env: dict[str, str] | None = None):
@@ -95,3 +113,27 @@ def screenshot(page, name: str, full_page: bool = True) -> Path:
 def assert_no_error(page) -> None:
     """No exception box on the page."""
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def open_train_page(page, server_url: str, query: dict) -> None:
+    """The Train page opened by its URL with the run's settings in `query`."""
+    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(query)}", "Train the names GPT")
+
+
+def train_tiny_then_sample(page, server_url: str, query: dict | None = None) -> None:
+    """Train the tiny model to its end on the Train page, then open Sample names from the sidebar
+    (the same session: the model is there)."""
+    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode({**(query or {}), **TINY})}", "Train the names GPT")
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_for_step(page, 60, timeout_s=180)  # the 60 steps end by themselves
+    page.wait_for_timeout(1500)
+    page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
+    wait_idle(page)
+
+
+def switch_lecture_mode(page, on: bool) -> None:
+    """Lecture mode on or off with the sidebar's switch (a rerun of the same page, no reload)."""
+    switch = page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True)
+    switch.click()
+    wait_idle(page)
+    assert ("lecture=1" in page.url) == on, page.url

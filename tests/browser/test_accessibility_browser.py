@@ -209,7 +209,7 @@ def test_zoom_200_nothing_is_cut_off(browser, server_url, path, lecture):
         query = "?lecture=1" if lecture else ""
         _goto(page, f"{server_url}/{query}")
         _goto(page, f"{server_url}/{path}{query}")
-        page.wait_for_timeout(1000)
+        wait_drawn(page, quiet=1000)  # still for a second before axe: see test_axe_finds_no_wcag_21_aa_violation
         assert_no_error(page)
         name = f"zoom200_{path}" + ("_lecture" if lecture else "")
         screenshot(page, name, full_page=False)  # the first screen
@@ -220,7 +220,7 @@ def test_zoom_200_nothing_is_cut_off(browser, server_url, path, lecture):
         # which a full-page screenshot would not follow
         page.set_viewport_size({"width": 640, "height": 2600})
         wait_idle(page)
-        page.wait_for_timeout(800)
+        wait_drawn(page, quiet=800)  # relaid out at the new height, charts drawn, before measuring
         screenshot(page, name + "_whole", full_page=False)
         assert page.evaluate(OVERFLOW) == []
         if path == TRAIN_URL:  # the live loss curve, its metrics and names, as a run trains

@@ -9,8 +9,16 @@ import time
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, screenshot, serve, wait_idle
-from tests.browser.test_gpt_browser import QUERY, current_step, open_train_page, wait_for_step
+from tests.browser.conftest import (
+    QUERY,
+    assert_no_error,
+    current_step,
+    open_train_page,
+    screenshot,
+    serve,
+    wait_for_step,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 

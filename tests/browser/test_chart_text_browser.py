@@ -14,23 +14,18 @@ import pytest
 
 from core.lessons import walkthrough as wt
 from tests.browser.conftest import (
+    MODES,
     assert_no_error,
     laptop_page,
     open_app,
     screenshot,
+    switch_lecture_mode,
+    train_tiny_then_sample,
     wait_drawn,
     wait_idle,
 )
-from tests.browser.test_sample_browser import train_tiny_then_sample
 
 pytestmark = pytest.mark.browser
-
-def switch_lecture_mode(page, on: bool) -> None:
-    """Lecture mode on or off with the sidebar's switch (a rerun of the same page, no reload)."""
-    switch = page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True)
-    switch.click()
-    wait_idle(page)
-    assert ("lecture=1" in page.url) == on, page.url
 
 # every chart on the page: its title and legend texts, the ones cut with "…" or past the SVG's
 # edges, and the pairs of mark texts (numbers) whose boxes overlap
@@ -101,7 +96,6 @@ def check_charts(page, where: str) -> list[dict]:
 # every page in lecture mode (bigger text in the same width), every other one in plain mode (the
 # causal maps' titles, cut only in plain mode, among them)
 PLAIN = {path for path, _ in PAGES[::2]}
-MODES = {False: "plain", True: "lecture"}
 
 
 STEPS = {"simple_attention": list(wt.SIMPLE_STEPS), "causal_attention": list(wt.CAUSAL_STEPS)}

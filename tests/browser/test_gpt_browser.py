@@ -6,41 +6,22 @@ from __future__ import annotations
 
 import re
 import time
-from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
-from ui.nav import LESSONS
+from tests.browser.conftest import (
+    QUERY,
+    VAL_INTERVAL,
+    assert_no_error,
+    current_step,
+    open_train_page,
+    progress_text,
+    screenshot,
+    wait_for_step,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
-
-TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
-VAL_INTERVAL = 20
-QUERY = {"context_size": "8", "n_layer": "2", "n_head": "2", "d_embed": "32", "d_ff": "64",
-         "batch_size": "32", "max_steps": "3000", "val_interval": str(VAL_INTERVAL), "warmup_steps": "20"}
-
-
-def progress_text(page) -> str:
-    bar = page.locator("[data-testid='stProgress']")
-    return bar.first.inner_text() if bar.count() else ""
-
-
-def current_step(page) -> int:
-    match = re.search(r"step ([\d,]+) of", progress_text(page))
-    return int(match.group(1).replace(",", "")) if match else 0
-
-
-def wait_for_step(page, step: int, timeout_s: float = 240) -> int:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        now = current_step(page)
-        if now >= step:
-            return now
-        page.wait_for_timeout(500)
-    raise AssertionError(f"training did not reach step {step} in {timeout_s} s "
-                         f"(progress: {progress_text(page)!r})")
-
 
 def shoot(page, name: str) -> None:
     """A tall viewport (Streamlit scrolls inside its own container), no hover tooltip."""
@@ -48,10 +29,6 @@ def shoot(page, name: str) -> None:
     page.wait_for_timeout(400)
     path = screenshot(page, name)
     assert path.exists()
-
-
-def open_train_page(page, server_url: str, query: dict) -> None:
-    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(query)}", "Train the names GPT")
 
 
 # the words of an element whose lines break inside them (a letter on one line, the next on the next)

@@ -10,8 +10,15 @@ import re
 import pytest
 
 from core import train_settings
-from tests.browser.conftest import assert_no_error, screenshot, serve, wait_idle
-from tests.browser.test_gpt_browser import QUERY, open_train_page, wait_for_step
+from tests.browser.conftest import (
+    QUERY,
+    assert_no_error,
+    open_train_page,
+    screenshot,
+    serve,
+    wait_for_step,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,15 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, laptop_page, open_page_url, screenshot, wait_idle
-from tests.browser.test_sample_browser import TINY, TRAIN_URL
+from tests.browser.conftest import (
+    TINY,
+    TRAIN_URL,
+    assert_no_error,
+    laptop_page,
+    open_page_url,
+    screenshot,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 

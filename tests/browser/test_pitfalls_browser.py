@@ -8,8 +8,15 @@ import pytest
 from playwright.sync_api import expect
 
 from core import pitfalls as pf
-from tests.browser.conftest import assert_no_error, open_app, screenshot, wait_drawn, wait_idle
-from tests.browser.test_chart_text_browser import MODES, switch_lecture_mode
+from tests.browser.conftest import (
+    MODES,
+    assert_no_error,
+    open_app,
+    screenshot,
+    switch_lecture_mode,
+    wait_drawn,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 

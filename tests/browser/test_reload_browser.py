@@ -9,8 +9,15 @@ import time
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, screenshot, wait_idle
-from tests.browser.test_gpt_browser import current_step, open_train_page, progress_text, wait_for_step
+from tests.browser.conftest import (
+    assert_no_error,
+    current_step,
+    open_train_page,
+    progress_text,
+    screenshot,
+    wait_for_step,
+    wait_idle,
+)
 from ui.desk import COOKIE
 
 pytestmark = pytest.mark.browser

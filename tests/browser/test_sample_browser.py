@@ -4,31 +4,11 @@ a caption naming what drew them, and the page is screenshotted for a look."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import pytest
 
-from tests.browser.test_gpt_browser import wait_for_step
-from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
-from ui.nav import LESSONS
+from tests.browser.conftest import assert_no_error, screenshot, train_tiny_then_sample, wait_idle
 
 pytestmark = pytest.mark.browser
-
-TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
-TINY = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
-        "batch_size": "32", "max_steps": "60", "val_interval": "20", "warmup_steps": "0"}
-
-
-def train_tiny_then_sample(page, server_url: str, query: dict | None = None) -> None:
-    """Train the tiny model to its end on the Train page, then open Sample names from the sidebar
-    (the same session: the model is there)."""
-    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode({**(query or {}), **TINY})}", "Train the names GPT")
-    page.get_by_role("button", name="Start", exact=True).click()
-    wait_for_step(page, 60, timeout_s=180)  # the 60 steps end by themselves
-    page.wait_for_timeout(1500)
-    page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names").click()
-    wait_idle(page)
-
 
 def test_sample_page_after_a_refused_prefix(page, server_url):
     page.set_viewport_size({"width": 1400, "height": 1600})
