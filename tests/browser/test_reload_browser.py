@@ -9,15 +9,8 @@ import time
 
 import pytest
 
-from tests.browser.conftest import (
-    assert_no_error,
-    current_step,
-    open_train_page,
-    progress_text,
-    screenshot,
-    wait_for_step,
-    wait_idle,
-)
+from tests.browser.conftest import (assert_no_error, current_step, open_train_page, progress_text, screenshot,
+                                    wait_for_step, wait_idle)
 from ui.desk import COOKIE
 
 pytestmark = pytest.mark.browser
