@@ -149,6 +149,10 @@ def test_a_long_board_scrolls_under_its_header(board_class):
     header, last = table.locator("thead th").first.bounding_box(), table.locator("tbody tr").last.bounding_box()
     assert box["y"] - 1 <= header["y"] <= box["y"] + 40, (header, box)  # the header stuck at the top
     assert last["y"] + last["height"] <= box["y"] + box["height"] + 2, (last, box)  # the last row in view
+    scrolled = scroller.evaluate("(el) => el.scrollTop")
+    assert scrolled > 0
+    page.wait_for_timeout(5000)  # the board redraws every 2 s: the reader's place stays
+    assert scroller.evaluate("(el) => el.isConnected && el.scrollTop") == scrolled
     page.mouse.move(0, 0)
     screenshot(page, "class_board_long_1280_lecture", full_page=False)
     found = axe.violations(page)  # a scrolling region a keyboard cannot reach would be one
