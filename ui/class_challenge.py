@@ -139,12 +139,9 @@ def _submit(store, seat, current, run) -> None:
     """Score `run` and store it, unless it is already entered; a refusal by the rules is said plainly."""
     with friendly_errors("scoring your run"):  # only what is not a refusal (a bug) lands here
         try:
-            member = store.member(seat.code, seat.token)
-            if member is not None:  # (no seat: store.submit below says so)
-                entries = store.submissions(seat.code, current.id, include_hidden=True)
-                earlier = judge.entry_of_run(entries, member.id, run)
-                if earlier is not None:  # known before scoring it again
-                    raise AlreadyEntered(earlier)
+            earlier = store.entry_of(seat.code, seat.token, current.id, *judge.run_figures(run))
+            if earlier is not None:  # known before scoring it again (no seat: store.submit says so)
+                raise AlreadyEntered(earlier)
             limits = judge.ChallengeLimits(current.max_params, current.max_seconds)
             with st.spinner("Scoring your run on the held-out names ..."):
                 result = judge.evaluate_run(run, limits)

@@ -171,20 +171,12 @@ def trained_seconds(run) -> float:
     return float(elapsed[-1])
 
 
-def entry_of_run(entries, member_id: int, run):
-    """The entry among `entries` (a challenge's submissions, hidden ones included) that is this very
-    run at its current step, submitted by member `member_id`; None when it has not been submitted.
-
-    The store keeps no run id, so a run at a step is recognised by what the server recorded of it:
-    the same member, the same number of steps, the same training seconds (a float measured by the
-    clock to the microsecond: two runs never share it) and the same parameter count. A run trained
-    further since its submission has more steps and seconds, so it can enter again."""
-    steps, seconds, n_params = int(run.step), trained_seconds(run), int(run.n_params)
-    for entry in entries:
-        if entry.member_id == member_id and entry.steps == steps and entry.n_params == n_params \
-                and math.isclose(entry.seconds, seconds, rel_tol=1e-9, abs_tol=1e-9):
-            return entry
-    return None
+def run_figures(run) -> tuple[int, int, float]:
+    """What the store recognises a run at its current step by (ClassroomStore.entry_of): its steps,
+    parameter count and training seconds. The store keeps no run id; the seconds are measured by the
+    server's clock to the microsecond, so two runs never share them, and a run trained further since
+    its submission has more steps and seconds, so it can enter again."""
+    return int(run.step), int(run.n_params), trained_seconds(run)
 
 
 def _last_step(history: dict) -> int:

@@ -663,7 +663,8 @@ class ClassroomStore:
                 # another replica) waits here until the first commits, then finds its entry below.
                 # On SQLite every write transaction already holds the one lock (BEGIN IMMEDIATE).
                 conn.execute(sa.select(members.c.id).where(members.c.id == member.id).with_for_update())
-            earlier = _entry_of(conn, found.id, member, result)
+            earlier = _entry_of(conn, found.id, member.id, int(result.steps), int(result.n_params),
+                                float(result.seconds))
             if earlier is not None:
                 raise AlreadyEntered(earlier)  # before the rate limit: a repeat does not use it up
             self.submission_limiter.check(("submit", member.id))
@@ -676,6 +677,15 @@ class ClassroomStore:
         return Submission(int(submission_id), found.id, member.id, member.nickname, float(result.val_loss),
                           int(result.n_params), int(result.steps), float(result.seconds), dict(result.settings),
                           samples, False, now)
+
+    def entry_of(self, code: str, member_token: str | None, challenge_id: int, steps: int, n_params: int,
+                 seconds: float) -> Submission | None:
+        """The member's entry (hidden or not) of the run with these figures (core.classroom.challenge.
+        run_figures): the run at this step is already entered. None when it is not, or when the token
+        is no member of the class (`submit` then says so)."""
+        with self.engine.connect() as conn:
+            member = self._member_row(conn, code, member_token, missing_ok=True)
+            return None if member is None else _entry_of(conn, challenge_id, member.id, steps, n_params, seconds)
 
     def submissions(self, code: str, challenge_id: int, *, include_hidden: bool = False) -> list[Submission]:
         """Every submission of the challenge, best (lowest validation loss) first."""
@@ -805,16 +815,16 @@ def _check_limits(result, challenge_row) -> None:
                              f"{challenge_row.max_seconds:g} s.")
 
 
-def _entry_of(conn: Connection, challenge_id: int, member, result) -> Submission | None:
-    """The member's stored entry of this very run at this step: the same steps, parameter count and
-    training seconds (a float the server measured to the microsecond, so two runs never share it;
-    the same tolerance as core.classroom.challenge.entry_of_run). None when there is none."""
-    seconds = float(result.seconds)
+def _entry_of(conn: Connection, challenge_id: int, member_id: int, steps: int, n_params: int,
+              seconds: float) -> Submission | None:
+    """The member's stored entry of the run with these figures: the same steps, parameter count and
+    training seconds (a float the server measured to the microsecond, so two runs never share it,
+    and a run trained further has more). None when there is none."""
     row = conn.execute(
         sa.select(submissions, members.c.nickname)
         .join(members, members.c.id == submissions.c.member_id)
-        .where(submissions.c.challenge_id == challenge_id, submissions.c.member_id == member.id,
-               submissions.c.steps == int(result.steps), submissions.c.n_params == int(result.n_params),
+        .where(submissions.c.challenge_id == challenge_id, submissions.c.member_id == member_id,
+               submissions.c.steps == steps, submissions.c.n_params == n_params,
                sa.func.abs(submissions.c.seconds - seconds) <= 1e-9 * max(1.0, abs(seconds)))
         .order_by(submissions.c.id).limit(1)).first()
     return None if row is None else _submission(row)

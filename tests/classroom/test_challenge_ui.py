@@ -9,6 +9,7 @@ import pytest
 
 from core import train_settings
 from core.classroom import challenge
+from core.classroom.store import ClassroomStore
 from ui.class_challenge import DEFAULT_MAX_PARAMS, DEFAULT_MAX_SECONDS
 from ui.training import RUNBOOK_KEY
 from tests.classroom.test_class_ui import button, finished_book, klass, no_exception, open_as, texts  # noqa: F401
@@ -89,7 +90,7 @@ def test_a_click_that_raced_the_first_is_told_it_is_entered(klass, finished_book
     student = open_as(ada, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
     button(student, SUBMIT).click().run()
     assert "Submitted: validation loss" in texts(student.success)
-    monkeypatch.setattr(challenge, "entry_of_run", lambda *args: None)  # as if it had not been stored yet
+    monkeypatch.setattr(ClassroomStore, "entry_of", lambda *args: None)  # as if it had not been stored yet
     button(student, SUBMIT).click().run()
     no_exception(student)
     assert not student.success and not student.error
