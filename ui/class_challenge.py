@@ -18,7 +18,7 @@ from core.classroom import challenge as judge
 from core.classroom.security import AlreadyEntered, ClassroomError, escape_markdown
 from ui import classroom
 from ui.layout import friendly_errors
-from ui.state import checked_number, lecture_mode
+from ui.state import checked_number
 from ui.training import PRESET_NAMES, presets_shown
 
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
