@@ -293,6 +293,7 @@ def test_a_lecturer_who_reloads_takes_the_class_back_with_the_key_alone(browser,
     page.get_by_role("tab", name="Lecturer").click()
     expect(page.get_by_text(f"This browser was running class {code} before the page was reloaded")).to_be_visible()
     expect(page.get_by_label("Join code of a class you started", exact=False)).to_have_value(code)
+    screenshot(page, "class_lecturer_reload_offer", full_page=False)
     page.get_by_label("Lecturer key").fill(KEY)
     click(page, "Start or reopen")
     assert page.locator(".st-key-class_join_code [data-testid='stMetricValue']").inner_text().strip() == code
