@@ -16,6 +16,7 @@ from core.data import IGNORE_INDEX
 from core.lessons.embeddings import MAX_TOKEN_CHARS
 from core.lessons.tokens_data import TokenChip
 from core.lessons.walkthrough import fmt_number
+from core.viz.text_width import text_em
 
 def latex_number(value: float, decimals: int = 4) -> str:
     """A number for st.latex: 1.23 \\times 10^{30} instead of 1.23e+30."""
@@ -130,18 +131,7 @@ GRID_ROOT_PX = {False: 16, True: 20}
 GRID_CELL_PADDING_PX = 10
 GRID_LINE_HEIGHT = 1.37
 
-# The widths of Source Sans's characters in em (measured with the grid's font, rounded up to these
-# groups); any other character (an emoji, another script) counts as 1 em.
-_CHAR_EM = {c: em for em, chars in (
-    (0.20, " "), (0.27, "',.:;|ijlI"), (0.32, "!()[]{}f-"), (0.35, "/\\rt"), (0.43, "\"*?sz"), (0.47, "cvxy"),
-    (0.51, "#$+<=>^_~0123456789aegkFé"), (0.56, "`bdhnopquAEJLSTVXYZ"), (0.62, "BCDGKPR&→"),
-    (0.67, "HNOQU␣"), (0.73, "wM"), (0.85, "%@mW")) for c in chars}
-_SPACE_EM = _CHAR_EM[" "]
-
-
-def text_em(text: str) -> float:
-    """The width of `text` in the grid's font, in em (on the wide side)."""
-    return sum(_CHAR_EM.get(c, 1.0) for c in text)
+_SPACE_EM = text_em(" ")
 
 
 def wrapped_lines(text: str, width_em: float) -> int:

@@ -25,6 +25,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from core.viz.text_width import text_em
+
 # What an axis and a legend add to their text: Streamlit's chart theme (no ticks, 16 px between
 # the labels and the plot and between the title and the labels, 8 px inside a legend, no padding
 # around the chart) over Vega's defaults (a legend 18 px from the plot)
@@ -46,30 +48,19 @@ LEGEND_LABEL_LIMIT_PX = 160
 # by side in a 1024 px window with the sidebar open get 274 px each
 SHRINK_TO = 0.6
 SLANTED_LINE_EM = 1.25  # slanted names' lines, one beside the next, must be this far apart (em)
-LETTER_GAP_PX = 3  # between two upright one-letter names on a discrete x axis
+# between two upright one-letter names on a discrete x axis, past their advance widths (which
+# already hold the glyphs' side bearings, so their ink is further apart than this)
+LETTER_GAP_PX = 2
 FIT_WIDTH = "attentionLabFitWidth"  # usermeta key: the width a fitted spec is drawn at
 # usermeta key: a title's text as built, kept where readable_title writes it as lines or as a Vega
 # expression that picks the lines (what reads a spec's title, e.g. a test, finds it there)
 TITLE_TEXT = "attentionLabTitle"
 
-# Advance widths in em of Streamlit's chart font (Source Sans), by kind of character
-_NARROW = set("ijlI.,:;'|!()[]{} ␣ft-")
-_WIDE = set("mwMW%@")
 
-
-def text_px(text: str, size: float) -> float:
-    """The width of one line of `text` at `size` px (an estimate good to about a tenth)."""
-    em = 0.0
-    for ch in str(text):
-        if ch in _NARROW:
-            em += 0.3
-        elif ch in _WIDE:
-            em += 0.8
-        elif ch.isupper():
-            em += 0.6
-        else:
-            em += 0.52
-    return em * size
+def text_px(text: str, size: float, semibold: bool = False) -> float:
+    """The width of one line of `text` at `size` px (measured advance widths, on the wide side by
+    less than a hundredth of an em a character: core.viz.text_width); `semibold` for a chart's title."""
+    return text_em(text, semibold) * size
 
 
 def _label_size(spec: dict, axis: dict) -> float:
@@ -141,7 +132,7 @@ def _axis_labels(enc: dict, frame, length_px: float) -> list[str]:
 # with "…": in a third of a 1024 px page "softmax, mask, renormalise" read "softmax, mask, re…",
 # the very words that told three maps apart. A title is instead broken between words onto as few
 # lines as fit the width the chart is drawn at (`readable_title`), and given a limit of its own.
-TITLE_SPARE = 1.12  # text_px is good to about a tenth: a line is given that much more room
+TITLE_SPARE = 1.12  # a line is given that much more room than text_px says (kerning, rounding, a font fallback)
 TITLE_MAX_LINES = 4
 PUNCT_BREAK_BONUS = 0.15  # a break after a comma or colon may make the widest line this much wider
 _TITLE_WORD = re.compile(r"\([^()]*\)\s*|\S+\s*")  # a shape "(6, 6)" stays whole
@@ -161,16 +152,18 @@ def _title_size(spec: dict) -> float:
     return float(size)
 
 
-def title_wraps(text: str, size: float, max_lines: int = TITLE_MAX_LINES) -> list[tuple[float, list[str]]]:
+def title_wraps(text: str, size: float, max_lines: int = TITLE_MAX_LINES,
+                semibold: bool = True) -> list[tuple[float, list[str]]]:
     """The ways to write `text` on 1, 2, ... `max_lines` lines, words kept whole: for each number of
     lines, the split whose widest line is the narrowest, as (that line's width in px at `size`,
-    the lines). Only splits narrower than the one before are listed."""
+    the lines). Only splits narrower than the one before are listed. A chart's title is semibold;
+    an axis title (`semibold=False`) is not."""
     words = [m.group(0) for m in _TITLE_WORD.finditer(str(text))]
     if not words:
         return [(0.0, [""])]
 
     def width(i: int, j: int) -> float:
-        return text_px("".join(words[i:j]).rstrip(), size)
+        return text_px("".join(words[i:j]).rstrip(), size, semibold)
 
     found: list[tuple[float, list[str]]] = []
     for lines in range(1, min(max_lines, len(words)) + 1):
@@ -198,7 +191,7 @@ def _title_px(spec: dict) -> float:
     text = _title_text(spec.get("title"))
     size = _title_size(spec)
     if isinstance(text, list):
-        return max((text_px(line, size) for line in text), default=0.0)
+        return max((text_px(line, size, semibold=True) for line in text), default=0.0)
     return title_wraps(text, size)[-1][0] if text else 0.0
 
 
@@ -451,7 +444,7 @@ def _x_title_on_lines(spec: dict) -> dict:
     room = SHRINK_TO * float(spec["width"])
     if text_px(title, size) <= room:
         return spec
-    wraps = title_wraps(title, size, max_lines=3)
+    wraps = title_wraps(title, size, max_lines=3, semibold=False)
     lines = next((lines for need, lines in wraps if need <= room), wraps[-1][1])
 
     def wrapped(layer: dict) -> dict:

@@ -102,7 +102,7 @@ def test_title_wraps_keep_every_word_and_a_shape_whole():
     for need, lines in wraps:
         assert " ".join(lines).split() == "softmax, mask, no renormalising (6, 6)".split()
         assert "(6, 6)" in " ".join(lines)  # the shape is never split
-        assert max(fit.text_px(line, 14) for line in lines) == pytest.approx(need)
+        assert max(fit.text_px(line, 14, semibold=True) for line in lines) == pytest.approx(need)
     assert wraps[1][1] == ["softmax, mask,", "no renormalising  (6, 6)"]  # a break after a comma
 
 
@@ -123,7 +123,7 @@ def test_a_long_title_is_written_whole_on_lines_that_fit_the_width_drawn(lecture
         assert " ".join(lines).split() == title.split(), lines
         assert not any(line.endswith("…") for line in lines)
         drawn = svg_width(svg)
-        assert all(fit.text_px(line, heading) <= drawn for line in lines), (width, lines)
+        assert all(fit.text_px(line, heading, semibold=True) <= drawn for line in lines), (width, lines)
     assert len(title_lines(svg_at(spec, fit.drawn_width(spec)))) <= 2
 
 
