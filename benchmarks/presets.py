@@ -162,6 +162,7 @@ def browser_main(args) -> None:
     from playwright.sync_api import sync_playwright
 
     from benchmarks.harness import CHROMIUM, CHROMIUM_ARGS, IDLE, StreamlitServer, open_page_url
+    from benchmarks.harness.browser import progress_text
     from ui.training import PRESET_NAMES
 
     env = {"ATTENTION_LAB_TORCH_THREADS": str(args.threads)} if args.threads else {}
@@ -171,10 +172,6 @@ def browser_main(args) -> None:
     server.start(timeout=60)
     url = server.url
     results = {}
-
-    def progress(page) -> str:
-        bar = page.locator("[data-testid='stProgress']")
-        return bar.first.inner_text(timeout=5000) if bar.count() else ""
 
     try:
         with sync_playwright() as pw:
@@ -198,7 +195,7 @@ def browser_main(args) -> None:
                 limit = time.perf_counter() + args.browser_limit_s
                 text = ""
                 while time.perf_counter() < limit:
-                    text = progress(page)
+                    text = progress_text(page)
                     if " · finished · " in text or "stopped on an error" in text:
                         break
                     page.wait_for_timeout(500)

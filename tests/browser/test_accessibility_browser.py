@@ -13,15 +13,14 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser import axe
-from tests.browser.conftest import assert_no_error, screenshot, wait_drawn, wait_idle
+from tests.browser.conftest import TRAIN_URL, assert_no_error, screenshot, wait_drawn, wait_idle
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
 
 # every view a student or a lecturer opens: (name, query). A new mode adds its query here.
-MODES = [("student", ""), ("lecture", "lecture=1")]
+VIEWS = [("student", ""), ("lecture", "lecture=1")]
 PAGES = ["", *[lesson.url for lesson in LESSONS], "class"]  # class: how to turn class mode on
-TRAIN_URL = next(lesson.url for lesson in LESSONS if lesson.file == "pages/7_train_gpt.py")
 WALKTHROUGH_URL = LESSONS[0].url
 # a small model that trains for a while: the keyboard has time to stop it
 SMALL_RUN = {"context_size": "8", "n_layer": "1", "n_head": "2", "d_embed": "16", "d_ff": "32",
@@ -34,7 +33,7 @@ def _goto(page, url: str) -> None:
     wait_idle(page)
 
 
-@pytest.fixture(scope="module", params=MODES, ids=[m[0] for m in MODES])
+@pytest.fixture(scope="module", params=VIEWS, ids=[v[0] for v in VIEWS])
 def mode_page(request, browser, server_url):
     """One 1280×720 tab per mode, its first visit at the root (which registers the pages)."""
     name, query = request.param

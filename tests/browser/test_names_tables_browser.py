@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_page_url, screenshot, train_tiny_then_sample, wait_idle
+from tests.browser.conftest import assert_no_error, open_page_url, screenshot, train_tiny_then_sample
 from ui.nav import LESSONS
 
 pytestmark = pytest.mark.browser
