@@ -15,8 +15,9 @@ import streamlit as st
 
 from core import train_settings
 from core.classroom import challenge as judge
-from core.classroom.security import AlreadyEntered, ClassroomError, escape_markdown
+from core.classroom.security import AlreadyEntered, ClassroomError, RateLimited, escape_markdown
 from ui import classroom
+from ui.formatting import sentence_inside
 from ui.layout import friendly_errors
 from ui.state import checked_number
 from ui.training import PRESET_NAMES, presets_shown
@@ -142,6 +143,9 @@ def _submit(store, seat, current, run) -> None:
             earlier = store.entry_of(seat.code, seat.token, current.id, *judge.run_figures(run))
             if earlier is not None:  # known before scoring it again (no seat: store.submit says so)
                 raise AlreadyEntered(earlier)
+            wait = store.submission_wait(seat.code, seat.token)
+            if wait > 0:  # at the limit: say so without scoring a run the store would refuse
+                raise RateLimited("submissions", wait)
             limits = judge.ChallengeLimits(current.max_params, current.max_seconds)
             with st.spinner("Scoring your run on the held-out names ..."):
                 result = judge.evaluate_run(run, limits)
@@ -150,19 +154,10 @@ def _submit(store, seat, current, run) -> None:
             st.info(str(repeat), icon=":material/info:")
             return
         except ClassroomError as refused:  # the challenge's rules (SubmissionError) or the store's
-            st.error(f"Not entered: {_sentence_inside(str(refused))}", icon=":material/block:")
+            st.error(f"Not entered: {sentence_inside(str(refused))}", icon=":material/block:")
             return
         st.success(f"Submitted: validation loss {entry.val_loss:.4f} with {entry.n_params:,} parameters. "
                    "See the board on the Class page.", icon=":material/emoji_events:")
-
-
-def _sentence_inside(message: str) -> str:
-    """A sentence continued after "Not entered: ": "The run trained ..." -> "the run trained ...";
-    a first word that is a name ("PyTorch") keeps its capital."""
-    first = message.split(" ", 1)[0]
-    if first[:1].isupper() and first[1:] == first[1:].lower():
-        return message[:1].lower() + message[1:]
-    return message
 
 
 # ------------------------------------------------------------------------------- leaderboard

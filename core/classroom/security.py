@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import hmac
+import math
 import os
 import re
 import secrets
@@ -62,6 +63,10 @@ class AlreadyEntered(ClassroomError):
 
 class RateLimited(ClassroomError):
     """Too many actions in a short time; the message says how long to wait."""
+
+    def __init__(self, what: str, wait_s: float):
+        self.wait_s = max(1, math.ceil(wait_s))
+        super().__init__(f"Too many {what} in a short time; try again in {self.wait_s} s.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +238,8 @@ class RateLimiter:
     """At most `max_events` per key within any `window_s` seconds (sliding window), thread-safe.
 
     Kept in this server process's memory: with several replicas each one limits on its own, which
-    still bounds what one member can do to a few times the limit."""
+    still bounds what one member can do to a few times the limit. (Challenge submissions are
+    counted in the database instead: ClassroomStore.submit.)"""
 
     def __init__(self, max_events: int, window_s: float, what: str = "actions",
                  clock: Callable[[], float] = time.monotonic):
@@ -251,8 +257,7 @@ class RateLimiter:
             while events and events[0] <= now - self.window_s:
                 events.popleft()
             if len(events) >= self.max_events:
-                wait = max(1, int(events[0] + self.window_s - now + 0.999))
-                raise RateLimited(f"Too many {self.what} in a short time; try again in {wait} s.")
+                raise RateLimited(self.what, events[0] + self.window_s - now)
             events.append(now)
             if len(self._events) > 10_000:  # forget keys that have been quiet for a whole window
                 self._events = {k: d for k, d in self._events.items() if d and d[-1] > now - self.window_s}

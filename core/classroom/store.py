@@ -45,7 +45,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from core.classroom.security import (AlreadyEntered, ClassroomError, NotAllowed, RateLimiter, class_ttl_s,
+from core.classroom.security import (AlreadyEntered, ClassroomError, NotAllowed, RateLimited, RateLimiter, class_ttl_s,
                                      clean_nickname, code_problem, new_join_code, new_token, nickname_key,
                                      normalize_code, token_hash, token_matches)
 
@@ -62,7 +62,8 @@ MAX_STATE_BYTES = 20_000  # the lecturer's published page/step/settings, as JSON
 ANSWERS_PER_MINUTE = 30  # per member
 PULSE_MAX_AGE_S = 0.25  # followers of one class share a read of the lecturer's place this long
 MAX_PULSES = 1_000  # classes whose last pulse this process keeps
-SUBMISSIONS_PER_10_MIN = 5  # per member
+SUBMISSIONS_PER_10_MIN = 5  # per member, counted in the database (every replica sees them all)
+SUBMISSION_WINDOW_S = 600.0
 
 # =============================================================================================
 # Schema
@@ -367,15 +368,21 @@ class Submission:
 
 class ClassroomStore:
     """Every class-mode operation, on one database. Thread-safe. Make one per process and URL (the
-    pages cache it): its rate limiters must see every session; the engine is shared per URL anyway."""
+    pages cache it): its answer limiter must see every session; the engine is shared per URL anyway.
+
+    `submission_limit` is (submissions, seconds) per member: counted from the stored submissions
+    in the write that stores one, so it holds across replicas and server restarts."""
 
     def __init__(self, url: str | None = None, *, clock: Callable[[], float] = time.time,
-                 answer_limiter: RateLimiter | None = None, submission_limiter: RateLimiter | None = None):
+                 answer_limiter: RateLimiter | None = None,
+                 submission_limit: tuple[int, float] = (SUBMISSIONS_PER_10_MIN, SUBMISSION_WINDOW_S)):
         self.url = normalize_url(url or default_url())
         self.engine = get_engine(self.url)
         self.clock = clock
         self.answer_limiter = answer_limiter or RateLimiter(ANSWERS_PER_MINUTE, 60, "answers")
-        self.submission_limiter = submission_limiter or RateLimiter(SUBMISSIONS_PER_10_MIN, 600, "submissions")
+        if submission_limit[0] < 1 or not submission_limit[1] > 0:
+            raise ValueError("a submission limit needs at least 1 submission in a positive number of seconds")
+        self.submission_limit = (int(submission_limit[0]), float(submission_limit[1]))
         # code -> the last ClassPulse read: 60 followers ticking once a second share one read
         self._pulses: dict[str, ClassPulse] = {}
         self._pulse_lock = threading.Lock()
@@ -667,7 +674,7 @@ class ClassroomStore:
                                 float(result.seconds))
             if earlier is not None:
                 raise AlreadyEntered(earlier)  # before the rate limit: a repeat does not use it up
-            self.submission_limiter.check(("submit", member.id))
+            self._check_submission_rate(conn, member.id, now)
             samples = [str(name)[:60] for name in result.samples][:10]
             submission_id = conn.execute(submissions.insert().values(
                 challenge_id=found.id, member_id=member.id, val_loss=float(result.val_loss),
@@ -677,6 +684,31 @@ class ClassroomStore:
         return Submission(int(submission_id), found.id, member.id, member.nickname, float(result.val_loss),
                           int(result.n_params), int(result.steps), float(result.seconds), dict(result.settings),
                           samples, False, now)
+
+    def _submission_wait(self, conn, member_id: int, now: float) -> float:
+        """Seconds until the member may submit again (0: now): `submission_limit` stored
+        submissions within the window, and the oldest of them must leave it first."""
+        most, window_s = self.submission_limit
+        recent = conn.execute(sa.select(submissions.c.submitted_at)
+                              .where(submissions.c.member_id == member_id, submissions.c.submitted_at > now - window_s)
+                              .order_by(submissions.c.submitted_at.desc()).limit(most)).scalars().all()
+        return recent[-1] + window_s - now if len(recent) >= most else 0.0
+
+    def _check_submission_rate(self, conn, member_id: int, now: float) -> None:
+        """Raise RateLimited when the member may not submit now. Read inside submit's write (the
+        member's row locked on PostgreSQL, the database on SQLite), so two replicas cannot both
+        let a last submission through."""
+        wait = self._submission_wait(conn, member_id, now)
+        if wait > 0:
+            raise RateLimited("submissions", wait)
+
+    def submission_wait(self, code: str, member_token: str | None) -> float:
+        """Seconds until the member may submit again, 0 when they may now (or when the token is no
+        member: `submit` says so). The page asks before scoring a run, so a member at the limit
+        does not make the server score runs it will refuse; `submit` checks again."""
+        with self.engine.connect() as conn:
+            member = self._member_row(conn, code, member_token, missing_ok=True)
+            return 0.0 if member is None else self._submission_wait(conn, member.id, self.clock())
 
     def entry_of(self, code: str, member_token: str | None, challenge_id: int, steps: int, n_params: int,
                  seconds: float) -> Submission | None:

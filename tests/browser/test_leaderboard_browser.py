@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import pytest
 from playwright.sync_api import expect
 
-from core.classroom.security import RateLimiter
 from core.classroom.store import ClassroomStore, default_url
 from tests.browser import axe
 from tests.browser.conftest import assert_no_error, open_app, screenshot, serve, wait_idle
@@ -69,7 +68,7 @@ def board_class(tmp_path_factory, browser):
         wait_idle(page)
         page.get_by_role("button", name=re.compile("^Open the challenge")).click()
         expect(page.get_by_role("button", name="Close the challenge")).to_be_visible()
-        store = ClassroomStore(default_url(data), submission_limiter=RateLimiter(10**6, 1))
+        store = ClassroomStore(default_url(data), submission_limit=(10**6, 1.0))
         current = store.current_challenge(code)
         for i, (nickname, loss, n_params, names) in enumerate(ENTRIES):
             _, token = store.join(code, nickname)

@@ -97,3 +97,26 @@ def test_a_click_that_raced_the_first_is_told_it_is_entered(klass, finished_book
     (entry,) = store.submissions(code, opened.id, include_hidden=True)
     assert f"This run is already on the board (your entry at step 40: validation loss {entry.val_loss:.4f})" \
            in texts(student.info)
+
+
+def test_a_member_at_the_submission_limit_is_told_when_to_try_again_without_a_scoring(klass, finished_book,
+                                                                                       monkeypatch):
+    """Five entries in the last ten minutes (stored through another server, as with replicas): the
+    page says when the member may submit again, and the server does not score the run first."""
+    store, code, lecturer, (ada, _) = klass
+    opened = store.open_challenge(code, lecturer.token, "Lowest loss", 100_000, 600)
+    limit, window_s = ClassroomStore(store.url).submission_limit  # the page's store keeps the default
+    for steps in range(1, limit + 1):
+        store.submit(code, ada.token, opened.id, challenge.Evaluation(
+            val_loss=2.5, n_params=1_000, steps=steps, seconds=1.0, settings={}, samples=["ada"]))
+    scored = []
+    monkeypatch.setattr(challenge, "evaluate_run", lambda *args: scored.append(args))
+    student = open_as(ada, "pages/7_train_gpt.py", state={RUNBOOK_KEY: finished_book})
+    button(student, SUBMIT).click().run()
+    no_exception(student)
+    errors = texts(student.error)
+    assert errors.startswith("Not entered: too many submissions in a short time; try again in "), errors
+    wait = int(errors.rsplit("try again in ", 1)[1].split(" s.")[0])
+    assert window_s - 60 < wait <= window_s  # the first of the five was stored moments ago
+    assert scored == []
+    assert len(store.submissions(code, opened.id, include_hidden=True)) == limit

@@ -36,8 +36,8 @@ class FakeClock:
 
 
 def generous() -> dict:
-    """Rate limiters that never refuse (tests of other rules send many actions fast)."""
-    return {"answer_limiter": RateLimiter(10**6, 1), "submission_limiter": RateLimiter(10**6, 1)}
+    """Rate limits that never refuse (tests of other rules send many actions fast)."""
+    return {"answer_limiter": RateLimiter(10**6, 1), "submission_limit": (10**6, 1.0)}
 
 
 @dataclass
@@ -304,7 +304,7 @@ def test_challenge_submissions_leaderboard_hiding_and_closing(db_url):
 
 
 def test_submissions_are_rate_limited(db_url):
-    s = ClassroomStore(db_url, submission_limiter=RateLimiter(2, 600, "submissions"))
+    s = ClassroomStore(db_url, submission_limit=(2, 600))
     info, lecturer = s.create_class()
     _, ada = s.join(info.code, "Ada")
     challenge = s.open_challenge(info.code, lecturer, "c", 10_000, 60)
@@ -319,7 +319,7 @@ def test_a_run_at_one_step_enters_once(db_url):
     """The same run at the same step (same steps, parameters and training seconds) is refused with
     the stored entry; trained further, or a different run, it enters; a repeat does not use up the
     rate limit, and a hidden entry still counts as entered."""
-    s = ClassroomStore(db_url, submission_limiter=RateLimiter(2, 600, "submissions"))
+    s = ClassroomStore(db_url, submission_limit=(2, 600))
     info, lecturer = s.create_class()
     _, ada = s.join(info.code, "Ada")
     _, bo = s.join(info.code, "Bo")
@@ -369,6 +369,69 @@ def test_racing_submissions_of_one_run_store_one_entry(db_url):
             thread.join(30)
         assert sorted(outcomes) == ["repeat"] * (n - 1) + ["stored"], f"round {round_}"
     assert len(s.submissions(info.code, challenge.id, include_hidden=True)) == rounds
+
+
+def test_the_submission_limit_holds_across_replicas_and_frees_up_with_time(db_url):
+    """Two stores on one database, as two replicas behind a load balancer: the limit counts the
+    member's stored submissions, so a third one through the other replica is refused with the
+    wait until the oldest leaves the window; a refused one is not stored and does not count;
+    another member is not limited."""
+    clock = FakeClock()
+    one = ClassroomStore(db_url, clock=clock, submission_limit=(2, 600))
+    two = ClassroomStore(db_url, clock=clock, submission_limit=(2, 600))
+    info, lecturer = one.create_class()
+    _, ada = one.join(info.code, "Ada")
+    _, bo = two.join(info.code, "Bo")
+    challenge = one.open_challenge(info.code, lecturer, "c", 10_000, 60)
+    one.submit(info.code, ada, challenge.id, FakeEvaluation(steps=100))
+    clock.now += 100
+    two.submit(info.code, ada, challenge.id, FakeEvaluation(steps=200))
+    clock.now += 50
+    for store in (two, one):
+        with pytest.raises(RateLimited, match=r"^Too many submissions in a short time; try again in 450 s\.$"):
+            store.submit(info.code, ada, challenge.id, FakeEvaluation(steps=300))
+    two.submit(info.code, bo, challenge.id, FakeEvaluation(steps=300))  # Bo's own limit
+    clock.now += 449  # one second before the first submission is 10 minutes old
+    with pytest.raises(RateLimited, match="try again in 1 s"):
+        two.submit(info.code, ada, challenge.id, FakeEvaluation(steps=300))
+    clock.now += 1
+    two.submit(info.code, ada, challenge.id, FakeEvaluation(steps=300))
+    assert sorted((e.nickname, e.steps) for e in one.submissions(info.code, challenge.id)) == \
+        [("Ada", 100), ("Ada", 200), ("Ada", 300), ("Bo", 300)]
+    with pytest.raises(ValueError, match="submission limit"):
+        ClassroomStore(db_url, submission_limit=(0, 600))
+
+
+def test_racing_submissions_through_two_replicas_stay_within_the_limit(db_url):
+    """Eight different runs of one member submitted at once, half through each of two stores on
+    one database, with a limit of three: exactly three are stored, five refused, in each of three
+    rounds (a new window each round)."""
+    clock = FakeClock()
+    replicas = [ClassroomStore(db_url, clock=clock, submission_limit=(3, 600)) for _ in range(2)]
+    info, lecturer = replicas[0].create_class()
+    _, ada = replicas[1].join(info.code, "Ada")
+    challenge = replicas[0].open_challenge(info.code, lecturer, "c", 10_000, 60)
+    n = 8
+    for round_ in range(3):
+        barrier = threading.Barrier(n)
+        outcomes: list[str] = []
+
+        def click(i: int) -> None:
+            barrier.wait()
+            try:
+                replicas[i % 2].submit(info.code, ada, challenge.id, FakeEvaluation(steps=1000 * round_ + i))
+                outcomes.append("stored")
+            except RateLimited:
+                outcomes.append("limited")
+
+        threads = [threading.Thread(target=click, args=(i,)) for i in range(n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(outcomes) == ["limited"] * (n - 3) + ["stored"] * 3, f"round {round_}"
+        clock.now += 600
+    assert len(replicas[0].submissions(info.code, challenge.id)) == 9
 
 
 # ------------------------------------------------------------------------------ expiry and deletion
