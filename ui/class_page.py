@@ -17,6 +17,7 @@ from core.classroom.security import (NICKNAME_MAX_CHARS, ClassroomError, check_l
                                      normalize_code, reopen_code_problem)
 from ui import class_challenge, classroom
 from ui.classroom import LecturerSeat, MemberSeat
+from ui.formatting import sentence_inside
 from ui.layout import friendly_errors
 
 HOW_TO_TURN_ON = (
@@ -55,7 +56,7 @@ def _refused(doing: str) -> Iterator[None]:
         try:
             yield
         except ValueError as exc:  # ClassroomError: a message written for the person who clicked
-            st.error(f"Could not {doing}: {exc}", icon=":material/block:")
+            st.error(f"Could not {doing}: {sentence_inside(str(exc))}", icon=":material/block:")
 
 
 def join_section(store) -> None:

@@ -163,3 +163,13 @@ def wrapped_row_height(frame: pd.DataFrame, widths: Mapping[str, int], lecture: 
         return None
     height = math.ceil(min(lines, max_lines) * GRID_LINE_HEIGHT * font + 2 * GRID_CELL_PADDING_PX)
     return max(height, 4 * GRID_ROOT_PX[lecture] + 1)  # a row of 4rem or less never wraps
+
+
+def sentence_inside(message: str) -> str:
+    """A sentence continued after a colon ("Not entered: ", "Could not join the class: "):
+    "The run trained ..." -> "the run trained ..."; a first word that is a name ("PyTorch") keeps
+    its capital."""
+    first = message.split(" ", 1)[0]
+    if first[:1].isupper() and first[1:] == first[1:].lower():
+        return message[:1].lower() + message[1:]
+    return message

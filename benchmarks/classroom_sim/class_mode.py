@@ -583,7 +583,8 @@ async def submit_run(c: ClassClient, nickname: str, stats: Stats, log: ClassLog)
     entry["accepted"] = any(t.startswith("Submitted:") for t in alerts)
     if entry["accepted"]:
         entry["acked_at"] = time.time()
-    entry["message"] = next((t for t in alerts if "Submitted" in t or "Could not" in t), "")[:200]
+    said = ("Submitted", "Not entered", "already on the board", "Could not", "Something went wrong")
+    entry["message"] = next((t for t in alerts if any(s in t for s in said)), "")[:200]
     if not entry["accepted"]:
         return
     await timed(c, stats, "page", c.goto(next(t for t, (_, u) in c.pages.items() if u == CLASS_URL)))

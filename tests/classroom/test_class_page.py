@@ -101,7 +101,7 @@ def test_a_mistyped_code_is_refused_with_why_in_the_words_of_the_action(class_en
     button(at, "Join").click()
     at.run()
     no_exception(at)
-    assert errors_of(at).startswith("Could not join the class: That is not a join code")
+    assert errors_of(at).startswith("Could not join the class: that is not a join code")
     assert reason in errors_of(at)
     assert "compute" not in errors_of(at)
 
@@ -256,7 +256,7 @@ def test_reopening_takes_the_class_back_and_an_unknown_code_is_named(class_env):
     info, old = class_env.create_class()
     at = open_app_test(PAGE)
     start(at, "ZZZ-ZZZ")
-    assert "Could not reopen the class: There is no class with the code ZZZZZZ" in errors_of(at)
+    assert "Could not reopen the class: there is no class with the code ZZZZZZ" in errors_of(at)
     start(at, f" {info.code[:3].lower()}-{info.code[3:].lower()} ")  # as a person types it
     assert next(m.value for m in at.metric if m.label == "Join code") == info.code
     assert not class_env.is_lecturer(info.code, old)
