@@ -15,7 +15,7 @@ from ui import formatting as fmt
 from ui import state
 from ui import walkthrough
 from ui.code import show_code
-from ui.layout import friendly_errors
+from ui.layout import friendly_errors, map_floor
 
 STEPS, LABELS = wt.SIMPLE_STEPS, wt.SIMPLE_STEP_LABELS
 
@@ -33,14 +33,6 @@ with bar.controls:
 
 q_name, qi = labels[query], query + 1  # the book numbers tokens from 1: x^(1), x^(2), ...
 where = wt.describe_inputs(settings)
-
-
-def map_floor(n_cols: int, chars: int = 4) -> str:
-    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
-    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
-    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
-    its cells and type are larger)."""
-    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
 
 
 def ask_top_token(result: simple_attention.SimpleAttention) -> bool:

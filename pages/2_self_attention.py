@@ -17,7 +17,7 @@ from ui import state
 from ui import walkthrough
 from ui.charts import show_chart
 from ui.code import show_code
-from ui.layout import friendly_errors
+from ui.layout import friendly_errors, map_floor
 
 STEPS, LABELS = wt.SELF_STEPS, wt.SELF_STEP_LABELS
 
@@ -43,14 +43,6 @@ d_out = settings.d_out
 outs = [f"o{j + 1}" for j in range(d_out)]
 where = f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projection)}"
 module_cls = attention.SelfAttentionV1 if settings.variant == "v1" else attention.SelfAttentionV2
-
-
-def map_floor(n_cols: int, chars: int = 4) -> str:
-    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
-    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
-    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
-    its cells and type are larger)."""
-    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
 
 
 def steps_code() -> None:

@@ -16,7 +16,7 @@ from core.lessons import walkthrough as wt
 from ui import state
 from ui import walkthrough
 from ui.code import show_code
-from ui.layout import friendly_errors
+from ui.layout import friendly_errors, map_floor
 
 STEPS, LABELS = wt.CAUSAL_STEPS, wt.CAUSAL_STEP_LABELS
 PREFIX = walkthrough.PREFIX
@@ -55,14 +55,6 @@ mode = "training" if settings.train_mode else "eval"
 where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projection)}; mask "
          f"{'on' if settings.causal else 'off'}; dropout p={settings.dropout_p:g}, seed "
          f"{settings.dropout_seed}, {mode} mode")
-
-
-def map_floor(n_cols: int, chars: int = 4) -> str:
-    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
-    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
-    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
-    its cells and type are larger)."""
-    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
 
 
 def formula_with_words(formula: str, words: str) -> None:

@@ -17,7 +17,7 @@ from core.lessons import walkthrough as wt
 from ui import state
 from ui import walkthrough
 from ui.code import show_code
-from ui.layout import friendly_errors
+from ui.layout import friendly_errors, map_floor
 
 PREFIX = walkthrough.PREFIX
 MAX_SHOWN_HEADS = 8
@@ -74,14 +74,6 @@ with area.lesson:
 num_heads = settings.num_heads
 head_names = [f"head {h + 1}" for h in range(num_heads)]
 where = f"{wt.describe_inputs(settings)}; {multi_head.describe_heads(settings, num_heads)}"
-
-
-def map_floor(n_cols: int, chars: int = 4) -> str:
-    """How narrow a panel holding a heatmap of `n_cols` columns may get (walkthrough.columns) with
-    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
-    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
-    its cells and type are larger)."""
-    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"
 
 
 def steps_code(result: multi_head.MultiHead) -> None:

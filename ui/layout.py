@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import streamlit as st
 
@@ -251,3 +251,56 @@ def _md(text: Any) -> str:
     and values are the file author's: unescaped, `**x**`, `:red[x]` or `![](http://...)` would be
     drawn, and an image link would make every student's browser fetch a remote address."""
     return escape_markdown(str(text))
+
+
+def wrapping_columns(spec, *, key: str, side_by_side: bool = False, gap: str = "small",
+                     min_width: Sequence[int | str | None] | int | str | None = None,
+                     vertical_alignment: str = "top"):
+    """A row of panels like st.columns(spec) that WRAPS where its panels do not fit, instead of
+    squeezing them: st.columns always splits the row, and at 1024 px with the sidebar open
+    (564 px of page) a third of it drew two 6 x 6 maps as strips and cut formulas at its edge.
+
+    Each panel is at least `min_width` wide (px, or a CSS length such as "14rem"; one for all or
+    one per panel; none: no floor); a panel of words and formulas is also at least as wide as its
+    widest formula or word (KaTeX does not wrap), whereas a panel holding a chart may be narrower
+    than the chart's own width, down to its floor: the chart is laid out again at the column's
+    width (core/viz/fit.py). The panels share the rest of the row in the proportions of `spec`;
+    one that does not fit goes under the others, as wide as the row.
+
+    In lecture mode the panels are stacked full width so that the large projector fonts still fit
+    every value in its cell; `side_by_side` keeps them in a row there too, for panels narrow
+    enough (a figure and its formula, 3 narrow matrices): stacked, they would push the step below
+    the first screen. `key`: the row's name, unique on the page (its CSS class: st-key-wrap_<key>)."""
+    weights = [1.0] * spec if isinstance(spec, int) else [float(w) for w in spec]
+    lecture = state.lecture_mode()
+    if lecture and not side_by_side:
+        return [st.container() for _ in weights]
+    if lecture:
+        gap = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
+    floors = list(min_width) if isinstance(min_width, (list, tuple)) else [min_width] * len(weights)
+    row_key = f"wrap_{key}"
+    rules = []
+    for i, (weight, floor) in enumerate(zip(weights, floors), start=1):
+        floor = f"{floor}px" if isinstance(floor, int) else (floor or "0px")
+        panel = f".st-key-{row_key} > [data-testid='stLayoutWrapper']:nth-child({i})"
+        # from a basis of 0 the panels share the row by their weights; a panel goes to the next
+        # line when the ones before it leave less than its least width (its min-width)
+        rules.append(f"{panel} {{ flex: {weight:g} 1 0px; min-width: min-content; }}")
+        # words and formulas: as wide as the widest of them (min-content) and the floor at least;
+        # a chart is fitted to its panel, which may be narrower than the chart, down to the floor
+        chart = ":has([data-testid='stVegaLiteChart'])"
+        rules.append(f"{panel}:not({chart}) > [data-testid='stVerticalBlock'] {{ min-width: {floor}; }}")
+        rules.append(f"{panel}{chart} {{ min-width: min({floor}, 100%); }}")
+    if lecture:  # as in a row of st.columns (ui/layout.py): a formula beside a figure, a little smaller
+        rules.append(f".st-key-{row_key} .katex {{ font-size: 1.0em !important; }}")
+    st.html("<style>" + "\n".join(rules) + "</style>")
+    with st.container(horizontal=True, gap=gap, vertical_alignment=vertical_alignment, key=row_key):
+        return [st.container() for _ in weights]
+
+
+def map_floor(n_cols: int, chars: int = 4) -> str:
+    """How narrow a panel holding a heatmap of `n_cols` columns may get (wrapping_columns) with
+    its numbers of `chars` characters still whole in their cells: the row names and axis title, and
+    a digit's 7 px a character and a margin per cell (in rem: 25% more room in lecture mode, as
+    its cells and type are larger)."""
+    return f"{6 + n_cols * (chars * 7 + 6) / 16:.2f}rem"

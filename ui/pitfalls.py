@@ -15,18 +15,19 @@ computed what the page shows, read from their files at run time.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from typing import Callable, Iterable
 
 import pandas as pd
 import streamlit as st
 
-from core import budget, data, pitfalls as pf, runs, tokenizers
+from core import budget, data, pitfalls as pf, runs, tokenizers, viz
 from core.live_training import Outcome
 from core.pitfalls import sgd
-from core.viz import pitfalls as viz_pitfalls
+from core.viz import fit, pitfalls as viz_pitfalls
 from ui import layout, state
-from ui.charts import show_chart
+from ui.charts import download_buttons, draw_chart, show_chart
 from ui.code import note_shown, source_of
 from ui.live import live_fragment
 
@@ -119,19 +120,53 @@ def error_box(text: str | None, no_error: str = "ran without an error") -> None:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _heatmap_figure(name: str, data_key: tuple, lecture: bool, weights: bool, cell: int | None,
-                    _panels: list[tuple], _tokens: list[str]):
-    """Build the Altair figure once per (figure, data, mode): Altair's own checks cost more than
-    the math. `data_key` names the numbers (e.g. the seed); Altair charts are never mutated
-    (every .properties/.configure returns a copy), so sharing one object is safe."""
-    return viz_pitfalls.heatmap_row(_panels, _tokens, weights=weights, lecture=lecture, cell=cell)
+                    panel: int | None, _panels: list[tuple], _tokens: list[str]):
+    """Build the Altair figure once per (figure, data, mode, panel): Altair's own checks cost more
+    than the math. `panel` None is every panel in one figure, else that panel alone on the
+    figure's colour scale. `data_key` names the numbers (e.g. the seed); Altair charts are never
+    mutated (every .properties/.configure returns a copy), so sharing one object is safe."""
+    if panel is None:
+        return viz_pitfalls.heatmap_row(_panels, _tokens, weights=weights, lecture=lecture, cell=cell)
+    return viz_pitfalls.heatmap_row([_panels[panel]], _tokens, weights=weights, lecture=lecture, cell=cell,
+                                    domain=viz_pitfalls.shared_domain(_panels, weights))
 
 
 def heatmap_row(panels: list[tuple], tokens: list[str], *, name: str, caption: str, data_key: tuple = (),
                 weights: bool = True) -> None:
-    """Several (T, T) heatmaps, (matrix, title) pairs, side by side in one figure with downloads."""
+    """Several (T, T) heatmaps, (matrix, title) pairs, side by side with one caption and one
+    Download menu of the figure with every panel (one picture for a slide). Each panel is a chart
+    of its own in a row that wraps, so that in a narrow column (1024 px with the sidebar open) it
+    is laid out again with its numbers at full size (core/viz/fit.py) or goes under the other,
+    instead of the whole figure being scaled down as a picture."""
     lecture = state.lecture_mode()
     cell = 42 if lecture else None  # two (6, 6) panels and their labels still fit a 1280-pixel projector
-    show_chart(_heatmap_figure(name, data_key, lecture, weights, cell, panels, tokens), name=name, caption=caption)
+    if len(panels) == 1:
+        show_chart(_heatmap_figure(name, data_key, lecture, weights, cell, None, panels, tokens),
+                   name=name, caption=caption)
+        return
+    charts = [_heatmap_figure(name, data_key, lecture, weights, cell, i, panels, tokens) for i in range(len(panels))]
+    built = [viz.vega_spec(chart, lecture) for chart in charts]
+    specs = [viz.fit_to_column(spec) for spec in built]
+    # bottoms aligned: a title on two lines beside one on one line would lower that plot alone
+    row = layout.wrapping_columns(len(panels), key=name, side_by_side=True, vertical_alignment="bottom",
+                                  min_width=[_floor_px(s) for s in built])
+    for chart, spec, column in zip(charts, specs, row):
+        with column:
+            draw_chart(chart, spec, lecture=lecture,
+                       description=viz.description(viz.chart_title(chart) or name, caption))
+    st.caption(caption)
+    download_buttons(lambda: _heatmap_figure(name, data_key, lecture, weights, cell, None, panels, tokens),
+                     title=name, caption=caption, key=name, lecture=lecture)
+
+
+def _floor_px(spec: dict | None) -> int | None:
+    """How narrow a panel may get for its chart (`spec` as built, before fit_to_column): the least
+    width the chart can be laid out at (fit.SHRINK_TO of its own), its own width where it cannot
+    be laid out again."""
+    natural = viz.natural_width(spec) if spec is not None else None
+    if natural is None:
+        return None
+    return math.ceil(natural * fit.SHRINK_TO) if fit.can_fit(spec) else natural
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from core.viz import lessons as lesson_charts
 from ui import class_polls, formatting, state
 from ui.charts import kept_figure, show_figure
 from ui.code import show_code
-from ui.layout import lesson_panel
+from ui.layout import lesson_panel, wrapping_columns as columns  # noqa: F401 - the pages' walkthrough.columns
 
 PREFIX = "walkthrough"
 
@@ -835,54 +835,6 @@ LECTURE_WIDTH = 720  # plot width available to one chart when lecture mode stack
 # short enough that a 6 x 6 map fits under the step bar of a 1280 x 720 projector (LECTURE_FILL_H)
 LECTURE_FILL_W, LECTURE_FILL_H, LECTURE_CELL_MIN, LECTURE_CELL_MAX = 720, 400, 54, 90
 LECTURE_COLUMN_W = 400  # the cells' share of a map drawn in the wider (3/5) of two columns
-
-
-COLUMNS_KEY = f"{PREFIX}_columns"  # + "_" + a row's name: the CSS class of a `columns` row
-
-
-def columns(spec, *, key: str, side_by_side: bool = False, gap: str = "small",
-            min_width: Sequence[int | str | None] | int | str | None = None,
-            vertical_alignment: str = "top"):
-    """A row of panels like st.columns(spec) that WRAPS where its panels do not fit, instead of
-    squeezing them: st.columns always splits the row, and at 1024 px with the sidebar open
-    (564 px of page) a third of it drew two 6 x 6 maps as strips and cut formulas at its edge.
-
-    Each panel is at least `min_width` wide (px, or a CSS length such as "14rem"; one for all or
-    one per panel; none: no floor); a panel of words and formulas is also at least as wide as its
-    widest formula or word (KaTeX does not wrap), whereas a panel holding a chart may be narrower
-    than the chart's own width, down to its floor: the chart is laid out again at the column's
-    width (core/viz/fit.py). The panels share the rest of the row in the proportions of `spec`;
-    one that does not fit goes under the others, as wide as the row.
-
-    In lecture mode the panels are stacked full width so that the large projector fonts still fit
-    every value in its cell; `side_by_side` keeps them in a row there too, for panels narrow
-    enough (a figure and its formula, 3 narrow matrices): stacked, they would push the step below
-    the first screen. `key`: the row's name, unique on the page (its CSS class)."""
-    weights = [1.0] * spec if isinstance(spec, int) else [float(w) for w in spec]
-    lecture = state.lecture_mode()
-    if lecture and not side_by_side:
-        return [st.container() for _ in weights]
-    if lecture:
-        gap = "small"  # the room's rem is 20 px: a "large" gap would take 80 of them
-    floors = list(min_width) if isinstance(min_width, (list, tuple)) else [min_width] * len(weights)
-    row_key = f"{COLUMNS_KEY}_{key}"
-    rules = []
-    for i, (weight, floor) in enumerate(zip(weights, floors), start=1):
-        floor = f"{floor}px" if isinstance(floor, int) else (floor or "0px")
-        panel = f".st-key-{row_key} > [data-testid='stLayoutWrapper']:nth-child({i})"
-        # from a basis of 0 the panels share the row by their weights; a panel goes to the next
-        # line when the ones before it leave less than its least width (its min-width)
-        rules.append(f"{panel} {{ flex: {weight:g} 1 0px; min-width: min-content; }}")
-        # words and formulas: as wide as the widest of them (min-content) and the floor at least;
-        # a chart is fitted to its panel, which may be narrower than the chart, down to the floor
-        chart = ":has([data-testid='stVegaLiteChart'])"
-        rules.append(f"{panel}:not({chart}) > [data-testid='stVerticalBlock'] {{ min-width: {floor}; }}")
-        rules.append(f"{panel}{chart} {{ min-width: min({floor}, 100%); }}")
-    if lecture:  # as in a row of st.columns (ui/layout.py): a formula beside a figure, a little smaller
-        rules.append(f".st-key-{row_key} .katex {{ font-size: 1.0em !important; }}")
-    st.html("<style>" + "\n".join(rules) + "</style>")
-    with st.container(horizontal=True, gap=gap, vertical_alignment=vertical_alignment, key=row_key):
-        return [st.container() for _ in weights]
 
 
 def lecture_cell(n_rows: int, n_cols: int, panel_width: int = LECTURE_FILL_W) -> int:

@@ -21,15 +21,27 @@ SCALING_METRICS = ("max weight", "entropy (nats)", "softmax gradient")  # the co
 NAMES_KEPT, NAMES_DROPPED = "gives examples", "gives no example (dropped)"  # names_length_chart's colours
 
 
-def heatmap_row(panels: list[tuple], tokens: list[str], *, weights: bool = True, lecture: bool = False,
-                cell: int | None = None) -> alt.TopLevelMixin:
-    """Several (T, T) matrices as panels of ONE heatmap figure (one download for the slide).
+def shared_domain(panels: list[tuple], weights: bool = True) -> tuple[float, float] | None:
+    """The colour scale panels drawn as separate charts share: 0..1 for attention weights, else the
+    finite values' range over every panel (None: no finite value; each chart picks its own)."""
+    if weights:
+        return (0.0, 1.0)
+    values = np.concatenate([matrix.detach().double().numpy().ravel() for matrix, _ in panels])
+    finite = values[np.isfinite(values)]
+    return (float(finite.min()), float(finite.max())) if finite.size else None
 
-    panels: (matrix, title) pairs; weights=True puts every panel on the same 0..1 colour scale."""
+
+def heatmap_row(panels: list[tuple], tokens: list[str], *, weights: bool = True, lecture: bool = False,
+                cell: int | None = None, domain: tuple[float, float] | None = None) -> alt.TopLevelMixin:
+    """Several (T, T) matrices as panels of ONE heatmap figure (one download for the slide); one
+    (matrix, title) pair gives a plain heatmap (the page draws each panel so, side by side).
+
+    panels: (matrix, title) pairs; weights=True puts every panel on the same 0..1 colour scale;
+    `domain` sets another scale (shared_domain: one panel drawn alone keeps the figure's)."""
     shape = tuple(panels[0][0].shape)
     matrices = np.stack([matrix.detach().double().numpy() for matrix, _ in panels])  # (panels, T, T)
     options = dict(x_title="key", y_title="query", fmt=".2f", lecture=lecture, cell=cell,
-                   domain=(0.0, 1.0) if weights else None)
+                   domain=domain or ((0.0, 1.0) if weights else None))
     if len(panels) == 1:
         return viz.heatmap(matrices[0], tokens, tokens, title=f"{panels[0][1]} {shape}", **options)
     return viz.heatmap(matrices, tokens, tokens, facets=[f"{title} {shape}" for _, title in panels], **options)
