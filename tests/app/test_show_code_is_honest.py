@@ -22,6 +22,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from benchmarks.harness.apptest import entry_point_every_run
 from core import pitfalls as pf, settings as core_settings
 from core.lessons import walkthrough as wt
 from core.lessons.small_lm import SmallLMSettings
@@ -131,6 +132,7 @@ def _codes(obj) -> list:
 
 @pytest.mark.parametrize("page, query, click", _cases())
 def test_every_function_in_a_code_view_ran(page, query, click):
+    entry_point_every_run()  # the page runs under the entry point, as on a server (also when run alone)
     at = AppTest.from_file(ENTRY, default_timeout=180)
     at.query_params.update(query)
     at.run()

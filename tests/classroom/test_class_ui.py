@@ -16,7 +16,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from benchmarks.harness.apptest import ENTRY, ROOT
+from benchmarks.harness.apptest import ROOT, open_app_test
 from core import runs, train_settings
 from core.classroom import challenge
 from core.classroom import store as class_db
@@ -57,17 +57,10 @@ def klass(tmp_path, monkeypatch):
 
 
 def open_as(seat, page: str | None, query: dict | None = None, state: dict | None = None) -> AppTest:
-    """The app in a session that holds `seat`, switched to `page` (None: the entry's first page)."""
-    at = AppTest.from_file(ENTRY, default_timeout=120)
-    at.query_params.update(query or {})
-    if seat is not None:
-        at.session_state[LECTURER_SEAT if isinstance(seat, LecturerSeat) else MEMBER_SEAT] = seat
-    for key, value in (state or {}).items():
-        at.session_state[key] = value
-    at.run()
-    if page:
-        at.switch_page(str(ROOT / page))
-        at.run()
+    """The app in a session that holds `seat`, switched to `page` (None: the entry's first page);
+    every run goes through the entry point, as on a real server (benchmarks.harness.open_app_test)."""
+    held = {} if seat is None else {LECTURER_SEAT if isinstance(seat, LecturerSeat) else MEMBER_SEAT: seat}
+    at = open_app_test(page, query=query, timeout=120, state={**held, **(state or {})})
     no_exception(at)
     return at
 
