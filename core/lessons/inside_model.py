@@ -87,12 +87,16 @@ def top_predictions(inspection: Inspection, k: int = 3) -> pd.DataFrame:
 
 
 VOWELS = set("aeiou")
+# the PCA's groups, in the order the chart colours them: the vowels, whose separation is the
+# lesson, take the second, warm colour beside the consonants' blue
+CHAR_GROUPS = ("consonant", "vowel", "start/end .")
 
 
 def char_group(char: str) -> str:
+    """A character's group in the PCA chart (one of CHAR_GROUPS)."""
     if char == BOUNDARY_TOKEN:
-        return "start/end ."
-    return "vowel" if char in VOWELS else "consonant"
+        return CHAR_GROUPS[2]
+    return CHAR_GROUPS[1] if char in VOWELS else CHAR_GROUPS[0]
 
 
 def embedding_matrix(model: GPT) -> np.ndarray:

@@ -42,6 +42,7 @@ Theme (theme.py): palette(lecture), font_sizes(lecture), themed(chart, lecture) 
     table as a DataFrame under "datasets": what ui.charts.show_chart sends), padded(chart),
     fast_build (decorator for builders written elsewhere in core/viz), unique_labels(labels),
     format_value(v, fmt), sequential_scheme/diverging_scheme(lecture), OKABE_ITO, NEG_INF_LABEL,
+    contrast_ratio(a, b) (WCAG's), text_on(fill) (black or white on a cell of that colour),
     LECTURE_MIN_AXIS_PX / LECTURE_MIN_VALUE_PX (the px floor lecture mode holds to).
 
 Fit (fit.py): natural_width(spec) (a single or layered chart's whole width, estimated),
@@ -66,15 +67,15 @@ from core.viz.fit import drawn_width, fit_to_column, natural_width
 from core.viz.heatmap import heatmap, matrix_frame
 from core.viz.lines import line_chart
 from core.viz.theme import (DEFAULT_PALETTE, HIGHLIGHT, LECTURE_MIN_AXIS_PX, LECTURE_MIN_VALUE_PX,
-                            MASKED_GREY, NEG_INF_LABEL, OKABE_ITO, PAD, _fmt, _font_sizes,
+                            MASKED_GREY, NEG_INF_LABEL, OKABE_ITO, PAD, _fmt, _font_sizes, contrast_ratio,
                             diverging_scheme, fast_build, font_sizes, format_value, layered, padded, palette,
-                            sequential_scheme, theme_config, themed, unique_labels, vega_spec)
+                            sequential_scheme, text_on, theme_config, themed, unique_labels, vega_spec)
 
 __all__ = [
     "heatmap", "matrix_frame", "line_chart", "bar_chart", "grouped_bars", "hbar_chart", "scatter",
     "with_caption", "chart_title", "description", "chart_table", "table_csv", "to_png", "to_svg", "figure_bytes", "file_name",
     "themed", "vega_spec", "theme_config", "padded", "fast_build", "palette", "font_sizes", "unique_labels", "format_value",
-    "sequential_scheme", "diverging_scheme", "OKABE_ITO", "DEFAULT_PALETTE", "NEG_INF_LABEL",
+    "sequential_scheme", "diverging_scheme", "OKABE_ITO", "DEFAULT_PALETTE", "NEG_INF_LABEL", "contrast_ratio", "text_on",
     "HIGHLIGHT", "MASKED_GREY", "PAD", "LECTURE_MIN_AXIS_PX", "LECTURE_MIN_VALUE_PX",
     "fit_to_column", "drawn_width", "natural_width",
 ]

@@ -323,11 +323,15 @@ def _leader_layer(x: str, y: str, width: int) -> alt.Chart:
 
 @fast_build
 def scatter(df: pd.DataFrame, *, x: str, y: str, label: str, group: str | None = None,
-            title: str = "", lecture: bool = False, x_title: str | None = None,
-            y_title: str | None = None, width: int = 480, height: int = 400) -> alt.LayerChart:
-    """Labelled points (e.g. a 2-D PCA of embeddings), coloured by group; no label runs into
+            group_order: Sequence[str] | None = None, title: str = "", lecture: bool = False,
+            x_title: str | None = None, y_title: str | None = None, width: int = 480,
+            height: int = 400) -> alt.LayerChart:
+    """Labelled points (e.g. a 2-D PCA of embeddings), coloured by group (`group_order`: which
+    group takes the palette's first colour, second, ...; default alphabetical); no label runs into
     another label or covers another point where there is room (see _place_labels)."""
-    color = alt.Color(field=group, type="nominal", scale=alt.Scale(range=palette(lecture)), title=None) \
+    scale = alt.Scale(range=palette(lecture)) if group_order is None else \
+        alt.Scale(domain=list(group_order), range=palette(lecture)[:len(group_order)])
+    color = alt.Color(field=group, type="nominal", scale=scale, title=None) \
         if group else alt.ColorValue(palette(lecture)[0])
     size = 160 if lecture else 90  # Vega draws a circle of size s as sqrt(s) px across
     font = font_sizes(lecture)["text"]

@@ -21,7 +21,7 @@ from core.lessons.small_lm import MODEL_LABELS
 from core.lessons.tokens_data import WINDOW_KINDS, LoaderView, window_frame
 from core.lessons.walkthrough import SCALE_DKS
 from core.viz.fit import cell_values, value_em
-from core.viz.theme import LECTURE_MIN_VALUE_PX, fast_build, palette
+from core.viz.theme import LECTURE_MIN_VALUE_PX, fast_build, palette, text_on
 
 UNSCALED, SCALED = "softmax(q·k)", "softmax(q·k / √d_k)"  # the two lines of the scaling chart
 
@@ -71,8 +71,10 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
     cut = set(df.loc[~whole, "order"].map(lambda order: (order - 1) // 2))  # windows not drawn whole
     df = df[~((df["order"] > 0) & ((df["order"] - 1) // 2).isin(cut))]
     colours = palette(lecture)
-    kind_scale = alt.Scale(domain=WINDOW_KINDS,
-                           range=[colours[0], colours[1], "#E8E8E8", "#C7E9C0", "#74C476"])
+    fills = [colours[0], colours[1], "#E8E8E8", "#C7E9C0", "#74C476"]
+    kind_scale = alt.Scale(domain=WINDOW_KINDS, range=fills)
+    # an id is black or white by its cell's colour: white on the dark orange read at 4.5:1 only
+    text_scale = alt.Scale(domain=WINDOW_KINDS, range=[text_on(fill) for fill in fills])
     pos_order = list(dict.fromkeys(df["pos"]))
     row_order = list(dict.fromkeys(df.sort_values("order", kind="stable")["row"]))
     # the y labels take ~110 px more: the whole chart stays within the page's ~800 px
@@ -89,12 +91,16 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
         tooltip=["row:N", "pos:N", alt.Tooltip("text:N", title="id / uses"), "kind:N"])
     rect = base.mark_rect(stroke="white", strokeWidth=1.5).encode(
         color=alt.Color("kind:N", scale=kind_scale, title=None,
-                        legend=alt.Legend(orient="bottom", columns=3)))
+                        # squares as large as a letter, outlined: the pale "never an input" one
+                        # was a 4-px dot that vanished into the white page
+                        legend=alt.Legend(orient="bottom", columns=3, symbolType="square",
+                                          symbolSize=260 if lecture else 150, symbolStrokeColor="#767676",
+                                          symbolStrokeWidth=1)))
     text = base.mark_text(**size).encode(
         text="text:N",
-        color=alt.condition("datum.kind == 'input' || datum.kind == 'target'",
-                            alt.value("white"), alt.value("black")))
-    return alt.layer(rect, text).properties(width=cell * len(pos_order),
+        color=alt.Color("kind:N", scale=text_scale, legend=None))
+    # the cells' colours and the ids' colours are two scales of the same field
+    return alt.layer(rect, text).resolve_scale(color="independent").properties(width=cell * len(pos_order),
                                             height=row_px * len(row_order))
 
 

@@ -14,7 +14,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.lessons.inside_model import Inspection, embedding_matrix
+from core.lessons.inside_model import CHAR_GROUPS, Inspection, embedding_matrix
 from core.lessons.sample_names import LABEL_TITLES, NameSteps
 from core.models import GPT
 from core.sampling import SampledName, label_shares
@@ -128,6 +128,6 @@ def embedding_colours(lecture: bool = False) -> str:
 
 def pca_chart(df: pd.DataFrame, ratios: np.ndarray, *, lecture: bool = False) -> alt.LayerChart:
     """Labelled scatter of the 2-D PCA, coloured vowel / consonant / boundary."""
-    return scatter(df, x="PC1", y="PC2", label="char", group="group", lecture=lecture,
+    return scatter(df, x="PC1", y="PC2", label="char", group="group", group_order=CHAR_GROUPS, lecture=lecture,
                    x_title=f"PC1 ({ratios[0]:.0%} of the variance)",
                    y_title=f"PC2 ({ratios[1]:.0%} of the variance)")

@@ -97,7 +97,7 @@ def names_length_chart(table: pd.DataFrame, *, lecture: bool = False) -> alt.Cha
         x=alt.X("name length:O", title="name length (characters)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("names:Q", title="number of names"),
         color=alt.Color("lecture windowing:N", scale=alt.Scale(
-            domain=[NAMES_DROPPED, NAMES_KEPT], range=[colors[3], colors[2]]),
+            domain=[NAMES_DROPPED, NAMES_KEPT], range=[colors[1], colors[0]]),  # dropped: the warm colour
             title=None, legend=alt.Legend(orient="top")),
         tooltip=["name length:O", "lecture windowing:N", "names:Q"],
     ).properties(title="Names by length: which ones the lecture's windowing drops", width=560, height=260)

@@ -18,11 +18,14 @@ import numpy as np
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-# Okabe-Ito: distinguishable under the common colour-vision deficiencies, and on a projector.
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
-# Student mode: Tableau's colour-blind-safe set (Vega's default puts green beside red, which
-# deuteranopes cannot tell apart); blue and orange first, like Vega's charts
-DEFAULT_PALETTE = ["#1170AA", "#FC7D0B", "#A3ACB9", "#57606C", "#5FA2CE", "#C85200", "#7B848F"]
+# Every colour that draws a series (a line, a point, a bar) stands out from the white page by at
+# least 3:1 (WCAG 1.4.11, non-text contrast; a projector washes colours out further), and the sets
+# stay apart under deuteranopia and protanopia (tests/core/test_chart_alternatives.py). Lecture
+# mode: the Okabe-Ito colours that reach 3:1 (its orange, sky blue and yellow do not: 2.3, 2.3 and
+# 1.3), then a red-pink for a sixth run. Student mode: Tableau's colour-blind-safe blue, dark
+# orange and slate (its light orange, grey and blue do not reach 3:1), then three that do.
+OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#DD3366"]
+DEFAULT_PALETTE = ["#1170AA", "#C85200", "#57606C", "#CC79A7", "#00806A", "#9955DD"]
 HIGHLIGHT = "#D55E00"  # outline of highlighted cells (Okabe-Ito vermillion: visible on blues and viridis)
 MASKED_GREY = "#BBBBBB"  # cells that carry no number (masked −∞, dropped, undefined)
 NEG_INF_LABEL = "−∞"
@@ -35,6 +38,24 @@ LEGEND_LABEL_LIMIT = 360  # px: the longest legend label written whole (Vega's d
 def palette(lecture: bool = False) -> list[str]:
     """The categorical palette for the current mode."""
     return OKABE_ITO if lecture else DEFAULT_PALETTE
+
+
+def contrast_ratio(colour_a: str, colour_b: str = "#FFFFFF") -> float:
+    """WCAG's contrast ratio of two "#RRGGBB" colours (1 to 21): text needs 4.5, marks 3."""
+    lighter, darker = sorted((_luminance(colour_a), _luminance(colour_b)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def _luminance(colour: str) -> float:
+    """WCAG's relative luminance of "#RRGGBB" (0 black to 1 white)."""
+    rgb = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def text_on(fill: str) -> str:
+    """Black or white, whichever reads better on `fill` (a cell's colour)."""
+    return "black" if contrast_ratio(fill, "#000000") >= contrast_ratio(fill, "#FFFFFF") else "white"
 
 
 def font_sizes(lecture: bool = False) -> dict[str, int]:
