@@ -232,13 +232,10 @@ def go_to(lecturer, url: str) -> None:
     if prefix is not None and prefix in ss:  # a page seen before keeps its settings in the session
         obj, _refused = core_settings.from_params(type(ss[prefix]), dict(lecturer.settings))
         ui_state.replace_settings(prefix, obj)
-    query = dict(lecturer.settings)
-    if ui_state.lecture_mode():
-        query["lecture"] = "1"
     st.session_state[MOVE_KEY] = True
     if url == lecturer.page and shared_params() == lecturer.settings:
         st.rerun(scope="app")
-    st.switch_page(target, query_params=query)
+    ui_state.switch_page(target, dict(lecturer.settings))  # lecture mode kept, as chosen on this laptop
 
 
 def follow_move_run() -> bool:

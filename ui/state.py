@@ -415,5 +415,15 @@ def lecture_mode() -> bool:
     return bool(st.session_state.get("lecture_mode", False))
 
 
+def switch_page(page: str, query: dict[str, str] | None = None) -> None:
+    """st.switch_page that keeps lecture mode on. A page switched to from inside a page run lost
+    the sidebar switch's state (Streamlit 1.67), and the new page read lecture mode from its
+    address, which st.switch_page empties: "Train the quick demo now" turned lecture mode off."""
+    query = dict(query or {})
+    if lecture_mode():
+        query["lecture"] = "1"
+    st.switch_page(page, query_params=query or None)
+
+
 def defaults_of(cls: type) -> dict[str, Any]:
     return dataclasses.asdict(cls())

@@ -610,7 +610,7 @@ def empty_state(book: runs.RunBook, what: str) -> None:
         settings = train_settings.preset_settings("quick_demo")
         state.replace_settings("train", settings)
         if start_new_run(book, settings) is not None:
-            st.switch_page(TRAIN_PAGE)
+            state.switch_page(TRAIN_PAGE)
     st.page_link(TRAIN_PAGE, label="Open the Train page", icon=":material/arrow_forward:")
 
 

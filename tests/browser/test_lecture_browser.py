@@ -105,6 +105,28 @@ def test_lecture_train_settings_are_whole_in_every_tab(lecture_page, server_url)
             page.screenshot(path=str(SHOTS / "lecture_train_settings_more_1280.png"))
 
 
+def test_train_the_quick_demo_now_keeps_lecture_mode(browser, server_url):
+    """A page with no model yet offers "Train the quick demo now", which opens the Train page with
+    the demo training: that page came up in student mode (st.switch_page lost the sidebar switch
+    and the lecture=1 of the address)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    try:
+        _open(page, server_url, "sample_names?lecture=1")
+        page.get_by_role("button", name="Train the quick demo now").click()
+        page.get_by_role("heading", name="Train the names GPT").wait_for(timeout=60_000)
+        page.get_by_role("button", name="Stop").click()  # the demo need not finish
+        wait_idle(page)
+        assert "lecture=1" in page.url
+        assert page.locator("[data-testid='stSidebar'] [data-testid='stCheckbox'] input").first.is_checked()
+        assert page.evaluate(SMALL_TEXT, MIN_PX) == []
+        page.locator("[data-testid='stSidebarNav']").get_by_text("Sample names", exact=True).click()
+        wait_idle(page)
+        assert "lecture=1" in page.url  # and it stays on for the next page
+    finally:
+        context.close()
+
+
 # a tiny run, so the pages that show a trained model have one (ends by itself in seconds)
 TINY = ("context_size=8&n_layer=1&n_head=2&d_embed=16&d_ff=32&batch_size=32&max_steps=60"
         "&val_interval=20&warmup_steps=0")
