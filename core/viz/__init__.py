@@ -67,7 +67,7 @@ from core.viz.fit import drawn_width, fit_to_column, natural_width
 from core.viz.heatmap import heatmap, matrix_frame
 from core.viz.lines import line_chart
 from core.viz.theme import (DEFAULT_PALETTE, HIGHLIGHT, LECTURE_MIN_AXIS_PX, LECTURE_MIN_VALUE_PX,
-                            MASKED_GREY, NEG_INF_LABEL, OKABE_ITO, PAD, _fmt, _font_sizes, contrast_ratio,
+                            MASKED_GREY, NEG_INF_LABEL, OKABE_ITO, PAD, RIGHT_ANSWER, _fmt, _font_sizes, contrast_ratio,
                             diverging_scheme, fast_build, font_sizes, format_value, layered, padded, palette,
                             sequential_scheme, text_on, theme_config, themed, unique_labels, vega_spec)
 
@@ -76,6 +76,6 @@ __all__ = [
     "with_caption", "chart_title", "description", "chart_table", "table_csv", "to_png", "to_svg", "figure_bytes", "file_name",
     "themed", "vega_spec", "theme_config", "padded", "fast_build", "palette", "font_sizes", "unique_labels", "format_value",
     "sequential_scheme", "diverging_scheme", "OKABE_ITO", "DEFAULT_PALETTE", "NEG_INF_LABEL", "contrast_ratio", "text_on",
-    "HIGHLIGHT", "MASKED_GREY", "PAD", "LECTURE_MIN_AXIS_PX", "LECTURE_MIN_VALUE_PX",
+    "HIGHLIGHT", "RIGHT_ANSWER", "MASKED_GREY", "PAD", "LECTURE_MIN_AXIS_PX", "LECTURE_MIN_VALUE_PX",
     "fit_to_column", "drawn_width", "natural_width",
 ]

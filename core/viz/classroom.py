@@ -7,7 +7,7 @@ from typing import Sequence
 import altair as alt
 import pandas as pd
 
-from core.viz.theme import fast_build, font_sizes, layered, palette, unique_labels
+from core.viz.theme import RIGHT_ANSWER, fast_build, font_sizes, layered, palette, unique_labels
 
 
 @fast_build
@@ -15,8 +15,8 @@ def poll_chart(labels: Sequence[str], counts: Sequence[int], *, right: Sequence[
                title: str = "", lecture: bool = False, width: int = 420) -> alt.LayerChart:
     """Horizontal bars: how many students chose each answer, the count written beside each bar.
 
-    `right`: which answers are right, known only after the reveal; those bars take the highlight
-    colour and their label says "(right)". Before the reveal every bar has the same colour, so the
+    `right`: which answers are right, known only after the reveal; those bars turn green and
+    their label says "(right)". Before the reveal every bar has the same colour, so the
     projected chart gives nothing away."""
     names = unique_labels(labels)
     if len(names) != len(counts):
@@ -34,7 +34,7 @@ def poll_chart(labels: Sequence[str], counts: Sequence[int], *, right: Sequence[
                 scale=alt.Scale(domain=[0, max(1, max((int(c) for c in counts), default=0))], nice=False),
                 axis=alt.Axis(tickMinStep=1, format="d")))
     bars = base.mark_bar().encode(
-        color=alt.ColorValue(colors[0], condition={"test": "datum.right", "value": colors[1]}),
+        color=alt.ColorValue(colors[0], condition={"test": "datum.right", "value": RIGHT_ANSWER}),
         tooltip=[alt.Tooltip(field="answer", type="nominal"), alt.Tooltip(field="count", type="quantitative")])
     text = base.mark_text(align="left", dx=4, fontSize=font_sizes(lecture)["text"]).encode(
         text=alt.Text(field="text", type="nominal"))

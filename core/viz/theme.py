@@ -26,6 +26,9 @@ from altair.utils.schemapi import debug_mode
 # orange and slate (its light orange, grey and blue do not reach 3:1), then three that do.
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#DD3366"]
 DEFAULT_PALETTE = ["#1170AA", "#C85200", "#57606C", "#CC79A7", "#00806A", "#9955DD"]
+# a poll's right answer, in both modes: Okabe-Ito's bluish green (3.4:1 on white) beside the blue of
+# the other answers; the vermillion or orange it had read as "wrong"
+RIGHT_ANSWER = "#009E73"
 HIGHLIGHT = "#D55E00"  # outline of highlighted cells (Okabe-Ito vermillion: visible on blues and viridis)
 MASKED_GREY = "#BBBBBB"  # cells that carry no number (masked −∞, dropped, undefined)
 NEG_INF_LABEL = "−∞"

@@ -124,3 +124,16 @@ def test_the_vowels_take_the_second_colour_in_the_embedding_pca():
         colours = dict(zip(scale["domain"], scale["range"]))
         assert set(colours) == set(CHAR_GROUPS) == set(df["group"])
         assert colours["consonant"] == viz.palette(lecture)[0] and colours["vowel"] == viz.palette(lecture)[1]
+
+
+def test_a_polls_right_answer_is_green_and_apart_from_the_others():
+    """Class mode: the revealed right answer took the palette's second colour, orange or
+    vermillion, which reads as "wrong"."""
+    from core.viz import classroom
+    for lecture in (False, True):
+        spec = classroom.poll_chart(["yes", "no"], [3, 1], right=[True, False], lecture=lecture).to_dict()
+        colour = spec["layer"][0]["encoding"]["color"]
+        other, right = colour["value"], colour["condition"]["value"]
+        assert right == viz.RIGHT_ANSWER and other == viz.palette(lecture)[0]
+        assert viz.contrast_ratio(right) >= 3
+        assert all(_closest_pair([other, right], view) > 15 for view in range(3))
