@@ -123,6 +123,10 @@ ACCESSIBLE_CSS = """
 [data-testid="stVegaLiteChart"] { max-width: 100%; }
 [data-testid="stVegaLiteChart"] > svg, [data-testid="stVegaLiteChart"] > canvas {
   max-width: 100%; height: auto; }
+/* Streamlit draws a chart of more than 2,000 marks' rows on a canvas, and Vega writes a canvas's
+   height in its style: narrowed to the column it kept that height, and a grid of 8 x 16 maps came
+   out stretched four times as tall as wide */
+[data-testid="stVegaLiteChart"] > canvas { height: auto !important; }
 /* a badge is one line cut with "…" where it is wider than its column ("loop = matrix product · max
    differen…" beside a chart at 1024 px), and there is no hover on a projector: it wraps instead.
    A badge that fits stays one line */

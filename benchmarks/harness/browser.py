@@ -36,7 +36,8 @@ DRAWN = """(quiet) => {
     && !document.querySelector("[data-testid='stSkeleton']");
   const charts = ready ? [...main.querySelectorAll("[data-testid='stVegaLiteChart']")]
     .filter((c) => c.getClientRects().length) : [];
-  if (!ready || charts.some((c) => !c.querySelector(".vega-embed svg .mark-group"))) {
+  // a chart is drawn as SVG, or on a canvas where it has more than 2,000 marks' rows (Streamlit's rule)
+  if (!ready || charts.some((c) => !c.querySelector(".vega-embed svg .mark-group, .vega-embed > canvas"))) {
     window.__drawn = null; return false; }
   const box = (e) => { const r = e.getBoundingClientRect();
                        return [r.left, r.top, r.width, r.height].map(Math.round).join(","); };

@@ -131,6 +131,18 @@ def train_tiny_then_sample(page, server_url: str, query: dict | None = None) -> 
     wait_idle(page)
 
 
+def train_then_open(page, server_url: str, query: dict, then: str) -> None:
+    """Train the run `query` describes (its max_steps, ending by themselves) on the Train page,
+    then open the page titled `then` from the sidebar: the same session, so the model is there."""
+    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(query)}", "Train the names GPT")
+    page.get_by_role("button", name="Start", exact=True).click()
+    steps = query["max_steps"]
+    page.locator("[data-testid='stProgress']").filter(has_text=f"step {steps} of {steps}").wait_for(timeout=60_000)
+    wait_idle(page)
+    page.locator("[data-testid='stSidebarNav']").get_by_text(then, exact=True).click()
+    wait_idle(page)
+
+
 def switch_lecture_mode(page, on: bool) -> None:
     """Lecture mode on or off with the sidebar's switch (a rerun of the same page, no reload)."""
     switch = page.locator("[data-testid='stSidebar']").get_by_text("Lecture mode", exact=True)

@@ -7,19 +7,9 @@ through vl-convert."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import pytest
 
-from tests.browser.conftest import (
-    TINY,
-    TRAIN_URL,
-    assert_no_error,
-    laptop_page,
-    open_page_url,
-    screenshot,
-    wait_idle,
-)
+from tests.browser.conftest import TINY, assert_no_error, laptop_page, screenshot, train_then_open
 
 pytestmark = pytest.mark.browser
 
@@ -55,12 +45,7 @@ def laptop(browser):
 
 def test_pca_labels_do_not_overlap_at_1024_in_lecture_mode(laptop, server_url):
     page = laptop
-    open_page_url(page, server_url, f"{TRAIN_URL}?{urlencode(FEW_STEPS)}&lecture=1", "Train the names GPT")
-    page.get_by_role("button", name="Start", exact=True).click()
-    page.locator("[data-testid='stProgress']").filter(has_text="step 10 of 10").wait_for(timeout=60_000)
-    wait_idle(page)
-    page.locator("[data-testid='stSidebarNav']").get_by_text("Inside the model", exact=True).click()
-    wait_idle(page)
+    train_then_open(page, server_url, {**FEW_STEPS, "lecture": "1"}, "Inside the model")
     assert_no_error(page)
     chart = page.locator("[data-testid='stMain'] .vega-embed[aria-label*='2-D PCA']")
     chart.scroll_into_view_if_needed()

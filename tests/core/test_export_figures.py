@@ -40,3 +40,19 @@ def test_export_writes_every_figure_at_twice_the_svg_size(tmp_path):
     weights = next(i for i in manifest if i["name"] == "02_weights")
     svg = (tmp_path / weights["svg"]).read_text(encoding="utf-8")
     assert "softmax" in svg and "journey" in svg
+
+
+def test_a_figure_of_more_than_five_thousand_cells_downloads():
+    """The Download menu's PNG and SVG of a model's embedding matrix (27 x 256 = 6,912 cells here)
+    failed with Altair's MaxRowsError: its guard against notebooks embedding big tables."""
+    import numpy as np
+    from core import viz
+    weights = np.random.default_rng(0).normal(size=(27, 256))
+    chart = viz.heatmap(weights, list(".abcdefghijklmnopqrstuvwxyz"), [str(i) for i in range(256)],
+                        show_values=False, diverging=True)
+    assert len(chart.data) > 5000
+    png = viz.figure_bytes(chart, title="Token embedding matrix", caption="(27, 256)", fmt="png")
+    width, height = png_size(png)
+    svg = viz.figure_bytes(chart, title="Token embedding matrix", caption="(27, 256)", fmt="svg").decode()
+    assert (width, height) == tuple(round(2 * v) for v in svg_size(svg))
+    assert svg.count("<path") >= 27 * 256  # every cell drawn
