@@ -99,16 +99,32 @@ if inspection is not None:
     mask_note = (" Grey cells are masked (the future)." if config.causal else
                  " This model was trained **without the causal mask**: the upper triangle is not "
                  "empty, it reads the future.")
-    st.subheader("Attention weights, every layer and head")
+    lecture = lecture_mode()
+    per_row = names_charts.overview_plan(n_layer, n_head, T, lecture=lecture)  # None: every layer
+    st.subheader("Attention weights, every layer and head" if per_row is None else
+                 f"Attention weights, every head of layer {settings.layer + 1}")
     st.markdown(f"Input “{text}”: {T} positions. Each map is `(T, T) = ({T}, {T})`: row = the position "
                 "reading (query), column = the position it attends to (key); every row sums to 1."
                 + mask_note)
+    if per_row is not None and n_layer > 1:
+        st.info(f"{count(n_layer, 'layer')} × {count(n_head, 'head')} are too many maps of {T} positions "
+                f"to read in one picture: this shows every head of the layer picked above, the one "
+                f"enlarged below, {per_row} to a row.", icon=":material/grid_view:")
+    elif per_row is not None:
+        st.info(f"The {n_head} heads are drawn {per_row} to a row: in one row their maps of {T} "
+                "positions would be too small to read.", icon=":material/grid_view:")
     name_key = (run.run_id, run.step, text)  # the model at this step, reading this name
+    grid_layer = None if per_row is None else settings.layer
     training.show_cached_chart(
-        lambda: names_charts.attention_grid_chart(inspection, lecture=lecture_mode()), name_key,
-        name="Attention weights of every layer and head", key="inside.grid",
+        lambda: names_charts.attention_grid_chart(inspection, lecture=lecture, layer=grid_layer, columns=per_row),
+        name_key + (grid_layer, per_row),
+        name=("Attention weights of every layer and head" if per_row is None else
+              f"Attention weights of every head of layer {settings.layer + 1}"), key="inside.grid",
         caption=(f"Attention weights of all {count(n_layer, 'layer')} × {count(n_head, 'head')} for “{text}”, "
-                 f"{run.label}, step {run.step:,} (colour 0 to 1)."))
+                 if per_row is None else
+                 f"Attention weights of the {count(n_head, 'head')} of layer {settings.layer + 1} "
+                 f"(of {count(n_layer, 'layer')}) for “{text}”, ")
+                + f"{run.label}, step {run.step:,} (colour 0 to 1).")
     training.show_cached_chart(
         lambda: names_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
         name_key + (settings.layer, settings.head),

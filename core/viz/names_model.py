@@ -69,18 +69,57 @@ def steps_heatmap(steps: NameSteps, *, lecture: bool = False) -> alt.TopLevelMix
 # --------------------------------------------------------------------------------- Inside page
 
 
-def attention_grid_chart(inspection: Inspection, *, lecture: bool = False,
-                         cell: int | None = None) -> alt.FacetChart:
+# The overview of every map is drawn as one picture, scaled down where it is wider than the page's
+# column: past half size its labels are specks. A model too wide for that (8 layers x 16 heads)
+# shows one layer's heads instead, wrapped so that they are drawn at three quarters or more.
+OVERVIEW_COLUMN_PX = 640  # the page's column: 564 px at 1024 px with the sidebar, 700 without
+MIN_GRID_SCALE = 0.5  # every layer and head in one picture, drawn at least this large
+MIN_LAYER_SCALE = 0.75  # one layer's heads, drawn at least this large
+
+
+def _grid_cell(T: int, lecture: bool) -> int:
+    """The overview's cell size in px for T positions: the maps stay about 220 px across, with
+    cells of 14 px at least (the heatmap's own floor)."""
+    return max(14, min(28 if not lecture else 32, int(220 / max(T, 1))))
+
+
+def _grid_width(n_maps: int, T: int, lecture: bool, layer_names: bool = True) -> int:
+    """The overview's width in px with `n_maps` maps in a row: the query labels (and the layer
+    names of a grid of every layer) on the left, the maps and the space between them, the colour
+    legend on the right. Within 10% of what Vega draws (tests/core/test_runs.py)."""
+    left = 50 if layer_names else 30
+    return left + n_maps * (T * _grid_cell(T, lecture) + 14) + 60
+
+
+def overview_plan(n_layer: int, n_head: int, T: int, *, lecture: bool = False,
+                  column_px: int = OVERVIEW_COLUMN_PX) -> int | None:
+    """How the overview draws a model of n_layer x n_head maps of (T, T): None for every layer
+    and head in one picture (a row per layer), else the number of heads per row of a picture of
+    one layer's heads (the layer the student picks)."""
+    if column_px / _grid_width(n_head, T, lecture) >= MIN_GRID_SCALE:
+        return None
+    fits = [n for n in range(1, n_head + 1)
+            if column_px / _grid_width(n, T, lecture, layer_names=False) >= MIN_LAYER_SCALE]
+    return max(fits, default=1)
+
+
+def attention_grid_chart(inspection: Inspection, *, lecture: bool = False, cell: int | None = None,
+                         layer: int | None = None, columns: int | None = None) -> alt.FacetChart:
     """Small multiples: one row per layer, one map per head (queries down, keys across). A causal
-    model gives exactly 0 to the future: those cells are grey (masked, not "ignored")."""
+    model gives exactly 0 to the future: those cells are grey (masked, not "ignored").
+    `layer`: only that layer's heads, `columns` to a row (overview_plan)."""
     n_layer, n_head, T, _ = inspection.attn.shape  # (n_layer, n_head, T, T)
-    cell = cell or max(12, min(28 if not lecture else 32, int(220 / max(T, 1))))
+    cell = cell or _grid_cell(T, lecture)
     future = np.triu(np.ones((T, T), dtype=bool), k=1) if inspection.causal else None  # (T, T)
-    return heatmap(inspection.attn, inspection.tokens, inspection.tokens,
+    heads = [f"head {j + 1}" for j in range(n_head)]
+    if layer is None:
+        weights, facets = inspection.attn, ([f"layer {i + 1}" for i in range(n_layer)], heads)
+    else:
+        weights, facets = inspection.attn[layer], [f"layer {layer + 1}, {head}" for head in heads]  # (n_head, T, T)
+    return heatmap(weights, inspection.tokens, inspection.tokens,
                    x_title="key (attended to)", y_title="query", fmt=".3f", lecture=lecture,
                    cell=cell, show_values=False, legend=True, domain=(0.0, 1.0), masked=future,
-                   facets=([f"layer {i + 1}" for i in range(n_layer)],
-                           [f"head {j + 1}" for j in range(n_head)]))
+                   facets=facets, facet_columns=columns)
 
 
 def attention_head_chart(inspection: Inspection, layer: int, head: int, *,

@@ -259,3 +259,21 @@ def test_a_mask_off_model_has_no_dashes_in_its_enlarged_map():
     head = _one_chart_rows(at, "key (the character attended to)")
     assert head["finite"].astype(bool).all() and "–" not in set(head["label"])
     assert "masked" not in texts(at.caption)
+
+
+def test_a_model_with_many_heads_shows_the_picked_layers_heads():
+    """2 layers x 8 heads of ".emma" were 16 maps in one picture, drawn at half size or less in
+    the page's column; the overview shows the heads of the layer picked for the enlarged map."""
+    at = with_model(n_head=8, d_embed=32)
+    assert "too many maps" in texts(at.info)
+    assert "Attention weights, every head of layer 1" in [h.value for h in at.subheader]
+    rows = attention_rows(at)
+    assert len(rows) == 8 * 5 * 5
+    assert list(dict.fromkeys(rows["head"])) == [f"layer 1, head {j}" for j in range(1, 9)]
+    at.selectbox(key=_key(at, "layer")).set_value(1).run()
+    assert_no_exception(at)
+    rows = attention_rows(at)
+    assert set(rows["head"]) == {f"layer 2, head {j}" for j in range(1, 9)}
+    sums = rows.groupby(["head", "query"])["weight"].sum()
+    assert np.allclose(sums, 1.0, atol=1e-5)
+    assert "Attention weights, every head of layer 2" in [h.value for h in at.subheader]

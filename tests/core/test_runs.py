@@ -596,3 +596,49 @@ def test_bring_forward_makes_a_run_current_and_pauses_the_one_before():
     assert book.current is a and b.status == "paused"
     book.bring_forward(999)  # no such run: nothing changes
     assert book.current is a
+
+
+def _inspection(n_layer: int, n_head: int, T: int) -> inside_model.Inspection:
+    """An Inspection of made-up causal weights (rows sum to 1), for layout tests."""
+    attn = np.tril(np.random.default_rng(0).random((n_layer, n_head, T, T))) + 1e-3
+    attn = np.tril(attn) / np.tril(attn).sum(-1, keepdims=True)  # (n_layer, n_head, T, T)
+    tokens = ["."] + [chr(ord("a") + i % 26) for i in range(T - 1)]
+    return inside_model.Inspection(tokens, attn, np.full((T, 27), 1 / 27), list(".abcdefghijklmnopqrstuvwxyz"),
+                                   truncated=False)
+
+
+@pytest.mark.parametrize("shape, lecture", [((2, 2, 5), False), ((4, 4, 11), True), ((3, 6, 13), False),
+                                            ((2, 3, 33), False)])
+def test_the_overview_width_estimate_follows_the_drawn_grid(shape, lecture):
+    """overview_plan decides from an estimate of the grid's width: it is within 10% of the width
+    Vega draws (the whole grid, and one layer's heads wrapped)."""
+    import re
+    from core import viz
+    ins = _inspection(*shape)
+    for layer, columns, maps in [(None, None, shape[1]), (0, 2, 2)]:
+        chart = names_charts.attention_grid_chart(ins, lecture=lecture, layer=layer, columns=columns)
+        drawn = float(re.search(r'<svg[^>]* width="([\d.]+)"', viz.to_svg(viz.themed(chart, lecture))).group(1))
+        estimate = names_charts._grid_width(maps, shape[2], lecture, layer_names=layer is None)
+        assert abs(estimate - drawn) <= 0.1 * drawn, (layer, estimate, drawn)
+
+
+def test_a_model_with_many_heads_shows_one_layer_of_readable_maps():
+    """Inside the model: 8 layers x 16 heads were 128 maps in one picture, scaled to 15% at 1024 px
+    (specks, labels unreadable)."""
+    assert names_charts.overview_plan(2, 2, 5) is None  # the quick demo: every layer and head
+    assert names_charts.overview_plan(4, 4, 11, lecture=True) is None  # "Best" on a projector
+    for n_layer, n_head, T, lecture in [(8, 16, 5, False), (8, 16, 12, False), (4, 8, 12, True), (4, 4, 33, False)]:
+        per_row = names_charts.overview_plan(n_layer, n_head, T, lecture=lecture)
+        assert per_row is not None and 1 <= per_row <= n_head
+        # drawn at three quarters or more, and one more head to a row would not be
+        scale = names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(per_row, T, lecture, False)
+        assert scale >= names_charts.MIN_LAYER_SCALE or per_row == 1
+        if per_row < n_head:
+            wider = names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(per_row + 1, T, lecture, False)
+            assert wider < names_charts.MIN_LAYER_SCALE
+    ins = _inspection(3, 6, 7)
+    frame = names_charts.attention_grid_chart(ins, layer=2, columns=4).data
+    assert len(frame) == 6 * 7 * 7 and set(frame["facet_row"]) == {""}  # no row of layers
+    assert list(dict.fromkeys(frame["facet"])) == [f"layer 3, head {j}" for j in range(1, 7)]
+    assert np.allclose(frame["value"].to_numpy().reshape(6, 7, 7), ins.attn[2])
+    assert names_charts.attention_grid_chart(ins, layer=2, columns=4).to_dict()["columns"] == 4
