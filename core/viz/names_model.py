@@ -71,10 +71,10 @@ def steps_heatmap(steps: NameSteps, *, lecture: bool = False) -> alt.TopLevelMix
 
 # The overview of every map is drawn as one picture, scaled down where it is wider than the page's
 # column: past half size its labels are specks. A model too wide for that (8 layers x 16 heads)
-# shows one layer's heads instead, wrapped so that they are drawn at three quarters or more.
+# shows one layer's heads instead, wrapped so that they are drawn at 70% or more.
 OVERVIEW_COLUMN_PX = 640  # the page's column: 564 px at 1024 px with the sidebar, 700 without
 MIN_GRID_SCALE = 0.5  # every layer and head in one picture, drawn at least this large
-MIN_LAYER_SCALE = 0.75  # one layer's heads, drawn at least this large
+MIN_LAYER_SCALE = 0.7  # one layer's heads, drawn at least this large
 
 
 def _grid_cell(T: int, lecture: bool) -> int:

@@ -630,7 +630,7 @@ def test_a_model_with_many_heads_shows_one_layer_of_readable_maps():
     for n_layer, n_head, T, lecture in [(8, 16, 5, False), (8, 16, 12, False), (4, 8, 12, True), (4, 4, 33, False)]:
         per_row = names_charts.overview_plan(n_layer, n_head, T, lecture=lecture)
         assert per_row is not None and 1 <= per_row <= n_head
-        # drawn at three quarters or more, and one more head to a row would not be
+        # drawn at 70% or more, and one more head to a row would not be
         scale = names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(per_row, T, lecture, False)
         assert scale >= names_charts.MIN_LAYER_SCALE or per_row == 1
         if per_row < n_head:
