@@ -22,10 +22,11 @@ from altair.utils.schemapi import debug_mode
 # least 3:1 (WCAG 1.4.11, non-text contrast; a projector washes colours out further), and the sets
 # stay apart under deuteranopia and protanopia (tests/core/test_chart_alternatives.py). Lecture
 # mode: the Okabe-Ito colours that reach 3:1 (its orange, sky blue and yellow do not: 2.3, 2.3 and
-# 1.3), then a red-pink for a sixth run. Student mode: Tableau's colour-blind-safe blue, dark
-# orange and slate (its light orange, grey and blue do not reach 3:1), then three that do.
+# 1.3), then a red-pink for a sixth run. Student mode: Tableau's colour-blind-safe blue and dark
+# orange (its light orange, grey and blue do not reach 3:1), a deep green, not its slate, third (the
+# third series is often the best model, and grey reads as "off"), then pink, slate and violet.
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#DD3366"]
-DEFAULT_PALETTE = ["#1170AA", "#C85200", "#57606C", "#CC79A7", "#00806A", "#9955DD"]
+DEFAULT_PALETTE = ["#1170AA", "#C85200", "#00806A", "#CC79A7", "#57606C", "#9955DD"]
 # a poll's right answer, in both modes: Okabe-Ito's bluish green (3.4:1 on white) beside the blue of
 # the other answers; the vermillion or orange it had read as "wrong"
 RIGHT_ANSWER = "#009E73"
