@@ -126,7 +126,7 @@ if inspection is not None:
                  f"(of {count(n_layer, 'layer')}) for “{text}”, ")
                 + f"{run.label}, step {run.step:,} (colour 0 to 1).")
     training.show_cached_chart(
-        lambda: names_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture_mode()),
+        lambda: names_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture),
         name_key + (settings.layer, settings.head),
         name=f"Attention weights, layer {settings.layer + 1}, head {settings.head + 1}", key="inside.head",
         caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
@@ -135,7 +135,7 @@ if inspection is not None:
 
     st.subheader("What it expects next, at every position")
     training.show_cached_chart(
-        lambda: names_charts.next_char_chart(inspection, lecture=lecture_mode()), name_key,
+        lambda: names_charts.next_char_chart(inspection, lecture=lecture), name_key,
         name="Next-character probabilities by position", key="inside.next",
         caption=(f"Next-character probabilities ({T}, {len(inspection.vocab)}) after each prefix "
                  f"of “{text}”; {run.label}, step {run.step:,}."))

@@ -15,13 +15,13 @@ import pandas as pd
 from core.viz.theme import CHART_LOCK, LAYOUT_COLUMNS, themed
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+TABLE_MIME = "text/csv"
 
 # Altair refuses to write a chart of more than 5,000 rows into its JSON, a guard for notebooks: the
 # PNG and SVG of a model's 27 x 192+ embedding matrix or of a 4 x 8 grid of maps failed with
 # MaxRowsError. The app's tables are bounded by its settings (core.settings' limits). Once per
 # process, for every thread: a scoped switch would be undone by one thread under another's export.
 alt.data_transformers.disable_max_rows()
-TABLE_MIME = "text/csv"
 
 
 def with_caption(chart: alt.TopLevelMixin, title: str, caption: str) -> alt.TopLevelMixin:
