@@ -10,6 +10,8 @@ The numbers come from core.lessons.sample_names and core.lessons.inside_model.
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -100,7 +102,11 @@ def overview_plan(n_layer: int, n_head: int, T: int, *, lecture: bool = False,
         return None
     fits = [n for n in range(1, n_head + 1)
             if column_px / _grid_width(n, T, lecture, layer_names=False) >= MIN_LAYER_SCALE]
-    return max(fits, default=1)
+    widest = max(fits, default=1)
+    # as few rows as the widest row allows, filled evenly: 12 heads at most 5 to a row are drawn
+    # 4 + 4 + 4, not 5 + 5 + 2 (a short last row leaves key axes floating under the row above)
+    rows = math.ceil(n_head / widest)
+    return math.ceil(n_head / rows)
 
 
 def attention_grid_chart(inspection: Inspection, *, lecture: bool = False, cell: int | None = None,

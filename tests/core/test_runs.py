@@ -633,9 +633,18 @@ def test_a_model_with_many_heads_shows_one_layer_of_readable_maps():
         # drawn at 70% or more, and one more head to a row would not be
         scale = names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(per_row, T, lecture, False)
         assert scale >= names_charts.MIN_LAYER_SCALE or per_row == 1
-        if per_row < n_head:
-            wider = names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(per_row + 1, T, lecture, False)
+        # as few rows as maps drawn at 70% allow: a picture with one row fewer would be smaller
+        rows = -(-n_head // per_row)
+        if rows > 1:
+            fewer = -(-n_head // (rows - 1))  # heads to a row with one row fewer
+            wider = names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(fewer, T, lecture, False)
             assert wider < names_charts.MIN_LAYER_SCALE
+        # and the rows are filled evenly: the last is short by less than one map per row above it
+        assert n_head - per_row * (rows - 1) > per_row - rows
+    # 12 heads that fit at most 5 to a row: 4 + 4 + 4, not 5 + 5 + 2
+    widest = max(n for n in range(1, 13) if names_charts.OVERVIEW_COLUMN_PX / names_charts._grid_width(
+        n, 5, False, False) >= names_charts.MIN_LAYER_SCALE)
+    assert widest == 5 and names_charts.overview_plan(4, 12, 5) == 4
     ins = _inspection(3, 6, 7)
     frame = names_charts.attention_grid_chart(ins, layer=2, columns=4).data
     assert len(frame) == 6 * 7 * 7 and set(frame["facet_row"]) == {""}  # no row of layers
