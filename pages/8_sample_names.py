@@ -153,10 +153,11 @@ chosen, notice = lesson.name_in_range(settings.chosen, names)
 if notice:
     _corrected("chosen", chosen, notice)
 # to_widget: a locked out-of-range value (set_field leaves it) shows as the name actually taken apart
+labels = [f"{name or '(empty)'} ({lesson.LABEL_TITLES[s.label]})" for name, s in zip(names, samples)]
 chosen = lesson.name_in_range(
     bound(st.selectbox, "Name to take apart", settings, "chosen", prefix=PREFIX,
           options=list(range(len(names))), to_widget=lambda i: lesson.name_in_range(i, names)[0],
-          format_func=lambda i: f"{names[i] or '(empty)'} ({lesson.LABEL_TITLES[samples[i].label]})"),
+          format_func=labels.__getitem__, renew_with=labels),  # a new draw: a new box (bound)
     names)[0]
 name = names[chosen]
 with friendly_errors("the next-character probabilities"):

@@ -21,9 +21,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import hashlib
 import threading
 import unicodedata
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import streamlit as st
 
@@ -110,6 +111,9 @@ def locked_fields(prefix: str) -> set[str]:
     return st.session_state.get(_locked_key(prefix), set())
 
 
+RENEWED = "#"  # a bound widget's key, this, then a digest of what it shows (bound's renew_with)
+
+
 def widget_key(prefix: str, field: str) -> str:
     return f"{prefix}.{st.session_state.get(_gen_key(prefix), 0)}.{field}"
 
@@ -146,9 +150,17 @@ def _skip_hidden(key: str) -> bool:
 
 def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefix: str,
           to_widget: Callable[[Any], Any] = lambda v: v,
-          from_widget: Callable[[Any], Any] = lambda v: v, **kwargs: Any) -> Any:
-    """Create `widget` showing `obj.field`; write the widget's value back into `obj`."""
+          from_widget: Callable[[Any], Any] = lambda v: v, renew_with: Sequence[str] = (),
+          **kwargs: Any) -> Any:
+    """Create `widget` showing `obj.field`; write the widget's value back into `obj`.
+
+    `renew_with`: texts the widget shows (a select box's option labels); when they change, the
+    widget is made anew, seeded from `obj.field`. Streamlit 1.67 keeps a keyed select box's
+    typed-in text when its labels change under the same value: after a new draw of names the box
+    still showed a name of the last draw while the charts took apart the new one."""
     key = widget_key(prefix, field)
+    if renew_with:
+        key += RENEWED + hashlib.blake2s("\n".join(renew_with).encode(), digest_size=6).hexdigest()
     if _skip_hidden(key):
         return getattr(obj, field)
     if key not in st.session_state:
@@ -370,7 +382,9 @@ def set_field(prefix: str, field: str, value: Any) -> None:
     if field in locked_fields(prefix):
         return
     setattr(obj, field, value)
-    st.session_state.pop(widget_key(prefix, field), None)
+    key = widget_key(prefix, field)
+    for made in [k for k in st.session_state if k == key or str(k).startswith(key + RENEWED)]:
+        del st.session_state[made]
 
 
 def switched_on(value: Any) -> bool:

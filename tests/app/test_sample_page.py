@@ -9,7 +9,7 @@ import pytest
 
 from core import runs, settings as core_settings, train_settings
 from core.lessons import sample_names
-from ui import layout
+from ui import layout, state
 from tests.app.conftest import assert_no_exception, open_page
 from tests.app.gpt_helpers import book_of, chart_rows, chart_titles, texts, tiny_trained_book
 from tests.helpers import shown
@@ -118,7 +118,7 @@ def test_a_chosen_name_shows_its_step_by_step_probabilities():
     run = book_of(at).current
     samples = sample_names.sample_for_page(run, sample_names.SampleSettings())
     index = next(i for i, s in enumerate(samples) if len(s.name) >= 3)
-    at.selectbox(key=_key(at, "chosen")).set_value(index).run()
+    _chosen_box(at).set_value(index).run()
     name = samples[index].name
     steps_table = at.dataframe[1].value
     assert list(steps_table["next"]) == list(name) + ["."]
@@ -128,6 +128,23 @@ def test_a_chosen_name_shows_its_step_by_step_probabilities():
     bars = rows[rows["kind"] == "p(next)"]  # the step's bars: one per character of the vocabulary
     assert len(bars) == 27 and abs(bars["value"].sum() - 1.0) < 1e-4
     assert_no_exception(at)
+
+
+def test_a_new_draw_makes_the_name_box_anew_and_it_shows_the_name_taken_apart():
+    """Browser review: after a new prefix the box still read a name of the last draw ("quandee
+    (new)") while the charts took apart the new draw's name. Streamlit 1.67 keeps a keyed select
+    box's text when its labels change under the same value, so a new draw renews its key."""
+    at = with_model()
+    _chosen_box(at).set_value(2).run()
+    before = _chosen_box(at).key
+    at.run()  # the same draw: the same box
+    assert _chosen_box(at).key == before and _chosen_box(at).value == 2
+    at.text_input(key=_key(at, "prefix")).input("qx").run()
+    assert_no_exception(at)
+    box = _chosen_box(at)
+    assert box.key != before and box.value == 2  # a new box, the same place in the draw
+    assert box.format_func(box.value).split(" (")[0] == _taken_apart(at) == names(at)[2]
+    assert _taken_apart(at).startswith("qx")
 
 
 def test_url_round_trip():
@@ -145,6 +162,13 @@ def _key(at, field: str) -> str:
     """The bound widget key of a field of the Sample page's settings."""
     generation = at.session_state["sample.__gen"]
     return f"sample.{generation}.{field}"
+
+
+def _chosen_box(at):
+    """The "Name to take apart" box: its key is renewed with every draw of names (ui.state.bound)."""
+    [box] = [b for b in at.selectbox if b.label == "Name to take apart"]
+    assert box.key.startswith(_key(at, "chosen") + state.RENEWED)
+    return box
 
 
 def test_a_link_with_top_k_beyond_the_alphabet_falls_back_with_a_notice():
@@ -243,7 +267,7 @@ def test_a_link_to_a_name_beyond_the_draw_shows_the_last_name_and_says_so():
     at = with_model(query={"chosen": "150"})
     last = _drawn(at)[-1]
     assert "Name 151 is not among the 20 sampled names, so the last one, name 20" in texts(at.warning)
-    assert _taken_apart(at) == last and at.selectbox(key=_key(at, "chosen")).value == 19
+    assert _taken_apart(at) == last and _chosen_box(at).value == 19
     assert at.query_params.get("chosen") in (["19"], "19")  # the link says what is shown
 
 
@@ -274,7 +298,7 @@ def test_a_lesson_naming_a_name_and_step_the_draw_lacks_says_so(locked):
     notices = texts(at.warning)
     assert "Name 151 is not among the 20 sampled names" in notices
     assert f"so there is no step 40; the last one, step {len(last)}, is shown" in notices
-    assert _taken_apart(at) == last and at.selectbox(key=_key(at, "chosen")).value == 19
+    assert _taken_apart(at) == last and _chosen_box(at).value == 19
     assert at.slider(key=_key(at, "step")).value == len(last)
 
 
