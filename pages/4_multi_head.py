@@ -94,9 +94,10 @@ def head_maps(result: multi_head.MultiHead) -> None:
     shown = min(num_heads, MAX_SHOWN_HEADS)
     if num_heads > shown:
         st.caption(f"Showing the first {shown} of {num_heads} heads.")
-    per_row = 2  # two maps with readable values per row (stacked in lecture mode) where they fit
-    for start in range(0, shown, per_row):  # ... one under the other where not (1024 px)
-        cols = walkthrough.columns(per_row, key=f"heads_{start}", min_width=map_floor(num_tokens))
+    per_row = 2  # two maps with readable values per row, also in lecture mode: the step compares
+    for start in range(0, shown, per_row):  # them. One under the other where not (1024 px)
+        cols = walkthrough.columns(per_row, key=f"heads_{start}", min_width=map_floor(num_tokens),
+                                   side_by_side=True)
         for h, col in zip(range(start, min(start + per_row, shown)), cols):
             with col:
                 walkthrough.show_matrix(result.steps.attn_weights[h], labels, labels,

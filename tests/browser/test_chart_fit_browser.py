@@ -96,6 +96,32 @@ def test_with_room_a_chart_is_drawn_at_its_built_size(browser, warm_url):
         context.close()
 
 
+def test_in_lecture_mode_at_1280_the_heads_are_side_by_side(browser, warm_url):
+    """Multi-head step 1 compares the heads' maps: in lecture mode at 1280 px they were stacked,
+    one per screen (browser review, 2026-12-03). Now side by side where both fit with every value
+    at the lecture floor (at 1024 they still go one under the other: the test above)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        open_app(page, f"{warm_url}/multi_head?lecture=1")
+        page.get_by_role("heading", name="Multi-head attention").first.wait_for(timeout=60_000)
+        page.wait_for_function("""() => document.querySelectorAll(
+            "[data-testid='stMain'] .vega-embed svg .mark-rect path").length >= 72""", timeout=30_000)
+        page.wait_for_timeout(600)
+        assert_no_error(page)
+        charts = page.evaluate(CHARTS)
+        boxes = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed svg")]
+            .map((svg) => { const r = svg.getBoundingClientRect(); return [r.left, r.top, r.right]; })""")
+        assert len(charts) == 2 and len(boxes) == 2, charts
+        (left1, top1, right1), (left2, top2, _) = boxes
+        assert abs(top1 - top2) < 1 and left2 >= right1, boxes  # in one row
+        for chart in charts:
+            assert chart["drawn"] >= chart["own"] - 1 and chart["smallest"] >= 14 - 0.1, chart
+        screenshot(page, "multi_head_heads_1280_lecture", full_page=False)
+    finally:
+        context.close()
+
+
 # each table of the Small LM page's section 5: where it is, and its axis labels' boxes as drawn
 TABLES = """() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed")]
   .filter((embed) => /^(Bigram table|Token embedding)/.test(embed.getAttribute("aria-label") || ""))
