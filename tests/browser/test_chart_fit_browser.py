@@ -63,16 +63,21 @@ def test_charts_fit_their_column_at_1024_with_text_at_full_size(laptop, warm_url
     assert fitted >= (9 if lecture else 14)
 
 
+def open_multi_head(page, url: str) -> None:
+    """The Multi-head page at `url`, its two 6 x 6 maps drawn (72 cells)."""
+    open_app(page, url)
+    page.get_by_role("heading", name="Multi-head attention").first.wait_for(timeout=60_000)
+    page.wait_for_function("""() => document.querySelectorAll(
+        "[data-testid='stMain'] .vega-embed svg .mark-rect path").length >= 72""", timeout=30_000)
+
+
 def test_with_room_a_chart_is_drawn_at_its_built_size(browser, warm_url):
     """At 1600 px both attention maps have room: their cells are as built (square), so the
     estimated natural width was right; the bar chart's token names stand upright."""
     context = browser.new_context(viewport={"width": 1600, "height": 1600})
     page = context.new_page()
     try:
-        open_app(page, f"{warm_url}/multi_head")
-        page.get_by_role("heading", name="Multi-head attention").first.wait_for(timeout=60_000)
-        page.wait_for_function("""() => document.querySelectorAll(
-            "[data-testid='stMain'] .vega-embed svg .mark-rect path").length >= 72""", timeout=30_000)
+        open_multi_head(page, f"{warm_url}/multi_head")
         page.wait_for_timeout(300)
         cells = page.evaluate("""() => [...document.querySelectorAll(
             "[data-testid='stMain'] .vega-embed svg")].map((svg) => {
@@ -103,10 +108,7 @@ def test_in_lecture_mode_at_1280_the_heads_are_side_by_side(browser, warm_url):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     try:
-        open_app(page, f"{warm_url}/multi_head?lecture=1")
-        page.get_by_role("heading", name="Multi-head attention").first.wait_for(timeout=60_000)
-        page.wait_for_function("""() => document.querySelectorAll(
-            "[data-testid='stMain'] .vega-embed svg .mark-rect path").length >= 72""", timeout=30_000)
+        open_multi_head(page, f"{warm_url}/multi_head?lecture=1")
         page.wait_for_timeout(600)
         assert_no_error(page)
         charts = page.evaluate(CHARTS)
