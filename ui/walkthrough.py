@@ -286,8 +286,8 @@ class StepBar:
 
 def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
             labels: dict[str, str], where=None) -> StepBar:
-    """The presenter's bar, one wrapping row near the top of the page: ◀ Previous (key ←),
-    Next ▶ (key →), a "Settings" popover for the page's controls, a "Checks" popover for the
+    """The presenter's bar, one wrapping row near the top of the page: Previous (key ←),
+    Next (key →), a "Settings" popover for the page's controls, a "Checks" popover for the
     agreement badges, and the named steps. Controls and badges in popovers never push the
     lesson below the first screen of a projector. `where`: the page's lesson area."""
     if getattr(settings, field) not in steps:
@@ -311,15 +311,16 @@ def stepper(settings: WalkthroughSettings, field: str, steps: Sequence[str],
                     from_widget=lambda v: v if v in steps else getattr(settings, field))
         i = list(steps).index(getattr(settings, field))
         # Streamlit's own keyboard shortcuts (st.button(shortcut=...)): ← and → anywhere on the
-        # page except while typing in a field
-        prev_slot.button("◀ Previous", key=f"{PREFIX}.{field}.prev", disabled=i == 0 or is_locked,
+        # page except while typing in a field. The button shows its key, so no arrow in the label
+        # ("Next ▶ →") and no tooltip: one stayed over the lesson after every click, in screenshots
+        prev_slot.button("Previous", key=f"{PREFIX}.{field}.prev", disabled=i == 0 or is_locked,
                          on_click=state.set_field, args=(PREFIX, field, steps[max(i - 1, 0)]),
-                         shortcut="Left", help="The previous step (key ←).")
-        next_slot.button("Next ▶", key=f"{PREFIX}.{field}.next",
+                         shortcut="Left")
+        next_slot.button("Next", key=f"{PREFIX}.{field}.next",
                          disabled=i == len(steps) - 1 or is_locked, type="primary",
                          on_click=state.set_field,
                          args=(PREFIX, field, steps[min(i + 1, len(steps) - 1)]),
-                         shortcut="Right", help="The next step (key →).")
+                         shortcut="Right")
     step = getattr(settings, field)
     _keep_step_in_view(field, step)
     return StepBar(step, controls, checks)

@@ -119,7 +119,7 @@ def test_a_lesson_a_run_and_sampling_by_keyboard_alone(browser, server_url):
         # the step bar drawn and enabled before the first Tab (on a busy server it comes after the title)
         page.get_by_role("button", name=re.compile("^Next")).first.wait_for(timeout=60_000)
         wait_idle(page)
-        # a lesson: Next ▶ by Tab and Enter, its focus ring visible on the projector
+        # a lesson: Next by Tab and Enter, its focus ring visible on the projector
         focused = _tab_to(page, r"^Next")
         assert focused["ring"], "the focused Next button shows no focus ring in lecture mode"
         page.keyboard.press("Enter")
