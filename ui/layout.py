@@ -257,6 +257,10 @@ def _md(text: Any) -> str:
     return escape_markdown(str(text))
 
 
+WIDE_FORMULA_PX = 1200  # lecture mode, a window at least this wide: formulas beside a figure at ...
+WIDE_FORMULA_EM = 1.25  # ... this size (of the 20 px text), as large as the words beside them
+
+
 def wrapping_columns(spec, *, key: str, side_by_side: bool = False, gap: str = "small",
                      min_width: Sequence[int | str | None] | int | str | None = None,
                      vertical_alignment: str = "top"):
@@ -295,8 +299,12 @@ def wrapping_columns(spec, *, key: str, side_by_side: bool = False, gap: str = "
         chart = ":has([data-testid='stVegaLiteChart'])"
         rules.append(f"{panel}:not({chart}) > [data-testid='stVerticalBlock'] {{ min-width: {floor}; }}")
         rules.append(f"{panel}{chart} {{ min-width: min({floor}, 100%); }}")
-    if lecture:  # as in a row of st.columns (ui/layout.py): a formula beside a figure, a little smaller
+    if lecture:  # as in a row of st.columns (ui/layout.py): a formula beside a figure, a little smaller,
+        # at 1024 px; from 1200 px (a projector's 1280) as large as the text beside it, still in the
+        # row (1.0em there was 20 px of formula under 23 px of text: tests/browser, lecture formulas)
         rules.append(f".st-key-{row_key} .katex {{ font-size: 1.0em !important; }}")
+        rules.append(f"@media (min-width: {WIDE_FORMULA_PX}px) {{ .st-key-{row_key} .katex "
+                     f"{{ font-size: {WIDE_FORMULA_EM}em !important; }} }}")
     st.html("<style>" + "\n".join(rules) + "</style>")
     with st.container(horizontal=True, gap=gap, vertical_alignment=vertical_alignment, key=row_key):
         return [st.container() for _ in weights]

@@ -206,3 +206,53 @@ def test_lecture_switch_enlarges_tables_already_drawn(browser, server_url, width
         page.screenshot(path=str(SHOTS / f"lecture_switched_tokens_data_{width}.png"))
     finally:
         context.close()
+
+
+# each row of a figure and its formulas (ui.layout.wrapping_columns): whether its panels share a
+# top (one row), its formulas' smallest font size, the body text's size beside them, formulas cut
+FORMULA_ROWS = """() => [...document.querySelectorAll("[class*='st-key-wrap_']")].map((row) => {
+  const panels = [...row.querySelectorAll(":scope > [data-testid='stLayoutWrapper']")]
+    .map((p) => p.getBoundingClientRect()).filter((r) => r.height > 0);
+  const px = (sel) => [...row.querySelectorAll(sel)].map((e) => parseFloat(getComputedStyle(e).fontSize));
+  const katex = px(".katex"), words = px("[data-testid='stMarkdownContainer'] p");
+  return {tops: new Set(panels.map((r) => Math.round(r.top))).size, panels: panels.length,
+          katex: katex.length ? Math.min(...katex) : null, words: words.length ? Math.max(...words) : null,
+          cut: [...row.querySelectorAll(".katex-display")].filter((d) => d.scrollWidth > d.clientWidth + 1).length};
+}).filter((r) => r.panels > 1 && r.katex)"""
+
+
+def _settled_rows(page, ok, tries: int = 20) -> list[dict]:
+    """FORMULA_ROWS once every row is `ok`, or as they are after `tries` half seconds (the charts
+    beside the formulas are fitted to their panels, and KaTeX's fonts load, after the page runs)."""
+    for _ in range(tries):
+        page.wait_for_timeout(500)
+        rows = page.evaluate(FORMULA_ROWS)
+        if rows and all(ok(row) for row in rows):
+            break
+    return rows
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_lecture_formulas_beside_a_figure_are_as_large_as_its_words(browser, server_url, width):
+    """Browser review (2026-12-03): beside a figure, lecture mode drew formulas at 20 px under 23 px
+    of words, smaller than the text they explain. From 1200 px they are at least as large as the
+    words, and at 1024 and 1280 px every figure keeps its formulas beside it, none cut off."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        _open(page, server_url, "simple_attention?lecture=1")
+        seen = 0
+        for step in range(4):  # the four steps: scores, weights, context, all tokens
+            if step:
+                page.locator(".st-key-walkthrough_stepper").get_by_role("button", name=re.compile("^Next")).click()
+                wait_idle(page)
+            rows = _settled_rows(page, lambda row: row["tops"] == 1 and row["cut"] == 0)
+            for row in rows:
+                assert row["tops"] == 1 and row["cut"] == 0, row
+                if width >= 1200:
+                    assert row["words"] is None or row["katex"] >= row["words"], row
+                seen += 1
+        assert seen >= 4
+        assert_no_error(page)
+    finally:
+        context.close()
