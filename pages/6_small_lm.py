@@ -200,7 +200,10 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
     for box, (name, label) in zip(row, small_lm.MODEL_LABELS.items()):
         val = latest[name]["val"]
         box.metric(f"{label} · val loss", f"{val:.3f}", width="stretch" if lecture else "content",
-                   delta=None if name == "bigram" else f"{val - bigram_val:+.3f} vs bigram",
+                   # before the first step the gaps are the three initialisations, not learning:
+                   # a green "-0.007 vs bigram" there read as attention already winning
+                   delta=None if name == "bigram" or race_.last_eval_step == 0
+                   else f"{val - bigram_val:+.3f} vs bigram",
                    delta_color="inverse")
     if race_.last_eval_step == 0:
         st.info(f"Before training every model guesses almost uniformly: loss ≈ ln |V| = "

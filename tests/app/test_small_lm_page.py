@@ -52,6 +52,9 @@ def test_default_page():
     assert step_of(at) == 0
     for label in small_lm.MODEL_LABELS.values():  # untrained: every model near ln 28 = 3.33
         assert abs(float(m[f"{label} · val loss"]) - math.log(28)) < 0.1
+    # untrained, no model is ahead of the bigram: no gain shown (browser review: a green
+    # "-0.007 vs bigram" at step 0 read as attention already winning)
+    assert [x.proto.delta for x in at.metric if x.label.endswith("· val loss")] == ["", "", ""]
     assert m["By hand (float64)"] == "1.1254029631"  # the slide's example
     assert m["F.cross_entropy (float32)"].startswith("1.12540")
     assert len(at.get("vega_lite_chart")) == 4  # loss curves, bigram table, embedding, softmax bars
@@ -138,6 +141,8 @@ def test_the_lessons_finding_shows(trained_race):
     bigram = float(m[f"{small_lm.MODEL_LABELS['bigram']} · val loss"])
     attention = float(m[f"{small_lm.MODEL_LABELS['attention']} · val loss"])
     assert attention < 0.5 * bigram
+    deltas = {x.label: x.proto.delta for x in at.metric if x.label.endswith("· val loss")}
+    assert deltas[f"{small_lm.MODEL_LABELS['attention']} · val loss"] == f"{attention - bigram:+.3f} vs bigram"
     message = " ".join(s.value for s in at.success)
     assert "× lower" in message and "bigram ≈ 0.70, self-attention ≈ 0.15" in message
 
