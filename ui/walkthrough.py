@@ -34,6 +34,7 @@ from core.lessons import embeddings as emb
 from core.lessons import self_attention
 from core.lessons import walkthrough as wt
 from core.lessons.walkthrough import WalkthroughSettings
+from core.settings import count
 from core.viz import lessons as lesson_charts
 from ui import class_polls, formatting, state
 from ui.charts import kept_figure, show_figure
@@ -414,7 +415,7 @@ def _on_apply_csv() -> None:
         _fail(f"The CSV was not applied: {str(exc).rstrip('.')}. The last valid embeddings are kept.")
         return
     _set_table(table.tokens, table.embeddings,
-               f"CSV applied: {table.shape[0]} tokens × {table.shape[1]} dimensions.")
+               f"CSV applied: {count(table.shape[0], 'token')} × {count(table.shape[1], 'dimension')}.")
 
 
 def _on_discard_edits() -> None:
@@ -499,7 +500,7 @@ def _weight_columns(W) -> dict:
 def _editor_body(settings: WalkthroughSettings, is_locked: bool) -> emb.EmbeddingTable | None:
     """The editor, its validation, and the tools; returns the edited table when it is valid."""
     num_tokens, d_in = len(settings.embeddings), len(settings.embeddings[0])
-    st.markdown(f"**{num_tokens} tokens × {d_in} dimensions**, shape `({num_tokens}, {d_in})`")
+    st.markdown(f"**{count(num_tokens, 'token')} × {count(d_in, 'dimension')}**, shape `({num_tokens}, {d_in})`")
     st.caption("One row per token, one column per dimension. Edit any cell or token name, "
                "add a row at the bottom, select rows to delete them. Every page uses the last "
                "valid table." + (" 🔒 Locked by the lesson." if is_locked else ""))

@@ -479,7 +479,7 @@ def validate_name(name: str) -> str:
     if bad:
         shown = ", ".join(repr(ch) for ch in bad[:5])
         raise TextProblem(f"The names data uses only the letters a–z; {shown} "
-                          f"{'is' if len(bad) == 1 else 'are'} not one of them.")
+                          f"{'is not one of them' if len(bad) == 1 else 'are not among them'}.")
     return cleaned
 
 

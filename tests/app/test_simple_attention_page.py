@@ -115,6 +115,9 @@ def test_csv_edit_updates_the_result_and_the_table_shape():
     assert numbers(at, "ω =") == [0.0, 1.0, 1.0]
     assert "CSV applied: 3 tokens × 2 dimensions." in "\n".join(x.value for x in at.success)
     assert "**3 tokens × 2 dimensions**, shape `(3, 2)`" in markdown(at)
+    apply_csv(at, "token,a\ncat,1\n")  # one of each: "1 token × 1 dimension", not "1 tokens"
+    assert "CSV applied: 1 token × 1 dimension." in "\n".join(x.value for x in at.success)
+    assert "**1 token × 1 dimension**, shape `(1, 1)`" in markdown(at)
 
 
 def test_csv_from_a_decimal_comma_spreadsheet_with_tokens_named_nan_and_inf():

@@ -366,6 +366,9 @@ def test_bad_name_keeps_the_last_table():
     at.text_input(key=key("name")).set_value("r2d2").run()
     assert "'2' is not one of them" in errors(at)
     assert any("**emma**" in m.value for m in at.markdown)
+    at.text_input(key=key("name")).set_value("<b>").run()
+    assert "'<', '>' are not among them" in errors(at)
+    assert any("**emma**" in m.value for m in at.markdown)
 
 
 def test_url_round_trip_reproduces_the_numbers():
