@@ -431,7 +431,11 @@ def _apply(cls: type, source: Mapping[str, Any], errors: list[str]) -> dict[str,
             check_rules(field.name, value, field.metadata)
             values[field.name] = value
         except SettingsError as exc:
-            errors.append(f"{field.name}: {exc}; the default was used")
+            # "d_out must be at most 64, got 99", not "d_out: d_out must be ..."; a message that
+            # does not name the field gets its name in front ("layer: expected a whole number")
+            said = str(exc)
+            named = said.startswith(f"{field.name} ")
+            errors.append(f"{said if named else f'{field.name}: {said}'}; the default was used")
     return values
 
 

@@ -68,6 +68,8 @@ def test_bad_values_fall_back_to_default_with_a_notice(params, field):
     obj, errors = cs.from_params(Demo, params)
     assert getattr(obj, field) == getattr(Demo(), field)
     assert errors and field in errors[0]
+    # the field is named once: "query must be ...", not "query: query must be ..." (browser review)
+    assert errors[0].count(field) == 1 and errors[0].endswith("; the default was used")
 
 
 def test_a_clash_between_fields_sets_back_only_the_field_that_gives_way():
