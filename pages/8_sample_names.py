@@ -10,6 +10,7 @@ from core.classroom import questions
 from core.viz import names_model as names_charts
 from core.lessons import sample_names as lesson
 from core.sampling import label_shares, next_char_distributions, sample_names
+from core.settings import count
 from ui import class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors
@@ -161,7 +162,7 @@ chosen = lesson.name_in_range(
     names)[0]
 name = names[chosen]
 with friendly_errors("the next-character probabilities"):
-    steps = lesson.name_steps(run, name)
+    steps = lesson.name_steps(run, name, result.settings.prefix)
     step, notice = lesson.step_in_range(settings.step, name)
     if notice:
         _corrected("step", step, notice)
@@ -173,15 +174,19 @@ with friendly_errors("the next-character probabilities"):
             name)[0]
     training.show_cached_chart(
         lambda: names_charts.step_bars_chart(steps, step, lecture=lecture_mode()),
-        (run.run_id, run.step, name, step), name="Next-character probabilities at one step", key="sample.bars",
+        (run.run_id, run.step, name, step, steps.given), name="Next-character probabilities at one step",
+        key="sample.bars",
         caption=(f"Probability of each next character after “{steps.contexts[step]}” "
-                 f"(highlighted: the one that came). {run.label}, step {run.step:,}; the "
-                 "distribution before temperature and top-k."))
+                 f"(highlighted: the one that came{', given by the prefix' if steps.was_given(step) else ''}). "
+                 f"{run.label}, step {run.step:,}; the distribution before temperature and top-k."))
+    given = (f" The first {count(steps.given, 'letter')} came from the prefix “{result.settings.prefix}”, "
+             "not from the model: their rows say “(prefix)”." if steps.given else "")
     training.show_cached_chart(
-        lambda: names_charts.steps_heatmap(steps, lecture=lecture_mode()), (run.run_id, run.step, name),
+        lambda: names_charts.steps_heatmap(steps, lecture=lecture_mode()),
+        (run.run_id, run.step, name, steps.given),
         name="Next-character probabilities at every step", key="sample.heat",
         caption=(f"Every step of “{name}” at once: one row per step (what was read → what came), "
-                 "colour = probability of each next character (0 to 1)."))
+                 f"colour = probability of each next character (0 to 1).{given}"))
     st.dataframe(lesson.steps_table(steps).style.format({"p(next)": "{:.3f}"}), hide_index=True)
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")

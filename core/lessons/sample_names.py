@@ -148,15 +148,23 @@ class NameSteps:
     chosen: list[str]  # the character that actually came next ("." ends the name)
     probs: np.ndarray  # (steps, V) next-character probabilities
     vocab: list[str]  # column labels of probs
+    given: int = 0  # the first `given` characters were the prefix, typed, not sampled
+
+    def was_given(self, step: int) -> bool:
+        """True when the character of `step` came from the prefix: the model weighed it, but the
+        prefix chose it (its p may be tiny: the names data has few names starting "qx")."""
+        return step < self.given
 
 
-def name_steps(run: Run, name: str) -> NameSteps:
-    """Next-character distributions along `name` (ValueError for characters the model lacks)."""
+def name_steps(run: Run, name: str, prefix: str = "") -> NameSteps:
+    """Next-character distributions along `name` (ValueError for characters the model lacks);
+    `prefix`: what the name was drawn with, its characters given rather than sampled."""
     probs = next_char_distributions(run.model, run.tokenizer, name).numpy()  # (len(name) + 1, V)
     text = BOUNDARY_TOKEN + name
     contexts = [text[: t + 1] for t in range(len(name) + 1)]
     chosen = list(name) + [BOUNDARY_TOKEN]
-    return NameSteps(contexts, chosen, probs, run.tokenizer.vocab)
+    given = len(prefix) if prefix and name.startswith(prefix) else 0
+    return NameSteps(contexts, chosen, probs, run.tokenizer.vocab, given)
 
 
 def steps_table(steps: NameSteps, top: int = 3) -> pd.DataFrame:
@@ -166,6 +174,7 @@ def steps_table(steps: NameSteps, top: int = 3) -> pd.DataFrame:
         p = steps.probs[t]  # (V,)
         order = np.argsort(-p)[:top]
         rows.append({"step": t, "read so far": context, "next": char,
+                     "from": "prefix" if steps.was_given(t) else "sampled",
                      "p(next)": float(p[steps.vocab.index(char)]),
                      "most likely": ", ".join(f"{steps.vocab[i]} {p[i]:.2f}" for i in order)})
     return pd.DataFrame(rows)

@@ -51,8 +51,12 @@ def step_bars_chart(steps: NameSteps, step: int, *, lecture: bool = False) -> al
     # one character a bar, "." the end of the name (as in steps_heatmap): "end (.)" made the
     # names slant in a narrow column, and Vega then wrote every other one only
     labels = ["." if c == BOUNDARY_TOKEN else c for c in steps.vocab]
-    title = (f"After “{steps.contexts[step]}”: the model gave "
-             f"“{steps.chosen[step]}” p = {p[chosen]:.2f}")
+    if steps.was_given(step):  # the prefix chose it: the model's p is what it would have given
+        title = (f"After “{steps.contexts[step]}”: the prefix gave “{steps.chosen[step]}” "
+                 f"(the model: p = {p[chosen]:.2f})")
+    else:
+        title = (f"After “{steps.contexts[step]}”: the model gave "
+                 f"“{steps.chosen[step]}” p = {p[chosen]:.2f}")
     return grouped_bars({"p(next)": p}, labels, title=title, x_title="next character (“.”: the name ends)",
                         y_title="probability", fmt=".2f", lecture=lecture, highlight=chosen,
                         domain=(0.0, 1.0), max_labels=len(labels),
@@ -62,7 +66,9 @@ def step_bars_chart(steps: NameSteps, step: int, *, lecture: bool = False) -> al
 def steps_heatmap(steps: NameSteps, *, lecture: bool = False) -> alt.TopLevelMixin:
     """Every step at once: rows = what was read, columns = next character, colour = probability."""
     cols = ["." if c == BOUNDARY_TOKEN else c for c in steps.vocab]
-    rows = [f"{ctx} → {nxt}" for ctx, nxt in zip(steps.contexts, steps.chosen)]
+    # a character the prefix gave is marked "(prefix)": the model did not choose it
+    rows = [f"{ctx} → {nxt}" + (" (prefix)" if steps.was_given(t) else "")
+            for t, (ctx, nxt) in enumerate(zip(steps.contexts, steps.chosen))]
     return heatmap(steps.probs, rows, cols, x_title="next character",
                    y_title="read so far → what came", fmt=".1f", lecture=lecture,
                    cell=26 if not lecture else 32, show_values=False, domain=(0.0, 1.0))

@@ -145,6 +145,9 @@ def test_a_new_draw_makes_the_name_box_anew_and_it_shows_the_name_taken_apart():
     assert box.key != before and box.value == 2  # a new box, the same place in the draw
     assert box.format_func(box.value).split(" (")[0] == _taken_apart(at) == names(at)[2]
     assert _taken_apart(at).startswith("qx")
+    # the prefix's letters are marked as given, not chosen by the model
+    assert list(at.dataframe[1].value["from"])[:3] == ["prefix", "prefix", "sampled"]
+    assert "The first 2 letters came from the prefix “qx”" in texts(at.caption)
 
 
 def test_url_round_trip():

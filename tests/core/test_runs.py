@@ -469,6 +469,24 @@ def test_name_steps_show_what_the_model_weighed():
     assert table["p(next)"].iloc[0] == pytest.approx(steps.probs[0, steps.vocab.index("e")])
     bars = names_charts.step_bars_chart(steps, 2).to_dict()
     assert "After “.em”" in str(bars)
+    assert steps.given == 0 and set(table["from"]) == {"sampled"}
+
+
+def test_name_steps_say_which_letters_the_prefix_gave():
+    """Browser review: with prefix "qx" the bars said “the model gave 'q' p = 0.00”, as if the
+    model had picked a letter it gave almost no chance; the prefix gave it."""
+    run = trained(10)
+    steps = sample_names.name_steps(run, "qxena", prefix="qx")
+    assert steps.given == 2 and [steps.was_given(t) for t in range(6)] == [True, True] + [False] * 4
+    table = sample_names.steps_table(steps)
+    assert list(table["from"]) == ["prefix", "prefix", "sampled", "sampled", "sampled", "sampled"]
+    first = str(names_charts.step_bars_chart(steps, 0).to_dict())
+    assert "the prefix gave “q”" in first and "the model gave" not in first
+    assert "the model gave “e”" in str(names_charts.step_bars_chart(steps, 2).to_dict())
+    rows = list(dict.fromkeys(names_charts.steps_heatmap(steps).data["row"]))
+    assert rows[:3] == [". → q (prefix)", ".q → x (prefix)", ".qx → e"]
+    # a name that does not start with the prefix (typed elsewhere) has nothing given
+    assert sample_names.name_steps(run, "emma", prefix="qx").given == 0
 
 
 # ------------------------------------------------------------------------------ inside page
