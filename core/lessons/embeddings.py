@@ -236,7 +236,8 @@ def _table_warnings(tokens: list[str], values: np.ndarray) -> list[str]:
     if largest > LARGE_VALUE:
         warnings.append(f"Very large values (up to {largest:.3g}): the dot products are huge, so "
                         "softmax puts (almost) all the weight on the largest score, a one-hot "
-                        "row. Plain normalisation still spreads the weight.")
+                        "row (Simple attention's step 2 sets plain normalisation beside it, which "
+                        "still spreads the weight).")  # the table is shared: no "this page" here
     return warnings
 
 

@@ -232,6 +232,8 @@ def test_huge_values_give_a_warning_and_finite_one_hot_weights():
     at = open_walk()
     apply_csv(at, "a,1e30,0\nb,2e30,0\nc,0,1e30")
     assert "Very large values" in warnings(at)
+    # the table is shared by the four pages: the warning names where plain normalisation is shown
+    assert "Simple attention's step 2 sets plain normalisation beside it" in warnings(at)
     at.selectbox(key=key(at, "query")).set_value(0).run()
     set_step(at, "step", "weights")
     weights = numbers(at, "α (softmax) =")
