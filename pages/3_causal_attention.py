@@ -254,7 +254,7 @@ def order_step(steps) -> None:
         undefined[row, :] = "0/0"
     panels = [("before", "mask, then softmax", orders.before, None),
               ("after_renorm", "softmax, mask, renormalise", orders.after_renorm, undefined),
-              ("after_no_renorm", "softmax, mask, no renormalising", orders.after_no_renorm, None)]
+              ("after_no_renorm", "softmax, then mask", orders.after_no_renorm, None)]
     all_sum_to_one = causal_attention.rows_sum_to_one(orders.after_no_renorm)
     reveal_last = walkthrough.predict_then_reveal(
         settings, walkthrough.scores_question_id("rows_sum", settings, projection),  # always masked

@@ -120,17 +120,17 @@ def test_masking_order_step_and_its_prediction():
                for b in badges(at))
     captions = " ".join(c.value for c in at.caption)
     assert "Row sums: 1.000  1.000" in captions
-    no_renorm = chart(at, "softmax, mask, no renormalising")
+    no_renorm = chart(at, "softmax, then mask")
     sums = no_renorm.groupby("row_i")["value"].sum().tolist()
     assert all(s < 0.999 for s in sums[:-1]) and abs(sums[-1] - 1) < 1e-9
     at.toggle(key=key(at, "predict")).set_value(True).run()
-    assert not any(t.startswith("softmax, mask, no renormalising") for t in charts(at))
+    assert not any(t.startswith("softmax, then mask") for t in charts(at))
     radio = [r for r in at.radio if r.key.startswith(f"{PREFIX}.guess_input.rows_sum")][0]
     radio.set_value("yes").run()
     [b for b in at.button if b.key.startswith(f"{PREFIX}.commit.rows_sum")][0].click().run()
     assert_no_exception(at)
     assert "not quite" in warnings(at) and "Only the last row" in warnings(at)
-    assert chart(at, "softmax, mask, no renormalising") is not None
+    assert chart(at, "softmax, then mask") is not None
 
 
 def test_one_token_and_huge_values():
