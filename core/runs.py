@@ -529,6 +529,27 @@ def smooth(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
     return pd.Series(values, dtype="float64").ewm(alpha=alpha, adjust=True).mean().to_numpy()
 
 
+def trend(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
+    """The chart's "smoothed" line: the same smoothing without its lag where the steps after a
+    point are known. A forward EMA lags about (1 - alpha) / alpha = 9 steps, and in the first
+    steps the loss falls 0.03 a step: the line ran ~0.3 nats above every point of the steep part.
+
+    Forward then backward over the history (zero phase, as a centred average), the start padded
+    by the history reflected through its first value (so the line starts at the first loss, not
+    pulled towards later ones); the last ~2/alpha steps blend into the forward EMA, so the newest
+    point is the Train loss metric's (last_smoothed) and does not jump with each noisy step."""
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    forward = smooth(x, alpha)  # (n,)
+    if n < 3:
+        return forward
+    k = min(n - 1, math.ceil(3 / alpha))  # steps reflected before the first
+    padded = np.concatenate([2 * x[0] - x[k:0:-1], x])  # (k + n,)
+    both = smooth(smooth(padded, alpha)[::-1], alpha)[::-1][k:]  # (n,)
+    blend = np.clip((n - 1 - np.arange(n)) / math.ceil(2 / alpha), 0.0, 1.0)  # 0 at the newest step
+    return blend * both + (1 - blend) * forward
+
+
 def last_smoothed(values: Sequence[float], alpha: float = SMOOTHING) -> float | None:
     """smooth(values)[-1], from the newest steps only: a step k places back weighs (1 - alpha)**k,
     under 1e-17 (below float64's precision) past `tail` steps (372 for alpha 0.1). So the page's
@@ -555,7 +576,7 @@ def run_frame(run: Run, max_points: int = MAX_CHART_POINTS,
         copied = {name: list(history[name]) for name in ("steps", "train_loss", "val_steps", "val_loss")}
     steps = np.asarray(copied["steps"], dtype=np.int64)  # (n_steps,)
     losses = np.asarray(copied["train_loss"], dtype=np.float64)  # (n_steps,)
-    smoothed = smooth(losses)  # (n_steps,)
+    smoothed = trend(losses)  # (n_steps,)
     stride = max(1, math.ceil(len(steps) / max_points))
     keep = np.arange(len(steps))[::stride]
     if len(steps) and keep[-1] != len(steps) - 1:
