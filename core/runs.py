@@ -529,23 +529,56 @@ def smooth(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
     return pd.Series(values, dtype="float64").ewm(alpha=alpha, adjust=True).mean().to_numpy()
 
 
-def trend(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
-    """The chart's "smoothed" line: the same smoothing without its lag where the steps after a
-    point are known. A forward EMA lags about (1 - alpha) / alpha = 9 steps, and in the first
-    steps the loss falls 0.03 a step: the line ran ~0.3 nats above every point of the steep part.
+EARLY_STEPS = 4  # the chart's line weighs step t at least EARLY_STEPS / (t + 1): see trend
 
-    Forward then backward over the history (zero phase, as a centred average), the start padded
-    by the history reflected through its first value (so the line starts at the first loss, not
-    pulled towards later ones); the last ~2/alpha steps blend into the forward EMA, so the newest
-    point is the Train loss metric's (last_smoothed) and does not jump with each noisy step."""
+
+def _ema_early(x: np.ndarray, alpha: float) -> np.ndarray:
+    """y_0 = x_0, y_t = a_t x_t + (1 - a_t) y_(t-1), a_t = max(alpha, EARLY_STEPS / (t + 1)):
+    a short memory in the first steps, where the loss falls fastest, the usual one after."""
+    n, early = len(x), min(len(x), math.ceil(EARLY_STEPS / alpha))
+    y = np.empty(n, dtype=np.float64)
+    y[0] = x[0]
+    for t in range(1, early):  # at most 40 steps for alpha 0.1
+        a = max(alpha, min(1.0, EARLY_STEPS / (t + 1)))
+        y[t] = a * x[t] + (1 - a) * y[t - 1]
+    if early < n:  # constant alpha: pandas' recursion, started from the last early value
+        rest = pd.Series(np.concatenate([y[early - 1:early], x[early:]])).ewm(alpha=alpha, adjust=False).mean()
+        y[early:] = rest.to_numpy()[1:]
+    return y
+
+
+def _ema_back(y: np.ndarray, alpha: float) -> np.ndarray:
+    """The same recursion run from the last step back to the first, with the same weight for
+    step t as _ema_early (short near the first steps): z_t = a_t y_t + (1 - a_t) z_(t+1)."""
+    n, early = len(y), min(len(y), math.ceil(EARLY_STEPS / alpha))
+    z = np.empty(n, dtype=np.float64)
+    if early < n:  # from the newest step back to `early`: constant alpha, pandas' recursion
+        z[early:] = pd.Series(y[early:][::-1]).ewm(alpha=alpha, adjust=False).mean().to_numpy()[::-1]
+        following = z[early]
+    else:
+        z[n - 1] = following = y[n - 1]
+        early = n - 1
+    for t in range(early - 1, -1, -1):
+        a = max(alpha, min(1.0, EARLY_STEPS / (t + 1)))
+        z[t] = following = a * y[t] + (1 - a) * following
+    return z
+
+
+def trend(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
+    """The chart's "smoothed" line. A forward EMA lags about (1 - alpha) / alpha = 9 steps, and in
+    the first steps the loss falls 0.03-0.05 a step: the line ran ~0.3 nats above every point
+    of the steep part (browser review).
+
+    So: a memory of EARLY_STEPS / (t + 1) in the first steps (a curve that bends fast is averaged
+    over few steps), and forward then backward where later steps are known (no lag); the last
+    ~2/alpha steps blend into the forward EMA, so the newest point is the Train loss metric's
+    (last_smoothed) and does not jump with each noisy step."""
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
-    forward = smooth(x, alpha)  # (n,)
+    forward = smooth(x, alpha)  # (n,) the metric's smoothing
     if n < 3:
         return forward
-    k = min(n - 1, math.ceil(3 / alpha))  # steps reflected before the first
-    padded = np.concatenate([2 * x[0] - x[k:0:-1], x])  # (k + n,)
-    both = smooth(smooth(padded, alpha)[::-1], alpha)[::-1][k:]  # (n,)
+    both = _ema_back(_ema_early(x, alpha), alpha)  # (n,) forward, then backward
     blend = np.clip((n - 1 - np.arange(n)) / math.ceil(2 / alpha), 0.0, 1.0)  # 0 at the newest step
     return blend * both + (1 - blend) * forward
 

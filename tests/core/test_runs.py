@@ -328,20 +328,21 @@ def test_loss_frame_kinds_thinning_and_smoothing():
 
 def test_the_smoothed_line_follows_a_steep_fall_and_ends_at_the_metric():
     """Browser review: in the first live steps the smoothed line ran above every point of the
-    loss's steep fall (a forward EMA lags ~9 steps). runs.trend, the chart's line, does not lag
-    where later steps are known, smooths as much, and ends at the Train loss metric's value."""
+    loss's steep fall (a forward EMA lags ~9 steps). runs.trend, the chart's line, follows the
+    fall, smooths as much where the loss is flat, and ends at the Train loss metric's value."""
     rng = np.random.default_rng(0)
     t = np.arange(300)
-    signal = np.where(t < 35, 3.3 - 0.03 * t, 2.25 - 0.001 * (t - 35))  # a fall, then a slow drift
+    signal = 2.2 + 1.1 * np.exp(-t / 10) - 0.0003 * t  # 3.3 falling to ~2.3 by step 30, as trained
     values = signal + rng.normal(0, 0.05, len(t))
     lagging, line = runs.smooth(values), runs.trend(values)
-    steep, flat = slice(5, 40), slice(60, 270)
-    # measured: mean error on the fall 0.175 (EMA) against 0.048
-    assert np.abs(line[steep] - signal[steep]).mean() < 0.4 * np.abs(lagging[steep] - signal[steep]).mean()
+    for steep in (slice(3, 15), slice(15, 40)):  # measured: 0.203 and 0.128 (EMA), 0.020 and 0.017
+        assert np.abs(line[steep] - signal[steep]).mean() < 0.25 * np.abs(lagging[steep] - signal[steep]).mean()
+    flat = slice(60, 270)
     assert np.std(line[flat] - signal[flat]) <= np.std(lagging[flat] - signal[flat])  # as smooth
-    assert abs(line[0] - values[0]) < 0.05  # starts at the first loss, not pulled down
+    assert line[0] == values[0]  # starts at the first loss
     assert line[-1] == pytest.approx(runs.last_smoothed(list(values)), rel=1e-12)
-    assert list(runs.trend(np.array([3.0, 1.0]))) == list(runs.smooth(np.array([3.0, 1.0])))
+    for n in (1, 2, 3, 39, 40, 41, 45):  # short histories, around the early steps' end
+        assert np.isfinite(runs.trend(values[:n])).all() and len(runs.trend(values[:n])) == n
     frame = runs.run_frame(trained(30), max_points=100)
     drawn = frame[frame.kind == runs.KIND_SMOOTH]["loss"].to_numpy()
     raw = frame[frame.kind == runs.KIND_RAW]["loss"].to_numpy()
