@@ -71,9 +71,12 @@ SPECIAL_CHIP_COLOUR = "#FFD54F"
 def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = False,
                max_height: int = 380, label: str = "Tokens") -> str:
     """HTML of coloured chips, the id under each token; at most `limit` chips. `label` names the
-    panel for screen readers."""
-    size = "1.15rem" if lecture else "0.95rem"
-    id_size = "0.85rem" if lecture else "0.7rem"
+    panel for screen readers. The panel scrolls beyond `max_height` px, cut between two rows of
+    chips (a fixed row pitch in a wrapping flex box: inline chips' line boxes cut a row in half)."""
+    rem = 20 if lecture else 16  # px: lecture mode's root font (ui/layout.LECTURE_CSS), Streamlit's
+    size_rem, id_rem = (1.15, 0.85) if lecture else (0.95, 0.7)
+    size, id_size = f"{size_rem}rem", f"{id_rem}rem"
+    pitch = 1.2 * (size_rem + id_rem) * rem + 2 + 4  # a chip's two lines, its padding and margins
     parts = []
     for chip in chips[:limit]:
         colour = SPECIAL_CHIP_COLOUR if chip.special else CHIP_COLOURS[chip.index % len(CHIP_COLOURS)]
@@ -90,8 +93,10 @@ def chips_html(chips: Sequence[TokenChip], *, limit: int = 300, lecture: bool = 
                 f'{len(chips):,} tokens</div>')
     # a scroll box keeps a long text from pushing the rest of the lesson far down the page; it is
     # a tab stop so that keyboard users can scroll it too (WCAG 2.1.1)
+    rows = max(1, int(max_height // pitch))
     return (f'<div role="region" aria-label="{html.escape(label)}" tabindex="0" '
-            f'style="line-height:2.1;max-height:{max_height}px;overflow-y:auto">'
+            f'style="display:flex;flex-wrap:wrap;align-content:flex-start;'
+            f'max-height:{rows * pitch:.2f}px;overflow-y:auto">'
             f'{"".join(parts)}</div>{more}')
 
 

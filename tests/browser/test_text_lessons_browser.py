@@ -75,6 +75,28 @@ def test_tokens_data_page_stride_shows_overlap(page, server_url):
     assert_no_error(page)
 
 
+# each box of token chips: its height, the chips' heights, the chips its bottom edge cuts
+CHIP_BOXES = """() => [...document.querySelectorAll("[role=region]")].filter((r) => r.querySelector(".al-chip"))
+  .map((r) => { const box = r.getBoundingClientRect();
+    const chips = [...r.querySelectorAll(".al-chip")].map((c) => c.getBoundingClientRect());
+    return {label: r.getAttribute("aria-label"), height: box.height, chip: chips[0].height,
+            scrolls: r.scrollHeight > r.clientHeight,
+            cut: chips.filter((c) => c.top < box.bottom - 0.5 && c.bottom > box.bottom + 0.5).length}; })"""
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["plain", "lecture"])
+def test_token_boxes_end_between_two_rows_of_chips(page, server_url, lecture):
+    """Browser review: in lecture mode the GPT-2 and Characters boxes cut their last row of chips
+    in half (ids hidden). A box that scrolls now ends between two rows, in both modes."""
+    open_lesson(page, server_url, "tokens_data" + ("?lecture=1" if lecture else ""), "Tokens & data loaders")
+    boxes = page.evaluate(CHIP_BOXES)
+    assert len(boxes) == 2 and all(box["scrolls"] for box in boxes), boxes  # the built-in paragraph
+    for box in boxes:
+        assert box["cut"] == 0, box
+        rows = box["height"] / (box["chip"] + 4)  # a chip and its 2 px margins above and below
+        assert abs(rows - round(rows)) < 0.05 and round(rows) >= 6, box
+
+
 def test_tokens_data_page_lecture_mode(page, server_url):
     open_lesson(page, server_url, "tokens_data?lecture=1", "Tokens & data loaders")
     assert_no_error(page)
