@@ -16,7 +16,7 @@ import streamlit as st
 from core import train_settings
 from core.classroom import challenge as judge
 from core.classroom.security import AlreadyEntered, ClassroomError, RateLimited, escape_markdown
-from ui import classroom
+from ui import classroom, state
 from ui.formatting import sentence_inside
 from ui.layout import friendly_errors
 from ui.state import checked_number
@@ -25,6 +25,7 @@ from ui.training import PRESET_NAMES, presets_shown
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
 BOARD_ROWS_IN_FULL = 12  # a board of more entries scrolls inside BOARD_HEIGHT_PX
 BOARD_HEIGHT_PX = 560
+PICKED_KEY = "class.hide_pick"  # the lecturer's pick in the hide/show box (an entry id)
 # The form's defaults admit the Train page's default preset (the quick demo) and Lecture 7, and no
 # larger preset; derived from the presets, with the reasons, in core.classroom.challenge.default_limits
 _DEFAULTS = judge.default_limits()
@@ -224,7 +225,13 @@ def _manage(store, code: str, seat, current) -> None:
         return
     with st.container(horizontal=True, vertical_alignment="bottom"):
         labels = {e.id: f"{e.val_loss:.4f} · {e.nickname}" + (" (hidden)" if e.hidden else "") for e in every}
-        chosen = st.selectbox("Entry", list(labels), format_func=labels.get, key="class.hide_pick")
+        # a new box whenever the labels change (an entry hidden: "(hidden)"), on the same entry:
+        # Streamlit 1.67 kept a keyed box's old text when its labels changed under the same value
+        key = state.renewed_key(PICKED_KEY, list(labels.values()))
+        if key not in st.session_state and st.session_state.get(PICKED_KEY) in labels:
+            st.session_state[key] = st.session_state[PICKED_KEY]
+        chosen = st.selectbox("Entry", list(labels), format_func=labels.get, key=key)
+        st.session_state[PICKED_KEY] = chosen
         entry = next(e for e in every if e.id == chosen)
         st.button("Show again" if entry.hidden else "Hide this entry", key="class.hide_entry",
                   on_click=store.hide_submission, args=(code, seat.token, entry.id),

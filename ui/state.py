@@ -114,6 +114,12 @@ def locked_fields(prefix: str) -> set[str]:
 RENEWED = "#"  # a bound widget's key, this, then a digest of what it shows (bound's renew_with)
 
 
+def renewed_key(key: str, shown: Sequence[str]) -> str:
+    """`key`, then RENEWED and a digest of the texts a widget shows: a new key, so a new widget,
+    whenever they change (see bound's renew_with)."""
+    return key + RENEWED + hashlib.blake2s("\n".join(shown).encode(), digest_size=6).hexdigest()
+
+
 def widget_key(prefix: str, field: str) -> str:
     return f"{prefix}.{st.session_state.get(_gen_key(prefix), 0)}.{field}"
 
@@ -160,7 +166,7 @@ def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefi
     still showed a name of the last draw while the charts took apart the new one."""
     key = widget_key(prefix, field)
     if renew_with:
-        key += RENEWED + hashlib.blake2s("\n".join(renew_with).encode(), digest_size=6).hexdigest()
+        key = renewed_key(key, renew_with)
     if _skip_hidden(key):
         return getattr(obj, field)
     if key not in st.session_state:

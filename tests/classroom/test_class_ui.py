@@ -423,9 +423,16 @@ def test_a_challenge_from_opening_to_the_board(klass, finished_book):
     store.hide_submission(code, lecturer.token, store.leaderboard(code, current.id)[1].id)
     lect.run()
     assert any(b.label == "Download CSV" for b in lect.get("download_button"))
+    [box] = [b for b in lect.selectbox if b.label == "Entry"]
+    picked = box.value
+    assert box.format_func(picked) == f"{board[0].val_loss:.4f} · Ada"
     button(lect, "Hide this entry").click().run()
     no_exception(lect)
     assert store.leaderboard(code, current.id) == []
+    # the box is made anew with its new labels (Streamlit 1.67 kept the old text), on Ada's entry
+    [after] = [b for b in lect.selectbox if b.label == "Entry"]
+    assert after.key != box.key and after.value == picked
+    assert after.format_func(after.value).endswith("· Ada (hidden)") and button(lect, "Show again")
     button(lect, "Close the challenge").click().run()
     assert not store.current_challenge(code).is_open
 
