@@ -532,6 +532,11 @@ def smooth(values: np.ndarray, alpha: float = SMOOTHING) -> np.ndarray:
 EARLY_STEPS = 4  # the chart's line weighs step t at least EARLY_STEPS / (t + 1): see trend
 
 
+def _early_weight(t: int, alpha: float) -> float:
+    """The weight of step t in the chart's line: short memory first, alpha from 1/alpha steps on."""
+    return max(alpha, min(1.0, EARLY_STEPS / (t + 1)))
+
+
 def _ema_early(x: np.ndarray, alpha: float) -> np.ndarray:
     """y_0 = x_0, y_t = a_t x_t + (1 - a_t) y_(t-1), a_t = max(alpha, EARLY_STEPS / (t + 1)):
     a short memory in the first steps, where the loss falls fastest, the usual one after."""
@@ -539,7 +544,7 @@ def _ema_early(x: np.ndarray, alpha: float) -> np.ndarray:
     y = np.empty(n, dtype=np.float64)
     y[0] = x[0]
     for t in range(1, early):  # at most 40 steps for alpha 0.1
-        a = max(alpha, min(1.0, EARLY_STEPS / (t + 1)))
+        a = _early_weight(t, alpha)
         y[t] = a * x[t] + (1 - a) * y[t - 1]
     if early < n:  # constant alpha: pandas' recursion, started from the last early value
         rest = pd.Series(np.concatenate([y[early - 1:early], x[early:]])).ewm(alpha=alpha, adjust=False).mean()
@@ -559,7 +564,7 @@ def _ema_back(y: np.ndarray, alpha: float) -> np.ndarray:
         z[n - 1] = following = y[n - 1]
         early = n - 1
     for t in range(early - 1, -1, -1):
-        a = max(alpha, min(1.0, EARLY_STEPS / (t + 1)))
+        a = _early_weight(t, alpha)
         z[t] = following = a * y[t] + (1 - a) * following
     return z
 
