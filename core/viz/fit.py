@@ -94,6 +94,9 @@ def _categories(enc: dict, frame: pd.DataFrame | None) -> list[str]:
         return [str(v) for v in axis["values"]]
     if isinstance(enc.get("sort"), list):
         return [str(v) for v in enc["sort"]]
+    domain = (enc.get("scale") or {}).get("domain")
+    if isinstance(domain, list):  # a spec sent without its rows (the live loss chart) names them here
+        return [str(v) for v in domain]
     if frame is not None and enc.get("field") in frame:
         return [str(v) for v in dict.fromkeys(frame[enc["field"]])]
     return []
@@ -262,8 +265,10 @@ def _legends(spec: dict, config: dict, sides: tuple[str, ...]):
         legend = enc.get("legend", {})
         if legend is None or legend.get("orient", legend_config.get("orient", "right")) not in sides:
             continue
-        yield (enc, frame, legend, legend.get("labelFontSize", legend_config.get("labelFontSize", 10)),
-               legend.get("labelLimit", legend_config.get("labelLimit", LEGEND_LABEL_LIMIT_PX)))
+        limit = legend.get("labelLimit", legend_config.get("labelLimit", LEGEND_LABEL_LIMIT_PX))
+        if not isinstance(limit, (int, float)):  # an expression of the drawn width: at most the config's
+            limit = legend_config.get("labelLimit", LEGEND_LABEL_LIMIT_PX)
+        yield (enc, frame, legend, legend.get("labelFontSize", legend_config.get("labelFontSize", 10)), limit)
 
 
 def _legend_px(spec: dict, config: dict) -> float:
@@ -280,17 +285,28 @@ def _legend_px(spec: dict, config: dict) -> float:
 
 
 def _top_legends_px(spec: dict, config: dict) -> float:
-    """The width of the legends above or below the plot, side by side: each entry a symbol and its
-    label in a row (or in `columns` columns)."""
-    widths = []
-    for enc, frame, legend, size, limit in _legends(spec, config, ("top", "bottom")):
-        entries = sorted((SYMBOL_PX + min(text_px(s, size), limit) for s in _categories(enc, frame)),
-                         reverse=True)
-        if not entries or enc.get("type") == "quantitative":
-            continue
-        columns = legend.get("columns") if isinstance(legend.get("columns"), int) else len(entries)
-        widths.append(sum(entries[:max(columns, 1)]) + LEGEND_COLUMN_GAP_PX * (min(columns, len(entries)) - 1))
-    return sum(widths) + LEGEND_OFFSET_PX * (len(widths) - 1) if widths else 0.0
+    """The width of the legends above or below the plot, side by side (or the widest, on a side
+    where the config's legend layout stacks them): each entry a symbol and its label in a row, or in
+    `columns` columns (one where `columns` is an expression of the drawn width: it can get that
+    narrow)."""
+    layout = config.get("legend", {}).get("layout")
+    layout = layout if isinstance(layout, dict) else {}
+    widest = 0.0
+    for side in ("top", "bottom"):
+        widths = []
+        for enc, frame, legend, size, limit in _legends(spec, config, (side,)):
+            entries = sorted((SYMBOL_PX + min(text_px(s, size), limit) for s in _categories(enc, frame)),
+                             reverse=True)
+            if not entries or enc.get("type") == "quantitative":
+                continue
+            columns = legend.get("columns", 0)
+            columns = 1 if isinstance(columns, dict) else \
+                columns if isinstance(columns, int) and columns > 0 else len(entries)
+            widths.append(sum(entries[:columns]) + LEGEND_COLUMN_GAP_PX * (min(columns, len(entries)) - 1))
+        stacked = isinstance(layout.get(side), dict) and layout[side].get("direction") == "vertical"
+        if widths:
+            widest = max(widest, max(widths) if stacked else sum(widths) + LEGEND_OFFSET_PX * (len(widths) - 1))
+    return widest
 
 
 def _x_overhang_px(spec: dict, left_px: float) -> tuple[float, float]:

@@ -16,9 +16,29 @@ import altair as alt
 import pandas as pd
 
 from core.runs import KIND_VAL, KINDS
+from core.viz.fit import LEGEND_COLUMN_GAP_PX, SYMBOL_PX, text_px
 from core.viz.theme import fast_build, font_sizes, layered, palette, themed
 
 TITLE = "Loss (nats per character)"
+RUN_LABEL_LIMIT_PX = 320  # a run's name is cut beyond this (it says the preset and what changed)
+# the two legends go one under the other: side by side they were cut on a phone (Vega does not
+# wrap a row of legends); a Vega legend-layout setting, which Vega-Lite's schema does not describe
+LEGENDS_STACKED = {"bottom": {"direction": "vertical", "anchor": "start", "margin": 6}}
+
+
+def _row_px(labels, size: float) -> float:
+    """How wide a legend's entries are in one row (symbol, label, gap) at label size `size`."""
+    return sum(SYMBOL_PX + text_px(label, size) for label in labels) + \
+        LEGEND_COLUMN_GAP_PX * (len(labels) - 1)
+
+
+def _legend_columns(labels, size: float, most: int, limit_px: float = 1e9) -> alt.ExprRef:
+    """A legend's number of columns as a Vega expression of the plot's drawn width: `most` (0: all
+    in one row) where they fit, else one column, so a phone-wide chart does not cut its legend."""
+    widest = max(min(text_px(label, size), limit_px) for label in labels)
+    row = _row_px(labels, size) if most == 0 else \
+        most * (SYMBOL_PX + widest) + LEGEND_COLUMN_GAP_PX * (most - 1)
+    return alt.ExprRef(f"width >= {math.ceil(row)} ? {most} : 1")
 
 
 def loss_layers(runs: tuple[str, ...], vocab_size: int, lecture: bool, title: str = TITLE,
@@ -27,10 +47,14 @@ def loss_layers(runs: tuple[str, ...], vocab_size: int, lecture: bool, title: st
     validation (dashed, dots); a grey rule at ln(V), the loss of a uniform guess."""
     runs = list(runs) or ["(no run yet)"]
     colours = palette(lecture)
+    label_px = font_sizes(lecture)["label"]
+    run_legend = alt.Legend(orient="bottom", columns=_legend_columns(runs, label_px, 2, RUN_LABEL_LIMIT_PX),
+                            labelLimit=alt.ExprRef(f"min({RUN_LABEL_LIMIT_PX}, max(60, width - {SYMBOL_PX}))"))
     color = alt.Color("run:N", sort=runs, title="run",
                       scale=alt.Scale(domain=runs, range=[colours[i % len(colours)] for i in range(len(runs))]),
-                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
-    kind_legend = alt.Legend(orient="bottom", title=None, symbolStrokeColor="#444", symbolType="stroke")
+                      legend=run_legend)
+    kind_legend = alt.Legend(orient="bottom", title=None, symbolStrokeColor="#444", symbolType="stroke",
+                             columns=_legend_columns(KINDS, label_px, 0))
     base = alt.Chart().encode(
         x=alt.X("step:Q", title="optimisation step", scale=alt.Scale(domainMin=0)),
         y=alt.Y("loss:Q", title="loss (nats per character)", scale=alt.Scale(zero=False)),
@@ -80,6 +104,8 @@ def _loss_spec_json(runs: tuple[str, ...], vocab_size: int, lecture: bool, width
     for part in [spec] + spec.get("layer", []):
         if part.get("data") == {"name": "empty"}:
             del part["data"]
+    config = spec.setdefault("config", {})
+    config["legend"] = {**config.get("legend", {}), "layout": LEGENDS_STACKED}
     return json.dumps(spec)
 
 

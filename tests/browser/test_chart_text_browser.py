@@ -13,15 +13,19 @@ import re
 import pytest
 
 from core.lessons import walkthrough as wt
+from core.runs import KINDS
 from tests.browser.conftest import (
     MODES,
+    TINY,
     assert_no_error,
     laptop_page,
     open_app,
+    open_train_page,
     screenshot,
     switch_lecture_mode,
     train_tiny_then_sample,
     wait_drawn,
+    wait_for_step,
     wait_idle,
 )
 
@@ -177,3 +181,23 @@ def check_next_character_bars(page, lecture: bool) -> None:
         .map((svg) => [svg.getBoundingClientRect().width, Number(svg.getAttribute("width"))])""")
     assert all(width >= own - 1 for width, own in drawn), f"scaled down as a picture: {drawn}"
     screenshot(page, f"chart_text_1024{'_lecture' if lecture else ''}_sample_names")
+
+
+def test_on_a_phone_in_lecture_mode_the_loss_chart_writes_both_legends_whole(browser, server_url):
+    """The Train page 390 px wide in lecture mode, after a short run: the loss chart's two legends
+    (the runs; per step, smoothed, validation) stood side by side and the second was cut at
+    "— train, pe" at the chart's edge. They are now one under the other, each in one column where a
+    row does not fit the drawn width."""
+    context = browser.new_context(viewport={"width": 390, "height": 2400})
+    page = context.new_page()
+    try:
+        open_train_page(page, server_url, {**TINY, "lecture": "1"})
+        page.get_by_role("button", name="Start", exact=True).click()
+        wait_for_step(page, 60, timeout_s=180)
+        charts = check_charts(page, "train_gpt at 390 px (lecture)")
+        loss = next(chart for chart in charts if chart["label"].startswith("Names GPT: loss"))
+        written = " ".join(loss["texts"])
+        assert all(kind in written for kind in KINDS), written
+        screenshot(page, "chart_text_390_lecture_train_gpt")
+    finally:
+        context.close()

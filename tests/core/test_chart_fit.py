@@ -134,3 +134,28 @@ def test_a_wide_matrix_whose_indices_may_thin_out_is_fitted():
     shown = re.findall(r'<text[^>]*rotate\(320\)[^>]*opacity="1">(\d{1,2})</text>', narrow)
     hidden = re.findall(r'<text[^>]*rotate\(320\)[^>]*opacity="0">(\d{1,2})</text>', narrow)
     assert len(shown) + len(hidden) == 64 and 4 <= len(shown) <= 32, (len(shown), len(hidden))
+
+
+def test_legends_stacked_below_the_plot_need_the_widest_not_the_sum():
+    """The Train chart's two legends below the plot: side by side their widths add up; stacked
+    (Vega's legend layout, direction vertical) the chart needs only the widest, and a legend whose
+    columns are an expression of the drawn width can get as narrow as one column."""
+    from core.viz import training
+
+    runs = ("#1 quick demo", "#2 lr 0.003, 2 layers")
+    spec = training.loss_chart_spec(runs, lecture=True)
+    config = spec["config"]
+    stacked = fit._top_legends_px(spec, config)
+    side_by_side = fit._top_legends_px(spec, {**config, "legend": {
+        key: value for key, value in config["legend"].items() if key != "layout"}})
+    size = config["legend"]["labelFontSize"]
+    widest_run = fit.SYMBOL_PX + max(fit.text_px(run, size) for run in runs)
+    widest_kind = fit.SYMBOL_PX + max(fit.text_px(kind, size) for kind in training.KINDS)
+    assert stacked == pytest.approx(max(widest_run, widest_kind))
+    # side by side, the kinds' legend (its channels counted apart here) comes beside the runs'
+    assert side_by_side >= widest_run + widest_kind + fit.LEGEND_OFFSET_PX
+    # the drawn width picks the columns: every kind in one row where it fits, else one column
+    kinds = training._legend_columns(training.KINDS, size, 0).to_dict()["expr"]
+    threshold = int(re.search(r"width >= (\d+)", kinds).group(1))
+    assert threshold >= sum(fit.SYMBOL_PX + fit.text_px(kind, size) for kind in training.KINDS)
+    assert kinds.endswith("? 0 : 1")
