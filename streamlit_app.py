@@ -29,7 +29,7 @@ from server import config_cache, housekeeping, rerun_race, stale_ticks  # noqa: 
 from ui import class_follow, desk, live, nav, page_end  # noqa: E402
 from ui.layout import apply_lecture_style
 from ui.state import switched_on
-from ui.state import ENTRY_FLAG
+from ui.state import ENTRY_FLAG, start_page_run
 
 # the tab's icon is a file of ours: a Material icon name is drawn from Google's font server, which a
 # classroom without internet (or a slide exported offline) does not reach
@@ -68,6 +68,7 @@ elif "lecture" in st.query_params:
 apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
+start_page_run()  # a link's notices wait for this run's page title (ui.state.page_title)
 desk.keep_and_restore()  # a reloaded tab gets back the runs its previous session trained
 page_url = page.url_path or "home"
 # counted while it runs: a hosted server's training slices wait while many page runs are queued;

@@ -368,7 +368,7 @@ def render_spelling() -> None:
 # what each pitfall shows between its header and its "why": render_softmax_dim, render_mask_zero, ...
 RENDERERS: dict[str, Callable[[], None]] = {key: globals()[f"render_{key}"] for key in pf.PITFALLS}
 
-st.title("Pitfalls")
+state.page_title("Pitfalls")
 st.caption("The bugs of the original notebooks and slides, and two common mistakes they avoid, "
            "run live beside the correct code. Every number below is computed now, by the code shown.")
 pitfalls_ui.pitfall_menu(settings)

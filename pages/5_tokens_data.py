@@ -115,7 +115,7 @@ def locked_batch_notice(locked_size: int, used_size: int) -> None:
                "again to a text that makes that many windows.", icon=":material/lock:")
 
 
-st.title("Tokens & data loaders")
+state.page_title("Tokens & data loaders")
 st.markdown(
     "Attention works on vectors, not on letters. This lesson follows one text all the way: "
     "**tokens** (GPT-2's byte-pair encoding beside plain characters), **windows** of `max_length` "

@@ -37,12 +37,13 @@ settings = lesson_panel(PREFIX, small_lm.SmallLMSettings, PAGE, settings)
 lecture = state.lecture_mode()
 ss = st.session_state
 
-st.title("Small language model")
+state.page_title("Small language model")
 st.markdown(
     "A **bigram** model predicts the next character from the current one with a |V|×|V| table. "
-    "Give the model a |V|×n **embedding**, **one self-attention head** and a linear layer to the "
-    "vocabulary, and it can look back over the last T characters. Train both on the same batches "
-    "and compare. *(Slides: A Small Language Model with Self Attention; course document 001.)*")
+    "Give a model a |V|×C **embedding** (n on the slides), **one self-attention head** and a linear "
+    "layer to the vocabulary, and it can look back over the last T characters. Train it, with and "
+    "without a position embedding, on the same batches as the bigram, and compare the three. "
+    "*(Slides: A Small Language Model with Self Attention; course document 001.)*")
 
 # ---------------------------------------------------------------------------------------------
 st.header("1 · The corpus")
@@ -210,17 +211,8 @@ def draw_race(race_: small_lm.SmallLMRace) -> None:
                 f"ln {race_.tokenizer.vocab_size} ≈ {math.log(race_.tokenizer.vocab_size):.2f}. "
                 "Press **Start**.", icon=":material/play_arrow:")
     else:
-        best = latest["attention"]["val"]
-        if best < bigram_val:
-            comparison = f"**{bigram_val / max(best, 1e-9):.1f}× lower**"
-        else:
-            comparison = f"still **{best / max(bigram_val, 1e-9):.1f}× higher** (keep training)"
-        message = (f"At step {race_.last_eval_step:,} the attention model's validation loss is "
-                   f"**{best:.3f}** against the bigram's **{bigram_val:.3f}**: "
-                   f"{comparison}. No bigram table can go below {floor:.3f} on the whole "
-                   "training text, because it only ever sees one character. "
-                   "(The slides, after 4,000 steps: bigram ≈ 0.70, self-attention ≈ 0.15.)")
-        (st.success if best < 0.6 * bigram_val else st.info)(message)
+        verdict = small_lm.race_verdict(latest, race_.last_eval_step, floor, len(race_.train_data))
+        {"win": st.success, "overfit": st.warning}.get(verdict.kind, st.info)(verdict.text)
 
 
 def bigram_caption(race_: small_lm.SmallLMRace, table: small_lm.ShownTable) -> str:
@@ -356,8 +348,8 @@ st.markdown(
 
 
 def _slide_example() -> None:
-    state.set_field(PREFIX, "ce_logits", [0.1, 0.5, 0.2, 0.1])
-    state.set_field(PREFIX, "ce_target", 1)
+    state.set_field(PREFIX, "ce_logits", list(small_lm.SLIDE_CE[0]))
+    state.set_field(PREFIX, "ce_target", small_lm.SLIDE_CE[1])
 
 
 CE_COLUMNS = {
@@ -421,6 +413,12 @@ with friendly_errors("the cross-entropy"):
     m3, _ = st.columns(2)
     m3.metric("Difference", f"{ce.difference:.1e}", help="Only float32 rounding: PyTorch computes "
               "in 32-bit floats, the hand computation in 64-bit.")
+    if (list(logits), settings.ce_target) == small_lm.SLIDE_CE:
+        slide_loop = small_lm.cross_entropy_by_hand(small_lm.as_float32(logits), settings.ce_target).by_hand
+        st.caption(f"The slide prints {small_lm.SLIDE_CE_PRINTED}, not {ce.by_hand!r}: its loop "
+                   "read the logits from a float32 tensor, where 0.1 is stored as "
+                   f"{small_lm.as_float32([0.1])[0]:.11f}. The same float64 sum over those "
+                   f"values gives {slide_loop!r}.")
     show_code(small_lm.cross_entropy_by_hand)
 
 state.sync_url(settings)

@@ -13,12 +13,12 @@ from core.training.muon import MuonAdamW, orthogonalise
 from ui import class_challenge, class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors, lesson_panel
-from ui.state import page_settings, refusals_below, replace_settings, spec_widget, sync_url, widget_key
+from ui.state import page_settings, page_title, refusals_below, replace_settings, spec_widget, sync_url, widget_key
 
 PREFIX = "train"
 PRESETS_SHOWN = training.presets_shown()
 
-st.title("Train the names GPT")
+page_title("Train the names GPT")
 INTRO = ("A character-level GPT learns to write first names from 32,033 real ones, a batch of name "
          "windows per step. Watch the loss fall: **3.30 nats** (ln 27) is a uniform guess over 27 "
          "characters; a good model reaches about **2.1**, the best here about **1.9**.")

@@ -15,12 +15,12 @@ from ui import class_polls, training
 from ui.code import show_code
 from ui.layout import friendly_errors
 from ui.page_end import end_page
-from ui.state import bound, lecture_mode, refusals_below, set_field, spec_widget, sync_url
+from ui.state import bound, lecture_mode, page_title, refusals_below, set_field, spec_widget, sync_url
 
 PREFIX = "sample"
 LAST_KEY = "sample.last_valid"  # the last SampleResult that could be drawn, kept through bad input
 
-st.title("Sample names")
+page_title("Sample names")
 st.markdown(
     "The model writes a name one character at a time: it reads “.” (start), turns its scores for "
     "the 27 characters into probabilities, draws one, appends it, and repeats until it draws “.” "

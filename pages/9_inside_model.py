@@ -11,14 +11,14 @@ from core.settings import count
 from ui import training
 from ui.code import show_code
 from ui.layout import friendly_errors
-from ui.state import bound, lecture_mode, set_field, spec_widget, sync_url
+from ui.state import bound, lecture_mode, page_title, set_field, spec_widget, sync_url
 
 PREFIX = "inside"
 # The last name that could be read, as text: after a typo the page reads it again with the model
 # picked now. (Keeping its Inspection instead showed one model's maps under another's label.)
 LAST_NAME_KEY = "inside.last_valid"
 
-st.title("Inside the model")
+page_title("Inside the model")
 st.markdown(
     "Type a name and look at what the trained GPT does with it: where each position looks "
     "(attention weights, one map per layer and head), what it expects next at every position, "
@@ -157,10 +157,15 @@ with pca_col:
                  f"variance); {run.label}, step {run.step:,}. Vowel/consonant separation "
                  f"{separation:.2f} (centroid gap over spread)."))
 with metric_col:
+    chance, chance_top = lesson.chance_separation(pca_frame)
     st.metric("Vowel / consonant separation", f"{separation:.2f}",
               help="Distance between the vowel and consonant centres in the PCA plane, divided by "
-                   "the average spread within the groups. Near 0 for random embeddings.")
-    st.caption(f"The same model before training (seed {run.trainer.config.seed}): "
+                   "the average spread within the groups. It is not 0 by chance: 5 vowels against "
+                   "21 consonants have centres apart even in random groups. Dealt into random groups "
+                   f"of those sizes, these same points score {chance:.2f} on average, and 95% of "
+                   f"the deals score below {chance_top:.2f}.")
+    st.caption(f"By chance (the labels dealt at random): {chance:.2f}, 95% below {chance_top:.2f}. "
+               f"The same model before training (seed {run.trainer.config.seed}): "
                f"{lesson.initial_separation(run):.2f}.")
 training.show_cached_chart(
     lambda: names_charts.embedding_heatmap(run.model, run.tokenizer, lecture=lecture_mode()), (run.run_id, run.step),

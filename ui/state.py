@@ -84,12 +84,41 @@ def page_settings(prefix: str, cls: type) -> Any:
         # a clash between fields names what went back to its default and says the rest was kept
         # the notices quote the link's values: shown literally, never as Markdown (an image there
         # would make the browser fetch its address)
-        st.warning("Some settings in the link could not be used and were set to their defaults: "
-                   + _literal("; ".join(n.rstrip(".") for n in notice[:6])) + ".", icon=":material/warning:")
+        link_notice("Some settings in the link could not be used and were set to their defaults: "
+                    + _literal("; ".join(n.rstrip(".") for n in notice[:6])) + ".")
     unknown = ss.pop(f"{prefix}.__unknown", None)
     if unknown:
-        st.warning(UNKNOWN_WORDS + _literal("; ".join(unknown)) + ".", icon=":material/warning:")
+        link_notice(UNKNOWN_WORDS + _literal("; ".join(unknown)) + ".")
     return ss[prefix]
+
+
+# A link's notices go under the page's title on every page, whether the page reads its settings
+# before drawing the title or after: `page_title` leaves a place for them (for this run only).
+NOTICE_AREA = "_link_notices.area"  # this run's place under the title, once page_title drew it
+NOTICES_WAITING = "_link_notices.waiting"  # notices made before the title was drawn
+
+
+def start_page_run() -> None:
+    """Called by streamlit_app.py before every page run: no place and no notice from a past run."""
+    st.session_state.pop(NOTICE_AREA, None)
+    st.session_state.pop(NOTICES_WAITING, None)
+
+
+def link_notice(text: str) -> None:
+    """A warning about the link, under the page's title (see page_title)."""
+    area = st.session_state.get(NOTICE_AREA)
+    if area is not None:
+        area.warning(text, icon=":material/warning:")
+    else:
+        st.session_state.setdefault(NOTICES_WAITING, []).append(text)
+
+
+def page_title(title: str, **kwargs) -> None:
+    """The page's title (st.title's arguments), then the link's notices under it."""
+    st.title(title, **kwargs)
+    area = st.session_state[NOTICE_AREA] = st.container()
+    for text in st.session_state.pop(NOTICES_WAITING, []):
+        area.warning(text, icon=":material/warning:")
 
 
 def _literal(text: str) -> str:

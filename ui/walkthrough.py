@@ -51,9 +51,9 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
     settings = lesson_panel(PREFIX, WalkthroughSettings, page, settings)
     _resend_widget_values()
     if state.lecture_mode():  # the first screen of a projector is for the step: intro on hover
-        st.title(title, help=intro)
+        state.page_title(title, help=intro)
     else:
-        st.title(title)
+        state.page_title(title)
         st.caption(intro)
     with st.sidebar:
         st.markdown("**Walkthrough options**")

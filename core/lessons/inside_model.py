@@ -134,6 +134,31 @@ def vowel_separation(df: pd.DataFrame) -> float:
     return float(gap / (np.linalg.norm(spread, axis=1).mean() + 1e-12))
 
 
+def _separation(points: np.ndarray, is_vowel: np.ndarray) -> np.ndarray:
+    """vowel_separation for each row of `is_vowel` (S, N) over the same points (N, 2): (S,)."""
+    vowel_count = is_vowel.sum(1, keepdims=True)  # (S, 1)
+    vowel_centre = (is_vowel[..., None] * points).sum(1) / vowel_count  # (S, 2)
+    consonant_centre = ((~is_vowel)[..., None] * points).sum(1) / (len(points) - vowel_count)  # (S, 2)
+    centre = np.where(is_vowel[..., None], vowel_centre[:, None], consonant_centre[:, None])  # (S, N, 2)
+    spread = np.linalg.norm(points - centre, axis=-1).mean(1)  # (S,)
+    return np.linalg.norm(vowel_centre - consonant_centre, axis=-1) / (spread + 1e-12)
+
+
+def chance_separation(df: pd.DataFrame, shuffles: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """The separation the same points give when the vowel and consonant labels are dealt out at
+    random (groups of the same sizes), `shuffles` times: (the mean, the 95th percentile). Never near
+    0: 5 points against 21 have centres apart by chance alone, so this is the bar a trained model's
+    separation has to clear."""
+    letters = df[df["group"].isin(["vowel", "consonant"])]
+    is_vowel = (letters["group"] == "vowel").to_numpy()
+    if is_vowel.all() or not is_vowel.any():
+        return 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    dealt = rng.permuted(np.tile(is_vowel, (shuffles, 1)), axis=1)  # (shuffles, N)
+    scores = _separation(letters[["PC1", "PC2"]].to_numpy(), dealt)
+    return float(scores.mean()), float(np.percentile(scores, 95))
+
+
 @functools.lru_cache(maxsize=16)
 def _initial_separation(config_items: tuple, seed: int) -> float:
     model = GPT(GPTConfig(**dict(config_items)), seed=seed)

@@ -97,6 +97,8 @@ def test_embeddings_heatmap_and_pca():
     assert np.allclose(np.sort(pca["PC1"].to_numpy()), np.sort(df["PC1"].to_numpy()), atol=1e-5)
     separation = inside_model.vowel_separation(df)
     assert at.metric[0].label == "Vowel / consonant separation" and at.metric[0].value == f"{separation:.2f}"
+    chance, top = inside_model.chance_separation(df)
+    assert f"By chance (the labels dealt at random): {chance:.2f}, 95% below {top:.2f}" in texts(at.caption)
     assert "(27, 16)" in texts(at.markdown)
 
 

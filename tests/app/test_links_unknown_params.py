@@ -80,3 +80,34 @@ def test_a_bad_value_quoted_in_the_link_notice_is_shown_literally():
     at = opened(TRAIN, lr="![i](http://example.invalid/x.png)")
     [warning] = [w.value for w in at.warning if w.value.startswith("Some settings in the link")]
     assert "lr" in warning and "](" not in warning and "\\!\\[i\\]" in warning
+
+
+def _in_order(block) -> list:
+    """The elements of a block, depth first, in the order the page draws them."""
+    found = []
+    for child in block.children.values():
+        found.extend(_in_order(child) if hasattr(child, "children") and child.type in (
+            "vertical", "horizontal", "container", "flex_container") or child.type.endswith("block")
+            else [child])
+    return found
+
+
+PAGES_WITH_SETTINGS = ["pages/1_simple_attention.py", "pages/4_multi_head.py", "pages/5_tokens_data.py",
+                       "pages/6_small_lm.py", TRAIN, SAMPLE, "pages/9_inside_model.py", "pages/10_pitfalls.py"]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_SETTINGS, ids=lambda p: p.split("_", 1)[1][:-3])
+def test_a_links_notices_come_right_under_the_pages_title(page):
+    """Every page puts a link's notices in one place, right under its title: some pages read their
+    settings before drawing the title, and their notices came above it (Tokens, Small LM,
+    Pitfalls, the walkthrough), others after their introduction."""
+    at = opened(page, optimiser="sgd", seed="abc")
+    elements = _in_order(at.main)
+    kinds = [element.type for element in elements]
+    title = kinds.index("title")
+    after = [element.value for element in elements[title + 1:title + 3]]
+    assert any(str(value).startswith(UNKNOWN_WORDS) for value in after), (kinds[:title + 4], after)
+    refused = [w.value for w in at.warning if "could not be used" in w.value]  # pages with a seed
+    assert all(value in after for value in refused), (refused, after)
+    if page in (TRAIN, "pages/5_tokens_data.py"):  # one page that reads it after its title, one before
+        assert refused, [w.value for w in at.warning]

@@ -57,6 +57,10 @@ def test_default_page():
     assert [x.proto.delta for x in at.metric if x.label.endswith("· val loss")] == ["", "", ""]
     assert m["By hand (float64)"] == "1.1254029631"  # the slide's example
     assert m["F.cross_entropy (float32)"].startswith("1.12540")
+    # the slide's own printed value is explained: its loop read float32 logits; the app computes it
+    slide = " ".join(c.value for c in at.caption if c.value.startswith("The slide prints"))
+    assert f"The slide prints {small_lm.SLIDE_CE_PRINTED}, not 1.1254029630966222" in slide
+    assert f"gives {small_lm.SLIDE_CE_PRINTED}." in slide  # computed here, equal to the slide's
     assert len(at.get("vega_lite_chart")) == 4  # loss curves, bigram table, embedding, softmax bars
     assert len(samples(at)) == 3  # a sample from each model
     assert all(sample.startswith("t") for sample in samples(at))  # from the corpus' first character
@@ -144,7 +148,7 @@ def test_the_lessons_finding_shows(trained_race):
     deltas = {x.label: x.proto.delta for x in at.metric if x.label.endswith("· val loss")}
     assert deltas[f"{small_lm.MODEL_LABELS['attention']} · val loss"] == f"{attention - bigram:+.3f} vs bigram"
     message = " ".join(s.value for s in at.success)
-    assert "× lower" in message and "bigram ≈ 0.70, self-attention ≈ 0.15" in message
+    assert f"**{bigram - attention:.3f} nats lower**" in message and "bigram ≈ 0.70, self-attention ≈ 0.15" in message
 
 
 @pytest.mark.parametrize("text, message", [

@@ -6,6 +6,7 @@ import io
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -570,8 +571,10 @@ def test_training_separates_vowels_and_breaking_the_mask_collapses_the_loss():
     fresh = runs.new_run(1, train_settings.TrainSettings(**settings))
     before = inside_model.vowel_separation(inside_model.embedding_pca(fresh.model, fresh.tokenizer)[0])
     good = trained(**{k: v for k, v in settings.items() if k != "max_steps"}, steps=300)
-    after = inside_model.vowel_separation(inside_model.embedding_pca(good.model, good.tokenizer)[0])
+    after_frame = inside_model.embedding_pca(good.model, good.tokenizer)[0]
+    after = inside_model.vowel_separation(after_frame)
     assert after > before + 0.5
+    assert after > inside_model.chance_separation(after_frame)[1]  # beyond 95% of random deals
     broken = trained(**{k: v for k, v in settings.items() if k != "max_steps"}, steps=300, causal=False)
     good_loss = runs.smooth(good.history["train_loss"])[-1]
     broken_loss = runs.smooth(broken.history["train_loss"])[-1]
@@ -692,3 +695,24 @@ def test_a_model_with_many_heads_shows_one_layer_of_readable_maps():
     assert list(dict.fromkeys(frame["facet"])) == [f"layer 3, head {j}" for j in range(1, 7)]
     assert np.allclose(frame["value"].to_numpy().reshape(6, 7, 7), ins.attn[2])
     assert names_charts.attention_grid_chart(ins, layer=2, columns=4).to_dict()["columns"] == 4
+
+
+def test_the_chance_separation_is_the_separation_of_random_deals_and_is_not_zero():
+    """The Inside page's bar for the vowel/consonant separation: the labels dealt at random over the
+    same points. It equals vowel_separation of each deal, is about 0.5 for Gaussian points (5
+    against 21: not 0), and a clearly separated picture clears its 95th percentile."""
+    rng = np.random.default_rng(3)
+    chars = list("abcdefghijklmnopqrstuvwxyz")
+    groups = ["vowel" if c in "aeiou" else "consonant" for c in chars]
+    frame = pd.DataFrame({"char": chars, "PC1": rng.normal(size=26), "PC2": rng.normal(size=26),
+                          "group": groups})
+    points = frame[["PC1", "PC2"]].to_numpy()
+    deals = np.stack([rng.permutation(np.array(groups) == "vowel") for _ in range(5)])
+    assert inside_model._separation(points, deals) == pytest.approx(
+        [inside_model.vowel_separation(frame.assign(group=np.where(d, "vowel", "consonant"))) for d in deals])
+    mean, top = inside_model.chance_separation(frame)
+    assert 0.35 < mean < 0.7 and mean < top < 1.3
+    apart = frame.assign(PC1=frame["PC1"] + np.where(frame["group"] == "vowel", 3.0, 0.0))
+    assert inside_model.vowel_separation(apart) > inside_model.chance_separation(apart)[1]
+    only_vowels = frame.assign(group="vowel")
+    assert inside_model.chance_separation(only_vowels) == (0.0, 0.0)
