@@ -796,7 +796,8 @@ def multihead_to_fused(mha: MultiHeadAttention) -> PyTorchMultiHeadAttention:
     """A PyTorchMultiHeadAttention that computes exactly what the causal `mha` computes.
 
     Its one fused projection is mha's three side by side: `qkv`'s rows are W_query's, then W_key's,
-    then W_value's (the course's `qkv_linear = nn.Linear(h, 3h)` and `chunk(3)`), and `proj` is
+    then W_value's (the course's `qkv_linear = nn.Linear(h, 3h)` is the same idea, but it keeps
+    each head's q, k and v side by side before `chunk(3)`, so its rows are in another order), and `proj` is
     `out_proj`. The fused class is always causal, so compare it with a causal `mha`.
     """
     reference = mha.W_query.weight

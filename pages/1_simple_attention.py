@@ -43,8 +43,9 @@ def ask_top_token(result: simple_attention.SimpleAttention) -> bool:
         f"which token does “{q_name}” attend to most?", list(range(num_tokens)),
         lambda i: labels[i], lambda g: g in top,
         f"The largest weight goes to “{labels[top[0]]}” "
-        f"(α = {wt.fmt_number(float(result.attn_weights[top[0]]))}): the token whose embedding "
-        "points most in the query's direction, weighted by its length.")
+        f"(α = {wt.fmt_number(float(result.attn_weights[top[0]]))}): the token with the largest "
+        "dot product with the query, that is its length times the cosine of its angle to the "
+        "query. Softmax keeps that order.")
 
 
 def scores_step(result: simple_attention.SimpleAttention) -> None:

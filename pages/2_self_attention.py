@@ -118,9 +118,10 @@ def scaled_step(steps) -> None:
         # on two lines: on one, "√d_k = 1.4142" was cut to "√d_k =" beside the map at 1024 px
         st.latex(rf"\begin{{aligned}} d_k &= d_{{out}} = {head_dim} \\ "
                  rf"\sqrt{{d_k}} &= {math.sqrt(head_dim):.4f} \end{{aligned}}")
-        st.markdown("Dividing by √d_k keeps the scores' spread near 1 on average however wide the "
-                    "keys are (for independent, zero-mean entries), "
-                    "so softmax does not collapse to one-hot (see the panel below).")
+        st.markdown("Dividing by √d_k stops the scores' spread from growing with the width of the "
+                    "keys (for independent entries of mean 0 and variance 1, a score's variance is "
+                    "d_k before and 1 after), so softmax does not collapse to nearly one-hot (see "
+                    "the panel below).")
     with chart_col:
         walkthrough.show_matrix(steps.scaled_scores[0], labels, labels, name="self-attention-scaled",
                                 title="Q Kᵀ / √d_k", x_title="key j", y_title="query i",
@@ -201,7 +202,7 @@ def scaling_panel() -> None:
                           x_title="logit", y_title="weight", domain=(0, 1), decimals=2, max_width=520,
                           series={"softmax(logits)": soft, "softmax(logits × 100)": soft100},
                           caption="Logits [0.1, 0.4, −0.9, 0.02, 0.35, −0.62] (course file 001): "
-                           "diffuse weights, then one-hot once multiplied by 100.")
+                           "diffuse weights, then nearly one-hot once multiplied by 100.")
     walkthrough.numbers_line("softmax(logits) =", soft, 2)
     walkthrough.numbers_line("softmax(logits × 100) =", soft100, 2)
     show_code([self_attention.scaling_run, self_attention.softmax_peak, self_attention.slide_logits])

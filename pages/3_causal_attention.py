@@ -34,6 +34,7 @@ with bar.controls:  # compact rows: the popover should fit a projector's screen
     with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):
         query = walkthrough.query_select(settings, labels, width=300)
         walkthrough.book_setup_button("causal", "Book: CausalAttention, seed 123")
+        walkthrough.book_setup_button("masked", "Book 3.5.1–3.5.2: masked weights, dropout")
     with st.container(horizontal=True, vertical_alignment="center", gap="large"):
         state.bound(st.toggle, "Causal mask", settings, "causal", prefix=PREFIX,
                     help="Hide every later token (j > i) from query i.")
@@ -208,8 +209,8 @@ def dropout_effect(view) -> None:
                     "Rows no longer sum to exactly 1. The zeros are drawn as the book's "
                     f"`nn.Dropout({view.p:g})` draws them right after "
                     f"`torch.manual_seed({settings.dropout_seed})`"
-                    + (", so `CausalAttention` in training mode drops the same weights (badge "
-                       "at the top)." if settings.causal else "."))
+                    + (", so `CausalAttention` in training mode drops the same weights (see "
+                       "**Checks** at the top)." if settings.causal else "."))
 
 
 def context_step(steps) -> None:
@@ -296,6 +297,8 @@ with area.lesson, friendly_errors("causal attention"):
         if bundle.train_module_diff is not None:
             walkthrough.check_badge("CausalAttention (training) = these steps", bundle.train_module_diff)
         walkthrough.book_badge(wt.book_reference(settings, "causal"), steps.context_vec)
+        for short, what, field, rows in wt.book_weight_references(settings):  # printed weight matrices
+            walkthrough.book_badge((what, rows), getattr(steps, field)[0], short)  # head 0 of (1, T, T)
     {"scores": scores_step, "mask": mask_step, "masked": masked_step, "weights": weights_step,
      "order": order_step, "dropout": dropout_step, "context": context_step}[step](steps)
 

@@ -36,7 +36,11 @@ with bar.controls:  # compact rows: the popover should fit a projector's screen
     sizes = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
 with bar.controls, state.refusals_below(), sizes:  # a refusal goes under the row, not in its 130 px
     state.number_field(settings, "heads_d_out", prefix=PREFIX, label="d_out", width=130,
-                       help="Width of all heads together (this page's own; pages 2–3 keep theirs).")
+                       help="Width of all heads together, d_out / H each (this page's own; pages "
+                            "2–3 keep theirs). The book's `MultiHeadAttention` takes it the same way; "
+                            "its `MultiHeadAttentionWrapper` takes each head's width instead: "
+                            "`MultiHeadAttentionWrapper(3, 2, …, num_heads=2)` gives 4 columns, as "
+                            "`MultiHeadAttention(3, 4, …, num_heads=2)` does.")
 choices = multi_head.head_choices(settings.heads_d_out)
 heads_note = None
 if settings.num_heads not in choices:
@@ -141,9 +145,10 @@ def three_classes(result: multi_head.MultiHead) -> None:
         "keys and values), split into heads with `view` and `transpose`: fewer, larger matrix "
         "products.\n"
         "- **PyTorchMultiHeadAttention**: one projection `qkv = Linear(d_in, 3·d_out)` for the "
-        "queries, keys and values together (course document 002's `qkv_linear` and `chunk(3)`), "
-        "then `F.scaled_dot_product_attention` for the scores, scaling, mask and softmax in one "
-        "call.\n\n"
+        "queries, keys and values together (the idea of course document 002's `qkv_linear`; 002 "
+        "keeps each head's q, k and v side by side and has no mask, so its weights are laid out "
+        "differently), then `F.scaled_dot_product_attention` for the scores, scaling, mask, "
+        "softmax and the weighted sum of the values in one call.\n\n"
         "Copy the weights from each class into the next: all three compute the same numbers (all "
         "use the causal mask, compared in eval mode).")
     walkthrough.check_badge("MultiHeadAttentionWrapper = MultiHeadAttention (weights copied)",

@@ -260,14 +260,7 @@ if view is not None:
         f"Number of windows = ⌊(tokens − max_length − 1) / stride⌋ + 1 = "
         f"{tokens_data.window_count_formula(view.n_tokens, vs.max_length, vs.stride).split(' = ', 1)[1]}"
         f" · batches = ⌊{view.n_windows} / {vs.batch_size}⌋ = {view.n_batches}")
-    if vs.stride < vs.max_length:
-        st.caption(f"stride {vs.stride} < max_length {vs.max_length}: neighbouring windows overlap, "
-                   "so tokens are read several times (dark green).")
-    elif vs.stride > vs.max_length:
-        st.caption(f"stride {vs.stride} > max_length {vs.max_length}: some tokens are never an input "
-                   "(grey); a few of them are still a target.")
-    else:
-        st.caption("stride = max_length: every token is an input exactly once, with no overlap.")
+    st.caption(tokens_data.stride_note(vs.stride, vs.max_length))
     max_tokens = 16 if lecture else 20
     show_window_chart(view, max_tokens, lecture,
                       caption=(f"The first {min(view.n_tokens, max_tokens)} GPT-2 tokens; top row: in how "

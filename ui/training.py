@@ -80,7 +80,8 @@ PRESET_HELP = {
                   "into rows, validated on a running average of the weights: a good model (validation "
                   "≈ 1.91 nats/char).",
     "better": "The quick demo's recipe at width 96, trained longer with a slower average of the "
-              "weights, ending with its best validation point: about 1.88 nats/char.",
+              "weights, ending with its best validation point: about 1.88 nats/char (picked on the "
+              "validation split and read there, so a little optimistic).",
     "best": "Width 128 with four heads and strong weight decay, trained longest: about 1.87 nats/char.",
     "class_demo": "For a server a class shares: one layer of width 32 and 400 steps at a higher "
                   "learning rate, a step about a third of the quick demo's. About 2.05 nats/char: "

@@ -586,8 +586,8 @@ def show_book_code(fn: Callable, check: str) -> None:
     show_code(fn, label=f"Compare: the book's {name}",
               note=(f"For comparison: the numbers on this page were computed by the code above "
                     f"(`attention_intermediates`, which keeps every step). The book's `{name}` "
-                    f"was run on the same inputs and weights, and the badge “{check}” at the top "
-                    "of the page shows that both give the same context vectors."))
+                    f"was run on the same inputs and weights, and the badge “{check}” under "
+                    "**Checks** at the top of the page shows that both give the same context vectors."))
 
 
 def book_setup_button(name: str, label: str, where=st) -> None:
@@ -786,14 +786,15 @@ def check_badge(label: str, diff: float, tol: float = 1e-9) -> None:
         _failed(text)
 
 
-def book_badge(reference, ours) -> None:
-    """Green when the page reproduces the numbers printed in the book."""
+def book_badge(reference, ours, short: str = "") -> None:
+    """Green when the page reproduces the numbers printed in the book (`short`: which of them,
+    where a page checks several)."""
     if reference is None:
         return
     what, rows = reference
     ok = wt.book_rows_match(ours, rows)
     printed = "; ".join(" ".join(f"{v:.4f}" for v in row) for row in rows[:2])
-    text = f"{'Matches' if ok else 'Does not match'} the book: {printed}"
+    text = f"{'Matches' if ok else 'Does not match'} the book{f' ({short})' if short else ''}: {printed}"
     st.badge(text, color="green" if ok else "red", icon=":material/menu_book:", help=what)
     if not ok:
         _failed(text)

@@ -167,8 +167,9 @@ WHY_SEVERAL = (
     "look hard at one place or spread its look over many, but not look at two places for two "
     "different reasons at once. Several heads each compute their own weights, so one can follow "
     "the token just before while another looks back further; their outputs, concatenated "
-    "and mixed by `out_proj`, give the token both. It costs no more than one wide head: d_out is "
-    "split, each of the H heads working in d_out / H dimensions.\n\n"
+    "and mixed by `out_proj`, give the token both. It needs no more weights and about the same "
+    "arithmetic as one wide head: d_out is split, each of the H heads working in d_out / H "
+    "dimensions; what it adds is H attention maps of T × T to compute and keep.\n\n"
     "**Why do the heads differ?** ")
 
 
@@ -186,8 +187,9 @@ def _why_they_differ(settings: WalkthroughSettings, num_heads: int) -> str:
                 "head its own random start.")
     text = ("Every head sees the same embeddings. What differs is where its W_q, W_k, W_v start: "
             "drawn at random, so each head projects the tokens differently and gets a different "
-            "map. During training each head then receives its own gradients, so they keep "
-            "specialising instead of converging to the same thing. Turn on **Same initial "
+            "map. During training each head then receives its own gradients, so they usually end "
+            "up looking at different things (nothing guarantees it: in trained models some heads "
+            "turn out redundant, and can be removed with little loss). Turn on **Same initial "
             "weights** to see the other case: identical heads give identical maps.")
     if settings.qk_scale == 1:
         text += (" At the book's initial weights (scale 1) the scores are all close to 0, so "
@@ -195,6 +197,6 @@ def _why_they_differ(settings: WalkthroughSettings, num_heads: int) -> str:
                  "have larger weights and sharper maps (try **W_q, W_k scale** 4).")
     else:
         text += (f" W_q and W_k are multiplied by {settings.qk_scale}, so every score is "
-                 f"{settings.qk_scale ** 2}× the book's initial one: sharp maps, as trained heads "
+                 f"{settings.qk_scale ** 2}× what the unscaled initial weights give: sharp maps, as trained heads "
                  "have, where the differences show.")
     return text

@@ -199,6 +199,24 @@ def windows_that_work(settings: TokensDataSettings, n_tokens: int) -> TokensData
     return next((c for c in candidates if works(c)), candidates[-1])
 
 
+def stride_note(stride: int, max_length: int) -> str:
+    """What a stride does to the tokens, against the window's length: overlap, an exact tiling, or
+    gaps. With gaps, the first token after each window is still that window's last target; only
+    the ones after it (stride − max_length − 1 of them) are never read at all."""
+    if stride < max_length:
+        return (f"stride {stride} < max_length {max_length}: neighbouring windows overlap, so tokens "
+                "are read several times (dark green).")
+    if stride == max_length:
+        return "stride = max_length: every token is an input exactly once, with no overlap."
+    unread = stride - max_length - 1
+    said = (f"stride {stride} > max_length {max_length}: after each window, a token is never an "
+            "input (grey), but it is still that window's last target")
+    if unread == 0:
+        return said + ": every token is read, as an input or as a target."
+    return said + (f"; the {unread} after it {'is' if unread == 1 else 'are'} never read at all, "
+                   "neither as an input nor as a target.")
+
+
 def window_count_formula(n_tokens: int, max_length: int, stride: int) -> str:
     """The count of windows written out: ⌊(n − max_length − 1) / stride⌋ + 1 = N."""
     n = count_windows(n_tokens, max_length, stride)
@@ -443,7 +461,7 @@ class EmbeddingSteps:
              "shape": str(self.pos_table_shape)},
             {"step": "position embeddings", "code": f"pos_embedding_layer(torch.arange({T}))",
              "shape": str(tuple(self.pos_embeddings.shape))},
-            {"step": f"input embeddings ({T}, {d}) added to each of the {B} rows",
+            {"step": f"input embeddings: the position embeddings ({T}, {d}) added to each of the {B} windows",
              "code": "token_embeddings + pos_embeddings",
              "shape": str(tuple(self.input_embeddings.shape))},
         ])

@@ -80,6 +80,16 @@ BOOK_CAUSAL_ROWS = [[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
 
 BOOK_WRAPPER_FIRST_ROW = [-0.4519, 0.2216, 0.4772, 0.1063]
 
+# 3.5.1: SelfAttention_v2(3, 2) after torch.manual_seed(789), the causal mask's weights (masked
+# with -inf, then softmax); 3.5.2: torch.manual_seed(123), then nn.Dropout(0.5) on those weights
+BOOK_MASKED_ROWS = [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.5517, 0.4483, 0.0, 0.0, 0.0, 0.0],
+                    [0.3800, 0.3097, 0.3103, 0.0, 0.0, 0.0], [0.2758, 0.2460, 0.2462, 0.2319, 0.0, 0.0],
+                    [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0],
+                    [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]
+BOOK_DROPOUT_ROWS = [[2.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                     [0.7599, 0.6194, 0.6206, 0.0, 0.0, 0.0], [0.0, 0.4921, 0.4925, 0.0, 0.0, 0.0],
+                     [0.0, 0.3966, 0.0, 0.3775, 0.0, 0.0], [0.0, 0.3327, 0.3331, 0.3084, 0.3331, 0.0]]
+
 
 def _book_tokens() -> list[str]:
     return list(BOOK_TOKENS)
@@ -239,6 +249,21 @@ def book_reference(settings: WalkthroughSettings, page: str) -> tuple[str, list[
     return None
 
 
+def book_weight_references(settings: WalkthroughSettings) -> list[tuple[str, str, str, list[list[float]]]]:
+    """The book's printed attention weights of 3.5.1 (masked) and 3.5.2 (dropout) when the
+    settings reproduce them: [(short name, what, the AttentionSteps field to compare, rows)]."""
+    if not settings_equal_book(settings) or settings.custom_weights or not settings.causal or \
+            settings.variant != "v2" or settings.weight_seed != BOOK_V2_SEED or settings.d_out != 2 \
+            or settings.qkv_bias:
+        return []
+    found = [("3.5.1, masked weights", "3.5.1: the masked attention weights of SelfAttention_v2(3, 2) after "
+              "torch.manual_seed(789)", "attn_weights", BOOK_MASKED_ROWS)]
+    if settings.train_mode and settings.dropout_p == 0.5 and settings.dropout_seed == 123:
+        found.append(("3.5.2, after dropout", "3.5.2: those weights after torch.manual_seed(123) and nn.Dropout(0.5)",
+                      "attn_weights_dropped", BOOK_DROPOUT_ROWS))
+    return found
+
+
 def book_rows_match(ours: torch.Tensor, expected: list[list[float]]) -> bool:
     """Agree with the printed rows to the 4 decimals the book shows."""
     got = ours[:len(expected)].to(torch.float64)
@@ -310,6 +335,9 @@ BOOK_SETUPS = {
            "custom_weights": []},
     "causal": {"variant": "v2", "weight_seed": 123, "d_out": 2, "qkv_bias": False,
                "custom_weights": [], "causal": True, "dropout_p": 0.0},
+    "masked": {"variant": "v2", "weight_seed": BOOK_V2_SEED, "d_out": 2, "qkv_bias": False,
+               "custom_weights": [], "causal": True, "dropout_p": 0.5, "dropout_seed": 123,
+               "train_mode": True},
     "multi": {"heads_seed": 123, "heads_d_out": 4, "num_heads": 2, "qk_scale": 1, "qkv_bias": False,
               "causal": True, "dropout_p": 0.0, "same_init": False},
 }

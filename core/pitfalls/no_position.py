@@ -22,8 +22,10 @@ PITFALL = Pitfall(
     "no_position", "No position embedding",
     "Document 001 (small LM slides), the self-attention model",
     "The model cannot tell order: permuting the earlier tokens leaves the last output unchanged.",
-    "Attention is a weighted sum over a set: without a position vector added to each token, "
-    "the same tokens in another order give the same scores, weights and context.")
+    "Attention is a weighted sum over a set: without a position vector added to each token, a "
+    "position's output depends only on which tokens it can see, not on their order. So the last "
+    "output is the same for the earlier tokens in any order; only the causal mask's growing "
+    "prefixes carry any order.")
 
 
 ORDER_TEXT = " lazy do"  # 8 characters (the slides' block size); what follows "o" depends on order

@@ -81,6 +81,26 @@ def test_book_setup_reproduces_causal_attention():
     assert numbers(at, "z^(2) =") == [-0.5874, 0.0058]
 
 
+def test_book_setup_reproduces_the_printed_masked_and_dropped_weights():
+    """3.5.1 and 3.5.2 print the masked weights of SelfAttention_v2 (seed 789) and those weights
+    after torch.manual_seed(123) and nn.Dropout(0.5): one button sets it all up, two green badges
+    say the page reproduces both, and the dropout step shows the printed numbers."""
+    at = page()
+    assert not [b for b in badges(at) if "3.5.1" in b or "2.0000 0.0000" in b]
+    at.button(key=f"{PREFIX}.setup.masked").click().run()
+    assert_no_exception(at)
+    chosen = settings_of(at)
+    assert (chosen.variant, chosen.weight_seed, chosen.dropout_p, chosen.dropout_seed, chosen.train_mode) == \
+        ("v2", 789, 0.5, 123, True)
+    book = [b for b in badges(at) if "the book" in b]
+    assert len(book) == 2 and all(":green-badge" in b for b in book), book
+    assert any("(3.5.1, masked weights): 1.0000" in b and "0.5517 0.4483" in b for b in book)
+    assert any("(3.5.2, after dropout): 2.0000 0.0000" in b for b in book)
+    at.slider(key=key(at, "dropout_p")).set_value(0.3).run()  # another p: only 3.5.1 is printed
+    book = [b for b in badges(at) if "the book" in b]
+    assert len(book) == 1 and "0.5517 0.4483" in book[0] and ":green-badge" in book[0]
+
+
 def test_dropout_p_seed_and_train_mode():
     at = page()
     set_step(at, "causal_step", "dropout")

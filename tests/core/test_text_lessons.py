@@ -599,3 +599,29 @@ def test_a_one_token_text_is_called_one_token():
     settings = tokens_data.TokensDataSettings(max_length=4, stride=1, batch_size=1)
     with pytest.raises(ValueError, match="it has 1 token, and one window"):
         tokens_data.build_loader_view("Hello", settings)
+
+
+@pytest.mark.parametrize("stride", [2, 4, 5, 6, 7])
+def test_the_stride_note_says_what_the_windows_read(stride):
+    """The Tokens page's note under the windows, checked against the windows themselves: with
+    stride 5 and max_length 4 every token is read (the one after each window is its last target;
+    the page said "a few of them are still a target"); with stride 7, two after each are not."""
+    from core.data import sliding_windows
+
+    max_length, ids = 4, list(range(60))
+    inputs, targets = sliding_windows(ids, max_length, stride)
+    last = int(targets.max())  # tokens up to the last window's end
+    as_input = set(inputs.flatten().tolist())
+    read = as_input | set(targets.flatten().tolist())
+    note = tokens_data.stride_note(stride, max_length)
+    never_read = [t for t in range(last + 1) if t not in read]
+    only_target = [t for t in range(1, last + 1) if t not in as_input]
+    if stride < max_length:
+        assert "overlap" in note and len(inputs.flatten()) > len(as_input)
+    elif stride == max_length:
+        assert "exactly once" in note and len(inputs.flatten()) == len(as_input) and only_target == [last]
+    elif never_read:
+        assert f"the {stride - max_length - 1} after it" in note
+        assert len(never_read) == (stride - max_length - 1) * (len(inputs) - 1)
+    else:
+        assert "every token is read" in note and only_target
