@@ -80,10 +80,12 @@ def place(url: str) -> tuple[str, list]:
 
 
 class Tried(NamedTuple):
-    """A student's last go_to: the lecturer's version, where the student was, how often."""
+    """A student's last go_to: the lecturer's version, where the student was, how often, and
+    whether the student then reached the lecturer's place (after that, their clicks are theirs)."""
     version: int
     origin: tuple[str, list]
     tries: int
+    arrived: bool = False
 
 
 def step_of(settings: dict) -> str | None:
@@ -190,6 +192,8 @@ def _follow_tick(code: str, url: str) -> None:
     following = bool(st.session_state.get(FOLLOWING_KEY, True))
     catch_up = st.session_state.pop(CATCH_UP_KEY, False)
     here = url == lecturer.page and shared_params() == lecturer.settings
+    if here:
+        note_arrival(lecturer.version)
     if catch_up or (following and (st.session_state.get(SEEN_KEY) != lecturer.version
                                    or (not here and move_was_lost(lecturer.version, url)))):
         go_to(lecturer, url)
@@ -213,9 +217,18 @@ def move_was_lost(version: int, url: str) -> bool:
     waiting its turn: the click's rerun replaced the move's and carried the old page and step.
     A student who moved on by themselves is not where they were, and is left alone."""
     tried = st.session_state.get(TRIED_KEY)
-    if tried is None or tried.version != version or tried.tries >= FOLLOW_TRIES:
+    if tried is None or tried.version != version or tried.tries >= FOLLOW_TRIES or tried.arrived:
         return False
     return tried.origin == place(url)
+
+
+def note_arrival(version: int) -> None:
+    """The student is at the lecturer's place `version`: the move was not lost. A student who then
+    picks what they had before (Quick demo again after the lecturer's Lecture 7) is not sent back,
+    and the Start they click next is not swallowed by a move."""
+    tried = st.session_state.get(TRIED_KEY)
+    if tried is not None and tried.version == version and not tried.arrived:
+        st.session_state[TRIED_KEY] = tried._replace(arrived=True)
 
 
 def go_to(lecturer, url: str) -> None:

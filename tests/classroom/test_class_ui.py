@@ -347,6 +347,28 @@ def test_a_lost_move_is_retried_but_a_student_who_moved_on_is_left_alone(klass, 
         assert at.session_state[class_follow.TRIED_KEY].tries == tries + 1
 
 
+def test_a_student_who_reached_the_lecturer_and_then_went_back_by_themselves_is_left_alone(klass):
+    """The lecturer moves; the student lands there; then the student goes back to exactly where they
+    were before the move (Quick demo again after the lecturer's Lecture 7, say). That is their own
+    click, not a lost move: they stay, where the panel used to send them back (and their next click,
+    Start, was swallowed by the move)."""
+    store, code, lecturer, (ada, _) = klass
+    at = open_as(ada, None)  # home, the lecturer not started
+    store.publish_state(code, lecturer.token, "causal_attention", None, {"causal_step": "order"})
+    time.sleep(class_db.PULSE_MAX_AGE_S + 0.1)  # the app's store read the pulse before; it reads it again
+    at.run()  # the panel's tick sees the move and switches page
+    no_exception(at)
+    assert [t.value for t in at.title][:1] == ["Causal attention and dropout"]
+    at.run()  # a tick at the lecturer's place
+    at.query_params.clear()  # as the sidebar's Home link does in a browser (AppTest keeps them)
+    at.switch_page("pages/home.py").run()  # back where the move took them from
+    no_exception(at)
+    at.run()  # the follow panel's next tick
+    no_exception(at)
+    assert [t.value for t in at.title][:1] == ["Attention Lab"]
+    assert at.session_state[class_follow.TRIED_KEY].tries == 1
+
+
 def test_a_student_already_with_the_lecturer_is_not_sent_again(klass, monkeypatch):
     store, code, lecturer, (ada, _) = klass
     runs = page_runs_recorded(monkeypatch)
