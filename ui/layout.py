@@ -257,6 +257,10 @@ def _md(text: Any) -> str:
     return escape_markdown(str(text))
 
 
+# a panel holding a chart, given no floor of its own, gets no narrower than this: on a 390 px phone
+# a bar chart beside its formulas was squeezed to 49 px (words one letter per line) rather than
+# going under them
+CHART_FLOOR = "12rem"
 WIDE_FORMULA_PX = 1200  # lecture mode, a window at least this wide: formulas beside a figure at ...
 WIDE_FORMULA_EM = 1.25  # ... this size (of the 20 px text), as large as the words beside them
 
@@ -271,8 +275,8 @@ def wrapping_columns(spec, *, key: str, side_by_side: bool = False, gap: str = "
     Each panel is at least `min_width` wide (px, or a CSS length such as "14rem"; one for all or
     one per panel; none: no floor); a panel of words and formulas is also at least as wide as its
     widest formula or word (KaTeX does not wrap), whereas a panel holding a chart may be narrower
-    than the chart's own width, down to its floor: the chart is laid out again at the column's
-    width (core/viz/fit.py). The panels share the rest of the row in the proportions of `spec`;
+    than the chart's own width, down to its floor (CHART_FLOOR where none is given): the chart is
+    laid out again at the column's width (core/viz/fit.py). The panels share the rest of the row in the proportions of `spec`;
     one that does not fit goes under the others, as wide as the row.
 
     In lecture mode the panels are stacked full width so that the large projector fonts still fit
@@ -289,6 +293,7 @@ def wrapping_columns(spec, *, key: str, side_by_side: bool = False, gap: str = "
     row_key = f"wrap_{key}"
     rules = []
     for i, (weight, floor) in enumerate(zip(weights, floors), start=1):
+        chart_floor = f"{floor}px" if isinstance(floor, int) else (floor or CHART_FLOOR)
         floor = f"{floor}px" if isinstance(floor, int) else (floor or "0px")
         panel = f".st-key-{row_key} > [data-testid='stLayoutWrapper']:nth-child({i})"
         # from a basis of 0 the panels share the row by their weights; a panel goes to the next
@@ -298,7 +303,7 @@ def wrapping_columns(spec, *, key: str, side_by_side: bool = False, gap: str = "
         # a chart is fitted to its panel, which may be narrower than the chart, down to the floor
         chart = ":has([data-testid='stVegaLiteChart'])"
         rules.append(f"{panel}:not({chart}) > [data-testid='stVerticalBlock'] {{ min-width: {floor}; }}")
-        rules.append(f"{panel}{chart} {{ min-width: min({floor}, 100%); }}")
+        rules.append(f"{panel}{chart} {{ min-width: min({chart_floor}, 100%); }}")
     if lecture:  # as in a row of st.columns (ui/layout.py): a formula beside a figure, a little smaller,
         # at 1024 px; from 1200 px (a projector's 1280) as large as the text beside it, still in the
         # row (1.0em there was 20 px of formula under 23 px of text: tests/browser, lecture formulas)

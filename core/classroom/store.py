@@ -561,12 +561,18 @@ class ClassroomStore:
     # -- polls ------------------------------------------------------------------------------------
 
     def answer(self, code: str, member_token: str, question: str, choice: str) -> None:
-        """Record the member's answer; a second answer to the same question replaces the first."""
+        """Record the member's answer; a second answer to the same question replaces the first. An
+        answer that arrives after the lecturer revealed the question is refused: it would change a
+        split the class already sees (checked in the same transaction as the write)."""
         question, choice = _check_question(question), _check_choice(choice)
         now = self.clock()
         with _write(self.engine) as conn:
             member = self._member_row(conn, code, member_token)
             self.answer_limiter.check(("answer", member.id))
+            if conn.execute(sa.select(reveals.c.question).where(
+                    reveals.c.class_id == member.class_id, reveals.c.question == question)).first() is not None:
+                raise ClassroomError("The lecturer revealed the answer before yours arrived, so it was "
+                                     "not counted.")
             values = dict(class_id=member.class_id, member_id=member.id, question=question, choice=choice,
                           answered_at=now)
             statement = _insert(conn)(answers).values(**values)

@@ -186,3 +186,23 @@ def test_small_lm_tables_name_every_character_legibly(browser, warm_url, width):
         screenshot(page, f"small_lm_tables_{width}")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("path", ["simple_attention", "simple_attention?step=context",
+                                  "causal_attention?causal_step=dropout"])
+def test_on_a_phone_a_chart_goes_under_its_formulas_rather_than_into_a_strip(browser, warm_url, path):
+    """390 px: a chart and its formulas in one wrapping row. The chart's panel had no floor, so the
+    formulas (KaTeX does not wrap) took the row and left the chart 49 px, its caption one letter
+    per line. A chart's panel now wraps under the formulas before it gets that narrow."""
+    context = browser.new_context(viewport={"width": 390, "height": 2400})
+    page = context.new_page()
+    try:
+        open_app(page, f"{warm_url}/{path}")
+        page.wait_for_selector("[data-testid='stMain'] .vega-embed svg", timeout=30_000)
+        assert_no_error(page)
+        widths = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed")]
+            .map((e) => Math.round(e.getBoundingClientRect().width))""")
+        assert widths and min(widths) >= 180, widths
+        screenshot(page, f"phone_390_{path.split('?')[-1].replace('=', '_')}")
+    finally:
+        context.close()

@@ -89,6 +89,26 @@ def test_reveal_state_is_per_question_and_only_the_lecturer_reveals(db_url):
     assert s.revealed(info.code) == set()
 
 
+def test_an_answer_that_arrives_after_the_reveal_is_refused_and_the_split_stays(db_url):
+    """A student who pressed Send as the lecturer revealed: the answer is not counted (the class
+    already sees the split), the student is told why, and after Hide again answers count again."""
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    _, ada = s.join(info.code, "Ada")
+    _, bo = s.join(info.code, "Bo")
+    s.answer(info.code, ada, "p3.mask", "row")
+    s.reveal(info.code, lecturer, "p3.mask")
+    with pytest.raises(ClassroomError, match="revealed the answer before yours arrived"):
+        s.answer(info.code, bo, "p3.mask", "column")
+    with pytest.raises(ClassroomError):
+        s.answer(info.code, ada, "p3.mask", "column")  # nor changed after the reveal
+    assert s.poll(info.code, "p3.mask").counts == {"row": 1}
+    s.answer(info.code, bo, "p4.heads", "2")  # another question is still open
+    s.hide_reveal(info.code, lecturer, "p3.mask")
+    s.answer(info.code, bo, "p3.mask", "column")
+    assert s.poll(info.code, "p3.mask").counts == {"column": 1, "row": 1}
+
+
 def test_a_member_acts_only_in_their_own_class(db_url):
     s = ClassroomStore(db_url, **generous())
     first, _ = s.create_class()
