@@ -125,7 +125,10 @@ def follow_panel(url: str) -> None:
     if seat is None or classroom.lecturer_key() is None or classroom.lecturer_seat() is not None:
         class_push.forget()
         left = st.session_state.pop(LEFT_KEY, None)
-        if left is not None:  # the tick just took the student out of the class: say why, once
+        if left is not None:  # the tick just took the student out of the class: say why, once,
+            # at the top of the page (a phone keeps the sidebar closed) and in the sidebar, where
+            # the class panel was
+            st.warning(left, icon=":material/groups:")
             st.sidebar.warning(left, icon=":material/groups:")
         return
     ss = st.session_state

@@ -86,7 +86,8 @@ def join_section(store) -> None:
     with st.form("class.join_form"):
         code = st.text_input("Join code", value=normalize_code(linked), max_chars=16, key="class.join_code")
         nickname = st.text_input("Nickname (shown to the class; nothing else about you is stored)",
-                                 max_chars=NICKNAME_MAX_CHARS, key="class.nickname")
+                                 max_chars=NICKNAME_MAX_CHARS, key="class.nickname",
+                                 help=f"Up to {NICKNAME_MAX_CHARS} characters: the box stops there.")
         joined = st.form_submit_button("Join", type="primary")
     if joined:
         with _refused("join the class"):

@@ -45,7 +45,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from core.classroom.security import (AlreadyEntered, ClassroomError, NotAllowed, RateLimited, RateLimiter, class_ttl_s,
+from core.classroom.security import (CODE_LENGTH, AlreadyEntered, ClassroomError, NotAllowed, RateLimited, RateLimiter, class_ttl_s,
                                      clean_nickname, code_problem, new_join_code, new_token, nickname_key,
                                      normalize_code, token_hash, token_matches)
 
@@ -766,7 +766,11 @@ class ClassroomStore:
                 return None
             if not normalized:  # what was typed cannot be a code at all: say why
                 raise ClassroomError(code_problem(code) or "There is no class with that code.")
-            # a code's letters are safe to show
+            # a code's letters are safe to show; one of another length was most likely mistyped
+            if len(normalized) != CODE_LENGTH:
+                raise ClassroomError(f"There is no class with the code {normalized}: join codes have "
+                                     f"{CODE_LENGTH} characters, this has {len(normalized)}. Check the "
+                                     "code on the lecturer's screen.")
             raise ClassroomError(f"There is no class with the code {normalized} (it may have ended).")
         return row
 

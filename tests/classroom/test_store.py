@@ -587,3 +587,14 @@ def test_a_kill_9_loses_no_committed_answer(db_url):
     for i in committed:
         assert reopened.poll(info.code, f"q{i}").counts == {f"choice {i}": 1}
     assert writer.returncode == -signal.SIGKILL
+
+
+def test_a_code_of_the_wrong_length_is_named_as_likely_mistyped(db_url):
+    """A five-character code got "there is no class with the code WP7FK", as if the class had
+    ended; a code of another length than the store's is most likely mistyped, and says so."""
+    s = ClassroomStore(db_url, **generous())
+    info, _ = s.create_class()
+    with pytest.raises(ClassroomError, match=f"join codes have 6 characters, this has {len(info.code) - 1}"):
+        s.join(info.code[:-1], "Ada")
+    with pytest.raises(ClassroomError, match=r"\(it may have ended\)"):
+        s.join("ZZZZZZ" if info.code != "ZZZZZZ" else "YYYYYY", "Ada")
