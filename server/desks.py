@@ -74,6 +74,11 @@ class Desks:
                     return filed
         return None
 
+    def knows(self, token: str) -> bool:
+        """Whether any session of this server filed on desk `token` (a live tab, or one parked)."""
+        with self._lock:
+            return bool(self._desks.get(token))
+
     def expire(self, held: Iterable[str] | None) -> int:
         """One housekeeping round: filings of sessions the server still holds (`held`, connected or
         waiting for a reconnect) are seen now; the others go once `park_s` has passed since they

@@ -15,7 +15,7 @@ import streamlit as st
 from core.classroom.qr import qr_png
 from core.classroom.security import (NICKNAME_MAX_CHARS, ClassroomError, check_lecturer_key, code_problem,
                                      normalize_code, reopen_code_problem)
-from ui import class_challenge, classroom
+from ui import class_challenge, classroom, desk
 from ui.classroom import LecturerSeat, MemberSeat
 from ui.formatting import sentence_inside
 from ui.layout import friendly_errors
@@ -91,7 +91,7 @@ def join_section(store) -> None:
         joined = st.form_submit_button("Join", type="primary")
     if joined:
         with _refused("join the class"):
-            member, token = store.join(code, nickname)
+            member, token = store.join(code, nickname, desk=desk.token())  # a reload takes it back
             classroom.take_seat(MemberSeat(normalize_code(code), token, member.nickname))
             _forget_join_link()
             st.rerun()

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 COOKIE = "attention_lab_desk"
 COOKIE_DAYS = 30
 TOKEN_KEY = "desk.token"  # this session's desk token
+FROM_COOKIE_KEY = "desk.from_cookie"  # the token came with the browser (not made for this session)
 CHECKED_KEY = "desk.checked"  # the desk was looked at for work left behind (once per session)
 NOTICE_KEY = "desk.notice"  # what came back, shown once
 SMALL_LM_RACE_KEY = "small_lm.race"  # pages/6_small_lm.py's trained race (three models side by side)
@@ -68,7 +69,7 @@ def token() -> str:
     if TOKEN_KEY not in ss:
         sent = st.context.cookies.get(COOKIE) if st.context.cookies else None
         if isinstance(sent, str) and TOKEN_RE.fullmatch(sent):
-            ss[TOKEN_KEY] = sent
+            ss[TOKEN_KEY], ss[FROM_COOKIE_KEY] = sent, True
         else:  # no cookie yet (first visit), or one this server did not make: a new desk
             ss[TOKEN_KEY] = secrets.token_urlsafe(16)
     return ss[TOKEN_KEY]
@@ -104,6 +105,30 @@ def restore(book: runs.RunBook) -> list[runs.Run]:
             pass
     st.session_state[RUNBOOK_KEY] = book
     return paused
+
+
+def _reclaim_seat(desk: str) -> None:
+    """A student's seat in a class, taken back from the class's database when this server has
+    nothing of the browser in memory: the server restarted (or redeployed) and lost every session,
+    and the student found their nickname taken by their old self. Only for a browser that came
+    with its desk cookie, on a server with class mode on, and never while a session of this server
+    knows the desk (a live tab of the same browser keeps its seat: taking it back would sign that
+    tab out)."""
+    from ui import classroom
+
+    if not st.session_state.get(FROM_COOKIE_KEY) or desks().knows(desk) or classroom.lecturer_key() is None:
+        return
+    try:
+        found = classroom.class_store().reclaim_seat(desk)
+    except Exception:  # noqa: BLE001 - the database cannot be reached: the student joins again
+        log.exception("taking back a class seat failed")
+        return
+    if found is None:
+        return
+    code, member, member_token = found
+    seat = MemberSeat(code, member_token, member.nickname)
+    st.session_state[MEMBER_SEAT] = seat
+    st.session_state[NOTICE_KEY] = back_words(None, [], None, seat, None)
 
 
 def back_words(book: runs.RunBook | None, paused: list[runs.Run], race_step: int | None = None,
@@ -203,6 +228,7 @@ def _take_back(desk: str, session_id: str) -> None:
 
     filed = desks().take_left_behind(desk, session_id, connected, wanted=_holds_work)
     if filed is None:
+        _reclaim_seat(desk)
         return
     book, race, seat, led = _trained_runs(filed), _trained_race(filed), _seat(filed), _led(filed)
     paused = restore(book) if book is not None else []

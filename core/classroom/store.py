@@ -149,13 +149,29 @@ submissions = sa.Table(
 
 V1_TABLES = (classes, members, answers, reveals, challenges, submissions)
 
+# Which browser holds a seat: the hash of the browser's desk token (ui.desk's cookie, a random
+# secret). A student whose session was lost with the server (a restart, a redeploy) takes the seat
+# back from their browser's cookie, instead of finding their nickname taken by their old self.
+member_desks = sa.Table(
+    "member_desks", metadata,
+    sa.Column("member_id", sa.Integer, sa.ForeignKey("members.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("desk_hash", sa.String(64), nullable=False),
+    sa.Index("ix_member_desks_desk", "desk_hash"),
+)
+
 
 def _migrate_to_1(conn: Connection) -> None:
     """Version 1: every table of class mode."""
     metadata.create_all(conn, tables=list(V1_TABLES))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_migrate_to_1]  # MIGRATIONS[i] takes version i to i + 1
+def _migrate_to_2(conn: Connection) -> None:
+    """Version 2: the browser each seat was taken from (member_desks)."""
+    metadata.create_all(conn, tables=[member_desks])
+
+
+# MIGRATIONS[i] takes version i to i + 1
+MIGRATIONS: list[Callable[[Connection], None]] = [_migrate_to_1, _migrate_to_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -458,8 +474,10 @@ class ClassroomStore:
 
     # -- members -----------------------------------------------------------------------------------
 
-    def join(self, code: str, nickname: str) -> tuple[Member, str]:
+    def join(self, code: str, nickname: str, desk: str | None = None) -> tuple[Member, str]:
         """Join the class with a nickname; returns the member and their token (kept in their session).
+        `desk`: the browser's desk token, kept as a hash so the seat can be taken back from the same
+        browser after the server lost the session (reclaim_seat).
         ClassroomError: no such class, a refused nickname, or one already taken in this class."""
         nickname = clean_nickname(nickname)
         token, now = new_token(), self.clock()
@@ -469,10 +487,30 @@ class ClassroomStore:
                 member_id = conn.execute(members.insert().values(
                     class_id=row.id, nickname=nickname, nickname_key=nickname_key(nickname),
                     token_hash=token_hash(token), joined_at=now)).inserted_primary_key[0]
+                if desk:
+                    conn.execute(member_desks.insert().values(member_id=member_id, desk_hash=token_hash(desk)))
         except IntegrityError:
             # The nickname is not repeated: messages are shown as Markdown, a nickname only ever as text.
             raise ClassroomError("Someone in this class already has that nickname; pick another.") from None
         return Member(int(member_id), row.id, nickname, now), token
+
+    def reclaim_seat(self, desk: str) -> tuple[str, Member, str] | None:
+        """The seat this browser (its desk token) took last in a class still running, with a new
+        member token (the old one, held by a session the server lost, stops working): (the class's
+        code, the member, the token), or None. A seat left (leave) or removed with its class is gone."""
+        if not desk:
+            return None
+        with _write(self.engine) as conn:
+            found = conn.execute(
+                sa.select(members, classes.c.code).join(member_desks, member_desks.c.member_id == members.c.id)
+                .join(classes, classes.c.id == members.c.class_id)
+                .where(member_desks.c.desk_hash == token_hash(desk), classes.c.expires_at > self.clock())
+                .order_by(members.c.joined_at.desc()).limit(1)).first()
+            if found is None:
+                return None
+            token = new_token()
+            conn.execute(members.update().where(members.c.id == found.id).values(token_hash=token_hash(token)))
+        return found.code, Member(found.id, found.class_id, found.nickname, found.joined_at), token
 
     def leave(self, code: str, member_token: str) -> None:
         """The member leaves the class (their own token says who): their seat goes, and with it
@@ -483,6 +521,7 @@ class ClassroomStore:
             member = self._member_row(conn, code, member_token)
             conn.execute(submissions.delete().where(submissions.c.member_id == member.id))
             conn.execute(answers.delete().where(answers.c.member_id == member.id))
+            conn.execute(member_desks.delete().where(member_desks.c.member_id == member.id))
             conn.execute(members.delete().where(members.c.id == member.id))
 
     def member(self, code: str, member_token: str | None) -> Member | None:
@@ -824,6 +863,8 @@ def _delete_classes(conn: Connection, class_ids: list[int]) -> None:
         return
     in_classes = sa.select(challenges.c.id).where(challenges.c.class_id.in_(class_ids))
     conn.execute(submissions.delete().where(submissions.c.challenge_id.in_(in_classes)))
+    in_members = sa.select(members.c.id).where(members.c.class_id.in_(class_ids))
+    conn.execute(member_desks.delete().where(member_desks.c.member_id.in_(in_members)))
     for table in (challenges, answers, reveals, members):
         conn.execute(table.delete().where(table.c.class_id.in_(class_ids)))
     conn.execute(classes.delete().where(classes.c.id.in_(class_ids)))

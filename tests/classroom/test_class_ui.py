@@ -586,3 +586,45 @@ def test_a_lecturer_who_reloads_types_only_the_key_to_take_the_class_back(klass,
     assert "This browser was running class" not in texts(later.info)
     assert LED_CLASS not in later.session_state
     assert "You were running class" not in " ".join(s.value for s in later.success)
+
+
+def test_after_a_server_restart_the_browser_takes_its_seat_back_from_the_database(klass, monkeypatch):
+    """A restart (or redeploy) loses every session and every desk in memory: a student's browser
+    came back with its desk cookie and found itself out of the class, its nickname taken by its
+    old self, and the lecturer counting a seat nobody held. The join now records the browser's
+    desk (as a hash); a new session of that browser, on a server that knows nothing of it, takes
+    the seat back with its answers, and is told so. A live tab of the same browser keeps its seat."""
+    from server.desks import Desks
+    from ui import desk
+
+    store, code, lecturer, _ = klass
+    board = Desks()  # the restarted server's: empty
+    monkeypatch.setattr(desk, "desks", lambda: board)
+    monkeypatch.setattr(desk, "session_is_connected", lambda session_id: False)
+    browser = "G" * 22
+    joining = open_as(None, "pages/11_class.py", query={"class": code},
+                      state={desk.TOKEN_KEY: browser, desk.FROM_COOKIE_KEY: True})
+    joining.text_input(key="class.nickname").input("Grace")
+    button(joining, "Join").click().run()
+    no_exception(joining)
+    grace = joining.session_state[MEMBER_SEAT]
+    store.answer(code, grace.token, "p3.mask", "row")
+    members_before = len(store.members(code))
+    board.clear()  # the restart
+    at = open_as(None, None, state={desk.TOKEN_KEY: browser, desk.FROM_COOKIE_KEY: True})
+    seat = at.session_state[MEMBER_SEAT]
+    assert (seat.code, seat.nickname) == (code, "Grace") and seat.token != grace.token
+    assert store.my_answer(code, seat.token, "p3.mask") == "row"
+    assert f"your seat in class {code} (as “Grace”)" in " ".join(s.value for s in at.success)
+    assert f"Class {code}" in texts(at.sidebar.markdown)
+    assert len(store.members(code)) == members_before
+    # a second tab of the same browser, while the first is open (its desk is known): nothing taken
+    board.file(browser, "the-open-tab", {MEMBER_SEAT: seat})
+    monkeypatch.setattr(desk, "session_is_connected", lambda session_id: True)
+    other = open_as(None, None, state={desk.TOKEN_KEY: browser, desk.FROM_COOKIE_KEY: True})
+    assert MEMBER_SEAT not in other.session_state
+    assert store.my_answer(code, seat.token, "p3.mask") == "row"  # the open tab's token still works
+    # a browser whose token did not come with its cookie (a first visit) takes nothing
+    board.clear()
+    fresh = open_as(None, None, state={desk.TOKEN_KEY: browser})
+    assert MEMBER_SEAT not in fresh.session_state

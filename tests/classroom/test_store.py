@@ -598,3 +598,42 @@ def test_a_code_of_the_wrong_length_is_named_as_likely_mistyped(db_url):
         s.join(info.code[:-1], "Ada")
     with pytest.raises(ClassroomError, match=r"\(it may have ended\)"):
         s.join("ZZZZZZ" if info.code != "ZZZZZZ" else "YYYYYY", "Ada")
+
+
+def test_a_seat_is_taken_back_from_the_same_browser_after_the_server_lost_the_session(db_url):
+    """A server restart loses every session: the student's browser still has its desk token, and
+    takes its seat back with it (a new member token; the old one stops working), answers kept.
+    Another browser gets nothing; a seat left, or a class deleted, cannot be taken back."""
+    s = ClassroomStore(db_url, **generous())
+    info, lecturer = s.create_class()
+    ada, ada_token = s.join(info.code, "Ada", desk="desk-of-ada-0123456789")
+    s.answer(info.code, ada_token, "p3.mask", "row")
+    assert s.reclaim_seat("desk-of-someone-else-0") is None
+    assert s.reclaim_seat("") is None
+    code, member, token = s.reclaim_seat("desk-of-ada-0123456789")
+    assert (code, member.id, member.nickname) == (info.code, ada.id, "Ada") and token != ada_token
+    assert s.my_answer(info.code, token, "p3.mask") == "row"  # the same seat, answers and all
+    with pytest.raises(NotAllowed):
+        s.my_answer(info.code, ada_token, "p3.mask")  # the lost session's token no longer works
+    with pytest.raises(ClassroomError, match="already has that nickname"):
+        s.join(info.code, "ada")  # still hers
+    s.leave(info.code, token)
+    assert s.reclaim_seat("desk-of-ada-0123456789") is None
+    _, bo_token = s.join(info.code, "Bo", desk="desk-of-bo-01234567890")
+    s.delete_class(info.code, lecturer)
+    assert s.reclaim_seat("desk-of-bo-01234567890") is None
+
+
+def test_a_database_of_schema_1_gets_the_seat_browsers_table_and_keeps_its_classes(db_url):
+    """A class database made before member_desks (version 1), with a class in it: migrating adds
+    the table, the class and its members stay, and a new join can be taken back."""
+    s = ClassroomStore(db_url, **generous())
+    info, _ = s.create_class()
+    s.join(info.code, "Ada")
+    with s.engine.begin() as conn:
+        store_module.member_desks.drop(conn)
+        conn.execute(store_module.schema_version.update().values(version=1))
+    assert store_module.migrate(s.engine) == 1
+    assert [m.nickname for m in s.members(info.code)] == ["Ada"]
+    s.join(info.code, "Bo", desk="desk-of-bo-01234567890")
+    assert s.reclaim_seat("desk-of-bo-01234567890")[1].nickname == "Bo"
