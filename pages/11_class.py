@@ -24,7 +24,10 @@ if classroom.lecturer_seat() is not None:  # the lecturer's projected view: the 
 elif classroom.member_seat() is not None:
     class_page.join_section(store)
 else:
-    join_tab, lecturer_tab = st.tabs(["Join a class", "Lecturer"])
+    # a browser that ran a class (its lecturer reloaded) opens on the Lecturer tab, where the
+    # class's code is filled in; a join link opens on Join
+    led = st.session_state.get(classroom.LED_CLASS) and classroom.JOIN_PARAM not in st.query_params
+    join_tab, lecturer_tab = st.tabs(["Join a class", "Lecturer"], default="Lecturer" if led else None)
     with join_tab:
         class_page.join_section(store)
     with lecturer_tab:

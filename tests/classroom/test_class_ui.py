@@ -573,6 +573,8 @@ def test_a_lecturer_who_reloads_types_only_the_key_to_take_the_class_back(klass,
     no_exception(again)
     assert again.text_input(key="class.reopen_code").value == code
     assert f"This browser was running class {code} before the page was reloaded" in texts(again.info)
+    assert again.tabs[1].label == "Lecturer" and again.tabs[1].proto.label == "Lecturer"
+    assert again.get("tab_container")[0].proto.tab_container.default_tab_index == 1  # opens there
     again.text_input(key="class.key").input(KEY)
     button(again, "Start or reopen").click().run()
     no_exception(again)
