@@ -36,7 +36,7 @@ from core.lessons import walkthrough as wt
 from core.lessons.walkthrough import WalkthroughSettings
 from core.settings import count
 from core.viz import lessons as lesson_charts
-from ui import class_polls, formatting, state
+from ui import class_polls, classroom, formatting, state
 from ui.charts import kept_figure, show_figure
 from ui.code import show_code
 from ui.layout import lesson_panel, wrapping_columns as columns  # noqa: F401 - the pages' walkthrough.columns
@@ -57,8 +57,13 @@ def start_page(page: str, title: str, intro: str) -> WalkthroughSettings:
         st.caption(intro)
     with st.sidebar:
         st.markdown("**Walkthrough options**")
-        state.bound(st.toggle, "Predict, then reveal", settings, "predict", prefix=PREFIX,
-                    help="Hide each key result until you commit a guess, then check it.")
+        if classroom.member_seat() is not None or classroom.lecturer_seat() is not None:
+            # in a class every question is a class poll, whatever the switch says: it must not read off
+            st.toggle("Predict, then reveal", value=True, disabled=True, key=f"{PREFIX}.predict_in_class",
+                      help="In a class every question is a class poll: the lecturer reveals the answers.")
+        else:
+            state.bound(st.toggle, "Predict, then reveal", settings, "predict", prefix=PREFIX,
+                        help="Hide each key result until you commit a guess, then check it.")
         st.button("Reset the walkthrough", key=f"{PREFIX}.reset_all", on_click=_reset_all,
                   icon=":material/restart_alt:",
                   help="Back to the book's example and every default (all four pages).")

@@ -236,6 +236,20 @@ def test_a_student_who_leaves_is_no_longer_counted_by_the_lecturer(klass):
     assert list(at_class.dataframe[0].value["nickname"]) == ["Ada"]
 
 
+def test_in_a_class_the_predict_switch_reads_on_and_cannot_be_turned_off(klass):
+    """In a class every question is a class poll whatever the sidebar switch says: it read "off"
+    beside the class polls on the page. Alone again, it is the student's own switch (off)."""
+    store, code, lecturer, (ada, _) = klass
+    page, query = POLL_STEPS[0]
+    for seat in (ada, lecturer):
+        at = open_as(seat, page, query)
+        [switch] = [t for t in at.sidebar.toggle if t.label == "Predict, then reveal"]
+        assert switch.value is True and switch.proto.disabled
+    alone = open_as(None, page, query)
+    [switch] = [t for t in alone.sidebar.toggle if t.label == "Predict, then reveal"]
+    assert switch.value is False and not switch.proto.disabled
+
+
 def test_an_unanswered_poll_shows_the_figure_after_the_reveal(klass):
     store, code, lecturer, (ada, alan) = klass
     page, query = POLL_STEPS[3]
