@@ -134,7 +134,10 @@ def presets_line(max_params: int, device: str) -> str:
     line = f"Presets within {max_params:,} parameters: {fits_text}"
     if too_big:
         line += "; too big: " + ", ".join(PRESET_NAMES[n] for n in too_big)
-    return line + "."
+    # the time limit cannot be judged from a preset: a run's training seconds grow with the
+    # server's load (a class of trainers on one core), which the preset labels do not show
+    return line + (". That is their size only: their training time grows with how busy the server is "
+                   "(fewer steps keep a run inside the time limit).")
 
 
 def _submit(store, seat, current, run) -> None:

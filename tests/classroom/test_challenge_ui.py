@@ -27,6 +27,7 @@ def test_the_box_states_the_budget_and_which_presets_fit_before_training(klass):
     store, code, lecturer, (ada, _) = klass
     lect = open_as(lecturer, "pages/11_class.py")
     assert "Presets within 160,000 parameters: Lecture 7, Quick demo; too big: Better, Best" in texts(lect.caption)
+    assert "their size only: their training time grows with how busy the server is" in texts(lect.caption)
     button(lect, "Open the challenge").click().run()  # the form's defaults
     no_exception(lect)
     current = store.current_challenge(code)
