@@ -85,9 +85,11 @@ def join_section(store) -> None:
         st.warning(f"The join link's code could not be used. {problem}", icon=":material/link_off:")
     with st.form("class.join_form"):
         code = st.text_input("Join code", value=normalize_code(linked), max_chars=16, key="class.join_code")
-        nickname = st.text_input("Nickname (shown to the class; nothing else about you is stored)",
-                                 max_chars=NICKNAME_MAX_CHARS, key="class.nickname",
-                                 help=f"Up to {NICKNAME_MAX_CHARS} characters: the box stops there.")
+        # the limit in the label: the box stops typing there without a word (a help icon would
+        # be a second element named "Nickname")
+        nickname = st.text_input(f"Nickname, up to {NICKNAME_MAX_CHARS} characters (shown to the class; "
+                                 "nothing else about you is stored)",
+                                 max_chars=NICKNAME_MAX_CHARS, key="class.nickname")
         joined = st.form_submit_button("Join", type="primary")
     if joined:
         with _refused("join the class"):
