@@ -726,10 +726,21 @@ def _weights_editor(settings: WalkthroughSettings, projection: self_attention.Pr
 _FAILED = f"{PREFIX}.failed_checks"  # set while `badge_row` collects the bar's badges
 
 
+_MATCHED = f"{PREFIX}.book_matches"  # set while `badge_row` collects the bar's badges
+
+
 def _failed(label: str) -> None:
     failed = st.session_state.get(_FAILED)
     if failed is not None:
         failed.append(label)
+
+
+def _matched(label: str, detail: str) -> None:
+    """A book badge that matched: repeated on the page above the step, outside lecture mode (a
+    student checking the app against the book looks for it first, not inside the Checks popover)."""
+    matched = st.session_state.get(_MATCHED)
+    if matched is not None:
+        matched.append((label, detail))
 
 
 def sdpa_badge(check: wt.SdpaCheck) -> None:
@@ -753,7 +764,7 @@ def badge_row(bar: StepBar | None = None):
         with st.container(horizontal=True, gap="small"):
             yield
         return
-    st.session_state[_FAILED] = []
+    st.session_state[_FAILED], st.session_state[_MATCHED] = [], []
     try:
         with bar.checks:
             st.markdown("**Checks**: the page's numbers computed two ways")
@@ -761,8 +772,15 @@ def badge_row(bar: StepBar | None = None):
                 yield
     finally:
         failed = st.session_state.pop(_FAILED, [])
-    for label in failed:
-        st.badge(label, color="red", icon=":material/error:")
+        matched = st.session_state.pop(_MATCHED, [])
+    if state.lecture_mode():  # a projector's first screen is for the step: the lecturer opens Checks
+        matched = []
+    if failed or matched:
+        with st.container(horizontal=True, gap="small"):
+            for label in failed:
+                st.badge(label, color="red", icon=":material/error:")
+            for label, detail in matched:
+                st.badge(label, color="green", icon=":material/menu_book:", help=detail)
 
 
 def sum_over_lines(latex: str, per_line: int = 2) -> str:
@@ -803,6 +821,8 @@ def book_badge(reference, ours, short: str = "") -> None:
     st.badge(text, color="green" if ok else "red", icon=":material/menu_book:", help=what)
     if not ok:
         _failed(text)
+    else:
+        _matched(f"Matches the book{f' ({short})' if short else ''}", f"{what}: {printed}")
 
 
 # ----------------------------------------------------------------------------------- predict

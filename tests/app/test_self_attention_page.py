@@ -199,3 +199,16 @@ def test_locked_projection_controls_are_disabled(locked_field):
     widget = {"variant": at.segmented_control, "d_out": at.text_input,
               "weight_seed": at.text_input}[locked_field](key=key(at, locked_field))
     assert widget.disabled
+
+
+def test_a_book_match_shows_on_the_page_too_except_in_lecture_mode():
+    """The book's printed first row is checked in the Checks popover; a student checking the app
+    against the book looks for it on the page first, so a match is repeated there (short: its
+    numbers are in its help). In lecture mode the projector's first screen stays the step's."""
+    plain = page()
+    in_checks = [b for b in badges(plain) if "Matches the book: " in b]
+    assert in_checks and ":green-badge" in in_checks[0]
+    assert any(b.endswith(" Matches the book]") and ":green-badge" in b for b in badges(plain)), badges(plain)
+    lecture = page({"lecture": "1"})
+    assert any("Matches the book: " in b for b in badges(lecture))
+    assert not any(b.endswith(" Matches the book]") for b in badges(lecture))
