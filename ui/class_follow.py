@@ -130,6 +130,8 @@ def follow_panel(url: str) -> None:
             # the class panel was
             st.warning(left, icon=":material/groups:")
             st.sidebar.warning(left, icon=":material/groups:")
+        if seat is None and classroom.lecturer_seat() is None and classroom.lecturer_key() is not None:
+            _unseated_lecturer(url)
         return
     ss = st.session_state
     ss.setdefault(FOLLOWING_KEY, bool(ss.get(FOLLOW_KEY, True)))
@@ -212,6 +214,27 @@ def polls_changed(revealed: frozenset[str], awaiting: set[str], shown: set[str])
     """The polls on this student's page whose reveal changed since the page was drawn: revealed
     now while the page waits for it (`awaiting`), or hidden again while it shows the answer."""
     return (revealed & awaiting) | (shown - revealed)
+
+
+def _unseated_lecturer(url: str) -> None:
+    """A browser that ran a class and lost its lecturer seat (a reload, or a link opened in the
+    address bar: a new session): while the class runs, the sidebar says so on every page, since
+    nothing else does. Its students no longer follow and its polls have no Reveal."""
+    led = st.session_state.get(classroom.LED_CLASS)
+    if not led or url == "class":  # the Class page offers the class itself (ui.class_page)
+        return
+    try:
+        running = classroom.class_store().find_class(led) is not None
+    except Exception:  # noqa: BLE001 - the database cannot be reached: say nothing rather than fail
+        log.exception("checking the class this browser ran failed")
+        return
+    if not running:  # ended or deleted since: nothing to take back
+        st.session_state.pop(classroom.LED_CLASS, None)
+        return
+    st.sidebar.warning(f"You are not running class {led} now: its students do not follow you and its "
+                       "polls have no Reveal. Take it back on the Class page with the lecturer key.",
+                       icon=":material/school:")
+    st.sidebar.page_link(page_file("class"), label="Take the class back", icon=":material/login:")
 
 
 def move_was_lost(version: int, url: str) -> bool:

@@ -555,6 +555,26 @@ def test_a_student_who_reloads_is_back_in_the_class_on_the_same_seat(klass, monk
     assert len(store.members(code)) == members_before  # no second seat
 
 
+def test_a_lecturer_without_their_seat_is_told_on_every_page_while_the_class_runs(klass):
+    """A lecturer whose browser lost its seat (a reload, or a link typed in the address bar) kept
+    teaching outside the class after a one-time notice: students stopped following, polls had no
+    Reveal. The sidebar now says so on every page, with a link to take the class back, until the
+    class ends."""
+    from ui.classroom import LED_CLASS
+
+    store, code, lecturer, _ = klass
+    at = open_as(None, "pages/4_multi_head.py", state={LED_CLASS: code})
+    assert f"You are not running class {code} now" in texts(at.sidebar.warning)
+    assert any(link.label == "Take the class back" for link in at.sidebar.get("page_link"))
+    seated = open_as(lecturer, "pages/4_multi_head.py", state={LED_CLASS: code})
+    assert "You are not running class" not in texts(seated.sidebar.warning)
+    store.delete_class(code, lecturer.token)
+    at.run()
+    no_exception(at)
+    assert "You are not running class" not in texts(at.sidebar.warning)
+    assert LED_CLASS not in at.session_state
+
+
 def test_a_lecturer_who_reloads_types_only_the_key_to_take_the_class_back(klass, monkeypatch):
     """ui.desk keeps the join code of the class a browser ran (not its token): after a reload the
     notice names the class, the start form has its code filled in, and the key alone takes it back.
