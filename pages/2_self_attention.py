@@ -135,8 +135,8 @@ def scaled_step(steps) -> None:
 
 def softmax_step(steps) -> None:
     walkthrough.step_header(STEPS, "softmax", "attention weights")
-    st.latex(r"A = \mathrm{softmax}_{\text{row}}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
-             rf"\quad ({num_tokens} \times {num_tokens}),\ \text{{each row sums to 1}}")
+    walkthrough.formula_with_words(r"A = \mathrm{softmax}_{\text{row}}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
+                                   rf"\quad ({num_tokens} \times {num_tokens})", "each row sums to 1")
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
     revealed = walkthrough.predict_then_reveal(

@@ -58,15 +58,6 @@ where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projec
          f"{settings.dropout_seed}, {mode} mode")
 
 
-def formula_with_words(formula: str, words: str) -> None:
-    """A formula and a few words of LaTeX text after it, centred in a row that wraps: the words go
-    under the formula where both do not fit the page (KaTeX does not wrap, it cuts)."""
-    with st.container(horizontal=True, horizontal_alignment="center", vertical_alignment="center",
-                      gap="small"):
-        st.latex(formula, width="content")
-        st.latex(words, width="content")
-
-
 def steps_code(extra=()) -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
     show_code([causal_attention.causal_attention, attention.attention_intermediates, *extra],
@@ -141,9 +132,9 @@ def weights_step(steps) -> None:
     walkthrough.step_header(STEPS, "weights", "attention weights")
     # the formula and what it gives, in a row that wraps: in one formula the words ran past the
     # page at 1024 px ("every row still sums to" and no more)
-    formula_with_words(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):",
-                       r"\text{zeros above the diagonal, every row still sums to 1}" if settings.causal
-                       else r"\text{no zeros (the mask is off), every row sums to 1}")
+    walkthrough.formula_with_words(r"A = \mathrm{softmax}_{\text{row}}(\tilde{\Omega}):",
+                                   "zeros above the diagonal, every row still sums to 1" if settings.causal
+                                   else "no zeros (the mask is off), every row sums to 1")
     words = causal_attention.weights_words(settings.causal, causal_attention.dropout_active(settings))
     weights = steps.attn_weights[0]
     top = wt.argmax_tokens(weights[query])
@@ -166,13 +157,15 @@ def weights_step(steps) -> None:
 def dropout_step(steps) -> None:
     walkthrough.step_header(STEPS, "dropout", "dropout on the attention weights")
     view = causal_attention.dropout_view(steps)
-    definition = (r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with probability } p \\ "
-                  r"A_{ij} / (1 - p) & \text{otherwise} \end{cases}")
+    # A_ij over (1 - p) as a fraction, "prob.": written out on one line the definition was 416 px,
+    # past a phone's 358 px column ("with probabi…")
+    definition = (r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with prob. } p \\ "
+                  r"\dfrac{A_{ij}}{1 - p} & \text{otherwise} \end{cases}")
     if view.active:
         st.latex(definition)
     else:  # the definition here, what it does now beside the map; "(in training mode)" goes under
         # the definition where both do not fit (it was cut to "(in training mo" at 1024 px)
-        formula_with_words(definition, r"\text{(in training mode)}")
+        walkthrough.formula_with_words(definition, "(in training mode)")
     # what dropout did beside the map: above it, the words pushed it below a projector's screen
     chart_col, text_col = walkthrough.columns([3, 2], key="dropout", gap="large", side_by_side=True,
                                               min_width=[map_floor(num_tokens), None])

@@ -783,6 +783,16 @@ def badge_row(bar: StepBar | None = None):
                 st.badge(label, color="green", icon=":material/menu_book:", help=detail)
 
 
+def formula_with_words(formula: str, words: str) -> None:
+    """A formula and a few words after it, centred in a row that wraps: the words go under the
+    formula where both do not fit, and wrap themselves (as LaTeX text they were one unbreakable
+    line, past a phone's column: KaTeX does not wrap, it cuts)."""
+    with st.container(horizontal=True, horizontal_alignment="center", vertical_alignment="center",
+                      gap="small"):
+        st.latex(formula, width="content")
+        st.markdown(words, width="content")  # our own words: no text from outside reaches them
+
+
 def sum_over_lines(latex: str, per_line: int = 2) -> str:
     r"""An aligned formula of formatting.dot_product_latex or weighted_sum_latex with its written-out
     sum broken into lines of `per_line` terms ("&= a + b \\ &\quad + c"). On one line three

@@ -4,9 +4,11 @@ with "…"; formulas fit their column; the Tokens page's tables show input besid
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.browser.conftest import assert_no_error, open_app
+from tests.browser.conftest import assert_no_error, open_app, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -137,3 +139,28 @@ def test_the_mask_zero_pitfall_shows_every_column_at_1024(narrow_page, warm_url,
         grids.nth(n).scroll_into_view_if_needed()
     page.wait_for_timeout(800)  # the grids size their canvas after the first paint
     assert page.evaluate(SCROLLING_GRIDS) == []
+
+
+def test_on_a_phone_no_formula_of_any_walkthrough_step_runs_past_its_column(browser, warm_url):
+    """390 px: every step of pages 1–4. KaTeX does not wrap: the dropout definition (416 px), the
+    causal weights' and softmax's words written as LaTeX text, and the concat-then-project chain
+    ran past a 358 px column (cut, or behind a scroll bar)."""
+    from core.lessons import walkthrough as wt
+
+    context = browser.new_context(viewport={"width": 390, "height": 1600})
+    page = context.new_page()
+    pages = [("simple_attention", "step", wt.SIMPLE_STEPS), ("self_attention", "sa_step", wt.SELF_STEPS),
+             ("causal_attention", "causal_step", wt.CAUSAL_STEPS), ("multi_head", "mh_step", wt.MULTI_STEPS)]
+    try:
+        wide = []
+        for path, field, steps in pages:
+            for step in steps:
+                open_app(page, f"{warm_url}/{path}?{field}={step}")
+                page.get_by_role("heading", name=re.compile(r"^Step \d")).first.wait_for(timeout=60_000)
+                wait_idle(page)
+                page.wait_for_timeout(500)  # fonts and KaTeX
+                assert_no_error(page)
+                wide += [f"{path} {step}: {w}" for w in page.evaluate(WIDE_FORMULAS)]
+        assert wide == []
+    finally:
+        context.close()
