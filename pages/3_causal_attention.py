@@ -160,7 +160,7 @@ def dropout_step(steps) -> None:
     # A_ij over (1 - p) as a fraction, "prob.": written out on one line the definition was 416 px,
     # past a phone's 358 px column ("with probabi…")
     definition = (r"\text{dropout}(A)_{ij} = \begin{cases} 0 & \text{with prob. } p \\ "
-                  r"\dfrac{A_{ij}}{1 - p} & \text{otherwise} \end{cases}")
+                  r"\frac{A_{ij}}{1 - p} & \text{otherwise} \end{cases}")
     if view.active:
         st.latex(definition)
     else:  # the definition here, what it does now beside the map; "(in training mode)" goes under

@@ -114,11 +114,13 @@ def head_maps(result: multi_head.MultiHead) -> None:
 def concat_and_project(result: multi_head.MultiHead) -> None:
     walkthrough.step_header(STEPS, "concat", "concatenate, then project")
     head_dim, d_out = result.head_dim, settings.heads_d_out
-    # on two lines: on one it ran past a phone's column
-    st.latex(rf"\begin{{aligned}} \underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
-             rf"&\xrightarrow{{\text{{concat}}}} ({num_tokens} \times {d_out}) \\ "
-             rf"&\xrightarrow{{\cdot\, W_o + b_o,\ W_o:\ {d_out} \times {d_out}}}"
-             rf"({num_tokens} \times {d_out}) \end{{aligned}}")
+    # in two pieces of a row that wraps: as one formula it ran past a phone's column, and on two
+    # lines it pushed the step's figure below a projector's first screen
+    with st.container(horizontal=True, horizontal_alignment="center", vertical_alignment="center", gap=None):
+        st.latex(rf"\underbrace{{{num_heads} \times ({num_tokens} \times {head_dim})}}_{{\text{{heads}}}}"
+                 rf"\xrightarrow{{\text{{concat}}}} ({num_tokens} \times {d_out})", width="content")
+        st.latex(rf"\xrightarrow{{\cdot\, W_o + b_o,\ W_o:\ {d_out} \times {d_out}}}"
+                 rf"({num_tokens} \times {d_out})", width="content")
     cols_concat = [f"h{h + 1}·{j + 1}" for h in range(num_heads) for j in range(head_dim)]
     # side by side where both keep their four-decimal numbers whole, else one under the other
     left, right = walkthrough.columns(2, key="concat", min_width=map_floor(d_out, chars=7))
