@@ -25,6 +25,7 @@ from core.classroom.security import escape_markdown, normalize_code
 from server import runtime
 from server.desks import DESKS, Desks, Filed
 from ui.live import session_owner
+from ui import classroom
 from ui.classroom import LED_CLASS, MEMBER_SEAT, MemberSeat
 from ui.training import RUNBOOK_KEY
 
@@ -114,8 +115,6 @@ def _reclaim_seat(desk: str) -> None:
     with its desk cookie, on a server with class mode on, and never while a session of this server
     knows the desk (a live tab of the same browser keeps its seat: taking it back would sign that
     tab out)."""
-    from ui import classroom
-
     if not st.session_state.get(FROM_COOKIE_KEY) or desks().knows(desk) or classroom.lecturer_key() is None:
         return
     try:

@@ -125,13 +125,11 @@ def embedding_pca(model: GPT, tokenizer: CharTokenizer) -> tuple[pd.DataFrame, n
 def vowel_separation(df: pd.DataFrame) -> float:
     """Distance between the vowel and consonant centroids in the PCA plane, over the mean spread
     (a number that grows as training separates the two groups)."""
-    vowels = df[df["group"] == "vowel"][["PC1", "PC2"]].to_numpy()
-    consonants = df[df["group"] == "consonant"][["PC1", "PC2"]].to_numpy()
-    if len(vowels) == 0 or len(consonants) == 0:
+    letters = df[df["group"].isin(["vowel", "consonant"])]
+    is_vowel = (letters["group"] == "vowel").to_numpy()
+    if is_vowel.all() or not is_vowel.any():
         return 0.0
-    gap = np.linalg.norm(vowels.mean(0) - consonants.mean(0))
-    spread = np.concatenate([vowels - vowels.mean(0), consonants - consonants.mean(0)])
-    return float(gap / (np.linalg.norm(spread, axis=1).mean() + 1e-12))
+    return float(_separation(letters[["PC1", "PC2"]].to_numpy(), is_vowel[None])[0])
 
 
 def _separation(points: np.ndarray, is_vowel: np.ndarray) -> np.ndarray:
