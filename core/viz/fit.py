@@ -254,7 +254,8 @@ LEGEND_CHANNELS = ("color", "fill", "stroke", "opacity", "size", "shape", "strok
 
 
 def _legends(spec: dict, config: dict, sides: tuple[str, ...]):
-    """(encoding, frame, legend, label font size, label limit) of each legend on one of `sides`."""
+    """(channel, encoding, frame, legend, label font size, label limit) of each legend on one of
+    `sides`."""
     legend_config = config.get("legend", {})
     for name in LEGEND_CHANNELS:
         found = _channel(spec, name)
@@ -268,14 +269,14 @@ def _legends(spec: dict, config: dict, sides: tuple[str, ...]):
         limit = legend.get("labelLimit", legend_config.get("labelLimit", LEGEND_LABEL_LIMIT_PX))
         if not isinstance(limit, (int, float)):  # an expression of the drawn width: at most the config's
             limit = legend_config.get("labelLimit", LEGEND_LABEL_LIMIT_PX)
-        yield (enc, frame, legend, legend.get("labelFontSize", legend_config.get("labelFontSize", 10)), limit)
+        yield (name, enc, frame, legend, legend.get("labelFontSize", legend_config.get("labelFontSize", 10)), limit)
 
 
 def _legend_px(spec: dict, config: dict) -> float:
     """The width of the legends on the right (stacked: the widest); 0 for legends above or below."""
     legend_config = config.get("legend", {})
     widest = 0.0
-    for enc, frame, legend, size, limit in _legends(spec, config, ("right", "left")):
+    for _, enc, frame, legend, size, limit in _legends(spec, config, ("right", "left")):
         labels = _axis_labels(enc, frame, 200)
         label_px = min(max((text_px(s, size) for s in labels), default=0.0), limit)
         mark_px = GRADIENT_PX if enc.get("type") == "quantitative" else SYMBOL_PX
@@ -294,7 +295,7 @@ def _top_legends_px(spec: dict, config: dict) -> float:
     widest = 0.0
     for side in ("top", "bottom"):
         widths = []
-        for enc, frame, legend, size, limit in _legends(spec, config, (side,)):
+        for _, enc, frame, legend, size, limit in _legends(spec, config, (side,)):
             entries = sorted((SYMBOL_PX + min(text_px(s, size), limit) for s in _categories(enc, frame)),
                              reverse=True)
             if not entries or enc.get("type") == "quantitative":
@@ -390,12 +391,13 @@ def can_fit(spec: dict) -> bool:
     return len(names) * per_name <= SHRINK_TO * float(spec.get("width") or 0)
 
 
-def _slant_when_narrow(spec: dict) -> dict:
+def _slant_when_narrow(spec: dict, band: str = "bandwidth('x')") -> dict:
     """`spec` with its x-axis labels turned in bands too narrow for them (an expression Vega
     evaluates at each layout), all of them kept (Vega would drop every other slanted label as
     overlapping): upright names slant where they no longer fit across their band, and slanted
     ones stand upright (-90°) where the band is too narrow for slanted lines not to touch
-    ("8:␣sentence" ran into "9:," over the Tokens page's windows)."""
+    ("8:␣sentence" ran into "9:," over the Tokens page's windows). `band` is the band's width as
+    a Vega expression (see _band)."""
     found = _channel(spec, "x")
     if found is None or found[0].get("type") == "quantitative":
         return spec
@@ -411,12 +413,12 @@ def _slant_when_narrow(spec: dict) -> dict:
             return spec
         needed = max((text_px(s, size) for s in names), default=0.0) + 6
         steep = SLANTED_LINE_EM * size / math.sin(math.radians(40))
-        angle = {"expr": f"(bandwidth('x') < {steep:.0f} ? -90 : bandwidth('x') < {needed:.0f} ? -40 : 0)"}
+        angle = {"expr": f"({band} < {steep:.0f} ? -90 : {band} < {needed:.0f} ? -40 : 0)"}
     else:
         if axis.get("labelOverlap") not in (None, False) or abs(built) >= 90:
             return spec
         steep = SLANTED_LINE_EM * size / math.sin(math.radians(abs(built)))
-        angle = {"expr": f"(bandwidth('x') < {steep:.0f} ? -90 : {built:g})"}
+        angle = {"expr": f"({band} < {steep:.0f} ? -90 : {built:g})"}
 
     def slanted(layer: dict) -> dict:
         x = layer.get("encoding", {}).get("x")
@@ -474,6 +476,90 @@ def _x_title_on_lines(spec: dict) -> dict:
     return wrapped(spec)
 
 
+def _legend_row_px(entries: list[float], columns: int) -> float:
+    """A legend's width with `columns` entries in a row: each column as wide as its widest entry."""
+    columns = min(columns, len(entries))
+    widest = [max(entries[i::columns]) for i in range(columns)]
+    return sum(widest) + LEGEND_COLUMN_GAP_PX * (columns - 1)
+
+
+# a legend label this wide fits beside its symbol in the narrowest chart panel (12rem, less the axis)
+LABEL_FITS_PX = 120
+
+
+def _labels_on_lines(legend: dict, labels: list[str], size: float, limit: float, room: str) -> dict:
+    """A legend's labelExpr that writes each label wider than `room` (a Vega expression of the px
+    a label has beside its symbol) on as few lines as fit it, words kept whole ("One head, no
+    position (the slides)" on a phone); {} where no label could need it or the legend has its own."""
+    if "labelExpr" in legend:
+        return {}
+    cases = []
+    for label in labels:
+        wraps = title_wraps(label, size, max_lines=3, semibold=False)
+        if len(wraps) < 2 or wraps[0][0] <= LABEL_FITS_PX:
+            continue
+        expr = json.dumps(wraps[-1][1], ensure_ascii=False)
+        for need, lines in reversed(wraps[:-1]):
+            text = json.dumps(lines[0] if len(lines) == 1 else lines, ensure_ascii=False)
+            expr = f"{room} >= {min(need * TITLE_SPARE, limit):.0f} ? {text} : {expr}"
+        cases.append(f"datum.label === {json.dumps(label, ensure_ascii=False)} ? ({expr})")
+    return {"labelExpr": " : ".join(cases + ["datum.label"])} if cases else {}
+
+
+def _legends_that_fit(spec: dict, room: str) -> dict:
+    """`spec` with its legends above and below the plot laid out for the width it is drawn at:
+    each keeps its columns where they fit `room` (a Vega expression of the chart's width, see
+    _room) less the left axis, else takes fewer, down to one entry a line; several legends on one
+    side stand one under the other where they do not fit side by side. Vega writes a legend's row
+    on one line whatever its width: on a phone "never an input", "validation (solid)" and "−∞
+    before softmax" ran past the chart's edge and were cut. Legends whose columns are already an
+    expression (the Train chart's) and sides the config lays out are left as they are."""
+    config = spec.get("config", {})
+    legend_config = config.get("legend", {})
+    layout = legend_config.get("layout") if isinstance(legend_config.get("layout"), dict) else {}
+    free = f"({room} - {_left_axis_px(spec, config):.0f})"
+    changes: dict[str, dict] = {}
+    directions: dict[str, str] = {}
+    for side in ("top", "bottom"):
+        full_rows = []
+        for name, enc, frame, legend, size, limit in _legends(spec, config, (side,)):
+            entries = [SYMBOL_PX + min(text_px(s, size), limit) for s in _categories(enc, frame)]
+            if not entries or enc.get("type") == "quantitative" or "legend" not in enc:
+                continue
+            columns = legend.get("columns", 0)
+            if not isinstance(columns, int) or isinstance(columns, bool):
+                continue  # already an expression of the width
+            columns = columns if columns > 0 else len(entries)
+            title = legend.get("title", enc.get("title", enc.get("field")))
+            title_px = text_px(title, legend_config.get("titleFontSize", 11)) if isinstance(title, str) else 0.0
+            needs = {c: max(_legend_row_px(entries, c), title_px) for c in range(columns, 0, -1)}
+            expr = "1"
+            for c in range(2, columns + 1):  # the most columns that fit, else one
+                expr = f"{free} >= {math.ceil(needs[c])} ? {c} : {expr}"
+            changes[name] = {"columns": {"expr": expr}, **_labels_on_lines(
+                legend, _categories(enc, frame), size, limit, f"({free} - {SYMBOL_PX})")}
+            full_rows.append(needs[columns])
+        if len(full_rows) > 1 and side not in layout:
+            together = sum(full_rows) + LEGEND_OFFSET_PX * (len(full_rows) - 1)
+            directions[side] = f"{free} >= {math.ceil(together)} ? 'horizontal' : 'vertical'"
+    if not changes:
+        return spec
+
+    def changed(layer: dict) -> dict:
+        encoding = dict(layer.get("encoding", {}))
+        for name, props in changes.items():
+            enc = encoding.get(name)
+            if isinstance(enc, dict) and isinstance(enc.get("legend"), dict):
+                encoding[name] = {**enc, "legend": {**enc["legend"], **props}}
+        return {**layer, "encoding": encoding} if "encoding" in layer else layer
+
+    fitted = {**spec, "layer": [changed(layer) for layer in spec["layer"]]} if "layer" in spec else changed(spec)
+    if directions:
+        sides = {side: {"anchor": "start", "direction": {"signal": expr}} for side, expr in directions.items()}
+        fitted["config"] = {**config, "legend": {**legend_config, "layout": {**layout, **sides}}}
+    return fitted
+
+
 def fit_to_column(spec: dict | None) -> dict | None:
     """`spec` drawn at its natural width (natural_width) when its column is as wide, and laid out
     again to fit a narrower one: a shallow copy with Vega's "fit-x" autosize (the height stays as
@@ -490,7 +576,9 @@ def fit_to_column(spec: dict | None) -> dict | None:
         if not can_fit(spec):
             return readable_title(spec, _body_px(spec))
         extras = _body_px(spec) - float(spec["width"])  # the axes and legend beside the plot
-        spec_fitted = readable_title(_slant_when_narrow(_x_title_on_lines(spec)), f"width + {extras:.0f}")
+        room = _room(spec, extras)
+        slanted = _slant_when_narrow(_x_title_on_lines(spec), _band(spec, extras))
+        spec_fitted = _legends_that_fit(readable_title(slanted, room), room)
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
         # a spec shaped in a way this does not read (an expression where a number was expected, a
         # domain of NaN): the chart is drawn at its own size, as it always could be
@@ -500,6 +588,36 @@ def fit_to_column(spec: dict | None) -> dict | None:
             "autosize": {"type": "fit-x", "contains": "padding"},
             "padding": {**padding, "right": padding.get("right", 0) + FIT_SPARE_PX},
             "usermeta": {**spec_fitted.get("usermeta", {}), FIT_WIDTH: natural}}
+
+
+def _room(spec: dict, extras: float) -> str:
+    """The width a fitted chart's title has, as a Vega expression: the chart's container less the
+    padding where Vega has a container (a browser), else the plot's width and `extras` (vl-convert).
+    The container's width is known before Vega lays the chart out and does not change with the
+    layout; the plot's width is set by the layout itself, so a title chosen from it changed after
+    the height had been fixed, and a title that went from one line to two had its first line cut
+    above the chart (after a resize from 1900 to 1024 px, and at times on a first load)."""
+    padding = spec.get("padding") if isinstance(spec.get("padding"), dict) else {}
+    sides = padding.get("left", 0) + padding.get("right", 0) + FIT_SPARE_PX
+    return (f"(isFinite(containerSize()[0]) ? containerSize()[0] - {sides:g} "
+            f": width + {extras:.0f})")
+
+
+BAND_SHARE = 0.9  # of a category's step, its band (Vega-Lite's bars: 0.1 inner padding; cells: 1)
+
+
+def _band(spec: dict, extras: float) -> str:
+    """A fitted chart's x band width as a Vega expression: in a browser, from the container's width
+    (less the padding and `extras`, the axes and legend beside the plot), known before the layout
+    as for the title (_room): from bandwidth('x'), which the layout itself sets, the labels turned
+    after the height was fixed and the slanted ones were cut at the chart's bottom ("class 0" …
+    on the Small LM page at 390 px in lecture mode). bandwidth('x') where there is no container."""
+    found = _channel(spec, "x")
+    count = max(len(_categories(*found)), 1) if found else 1
+    padding = spec.get("padding") if isinstance(spec.get("padding"), dict) else {}
+    sides = padding.get("left", 0) + padding.get("right", 0) + FIT_SPARE_PX
+    return (f"(isFinite(containerSize()[0]) ? (containerSize()[0] - {sides + extras:.0f}) / {count} "
+            f"* {BAND_SHARE} : bandwidth('x'))")
 
 
 def drawn_width(spec: dict | None) -> int | str:

@@ -104,6 +104,9 @@ def window_chart(view: LoaderView, *, max_tokens: int = 24, max_windows: int = 8
                                             height=row_px * len(row_order))
 
 
+SPLIT_WORDS = {"val": "validation (solid)", "train": "train (dashed)"}  # the race's splits as drawn
+
+
 @fast_build
 def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lecture: bool = False,
                     width: int = 640, height: int = 340, min_steps: int = 1) -> alt.TopLevelMixin:
@@ -116,6 +119,8 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
     rule = None
     if floor is not None and math.isfinite(floor):
         rule = (floor, f"best possible bigram (train): {floor:.3f}")
+    if "split" in history:  # the dash legend's entries in words, so that their width is known (fit)
+        history = history.assign(split=history["split"].map(SPLIT_WORDS).fillna(history["split"]))
     steps = history["step"] if "step" in history else pd.Series(dtype=float)
     few_points = steps.nunique() < 2
     chart = viz.line_chart(history, x="step", y="loss", series="model", dash="split",
@@ -132,7 +137,7 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
                         title=None, legend=alt.Legend(orient="top", columns=1, labelLimit=320)),
         # the dash legend draws line segments, solid and dashed, named in words: with the chart's
         # default symbols "val" and "train" were two identical dots (squares once trained)
-        strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=["val", "train"],
+        strokeDash=alt.StrokeDash("split:N", scale=alt.Scale(domain=[SPLIT_WORDS["val"], SPLIT_WORDS["train"]],
                                                              range=[[1, 0], [6, 4]]),
                                   # one above the other, beside the models: in a row they
                                   # ran past the chart's right edge ("train (dash…" cut in
@@ -140,9 +145,7 @@ def race_loss_chart(history: pd.DataFrame, *, floor: float | None = None, lectur
                                   title=None, legend=alt.Legend(
                                       orient="top", columns=1, symbolType="stroke", symbolSize=900,
                                       symbolStrokeWidth=3 if lecture else 2,
-                                      symbolStrokeColor="#333", symbolFillColor="transparent",
-                                      labelExpr="datum.value == 'val' ? 'validation (solid)' "
-                                                ": 'train (dashed)'")),
+                                      symbolStrokeColor="#333", symbolFillColor="transparent")),
         y=alt.Y("loss:Q", title="loss (nats / character)", scale=alt.Scale(zero=True)),
         x=alt.X("step:Q", title="training step", scale=x_scale,
                 axis=alt.Axis(format=",d", tickMinStep=1)))

@@ -78,6 +78,21 @@ BOX_TOPS = """(label) => [...[...document.querySelectorAll("[data-testid='stMain
   .map((box) => Math.round(box.getBoundingClientRect().top))"""
 
 
+# chart texts (titles, axis and legend labels, numbers) that reach past their chart's SVG, where
+# they are cut; a turned axis title is left out (its box is a line high across the turned text)
+CHART_TEXT_CUT = """() => [...document.querySelectorAll("[data-testid='stMain'] .vega-embed svg")]
+  .flatMap((svg) => {
+    const box = svg.getBoundingClientRect();
+    return [...svg.querySelectorAll("text")]
+      .filter((t) => t.textContent.trim() && t.getAttribute("opacity") !== "0"
+                     && !/rotate/.test(t.getAttribute("transform") || ""))
+      .filter((t) => { const r = t.getBoundingClientRect();
+                       return r.left < box.left - 2 || r.right > box.right + 2
+                         || r.top < box.top - 4 || r.bottom > box.bottom + 4; })
+      .map((t) => t.textContent.slice(0, 40));
+  })"""
+
+
 @pytest.fixture(scope="module")
 def narrow_page(browser):
     context = browser.new_context(viewport={"width": WIDTH, "height": 768})
@@ -161,6 +176,58 @@ def test_on_a_phone_no_formula_of_any_walkthrough_step_runs_past_its_column(brow
                 page.wait_for_timeout(500)  # fonts and KaTeX
                 assert_no_error(page)
                 wide += [f"{path} {step}: {w}" for w in page.evaluate(WIDE_FORMULAS)]
+                wide += [f"{path} {step}, chart text cut: {w}" for w in page.evaluate(CHART_TEXT_CUT)]
         assert wide == []
+    finally:
+        context.close()
+
+
+def test_on_a_phone_legends_wrap_and_no_chart_text_is_cut(browser, warm_url):
+    """390 px. Vega writes a legend's entries in one row, and several legends on one side beside
+    each other, whatever the width: "never an input" (Tokens), "validation (solid)" and "One head,
+    no position (the slides)" (Small LM, lecture mode), "−∞ before softmax" (a pitfall) ran past
+    the chart's edge. Slanted labels chosen after the layout were cut at the bottom ("class 0")."""
+    context = browser.new_context(viewport={"width": 390, "height": 1600})
+    page = context.new_page()
+    try:
+        cut = []
+        for path in ("tokens_data", "pitfalls?pitfall=mask_after_softmax", "small_lm?lecture=1"):
+            open_app(page, f"{warm_url}/{path}")
+            wait_idle(page)
+            page.wait_for_timeout(800)  # the charts are drawn after the script ends
+            assert_no_error(page)
+            cut += [f"{path}: {text}" for text in page.evaluate(CHART_TEXT_CUT)]
+        assert cut == []
+        # the Small LM's long model name is written on two lines, words whole
+        labels = page.evaluate("""() => [...document.querySelectorAll(
+            "[data-testid='stMain'] .vega-embed svg .role-legend-label text")].map((t) =>
+            [...t.querySelectorAll("tspan")].map((s) => s.textContent.trim()))""")
+        assert ["One head,", "no position (the slides)"] in labels, labels
+    finally:
+        context.close()
+
+
+def test_a_chart_title_that_takes_a_second_line_after_a_resize_stays_whole(browser, warm_url):
+    """From 1900 to 1024 px the context vector's title goes onto two lines. Its lines were chosen
+    from the plot's width, which Vega sets while it lays the chart out: the height kept one line
+    and the first line was cut above the chart (also, at times, on a first load at 1024 px). They
+    are chosen from the chart's container now (core.viz.fit._room)."""
+    context = browser.new_context(viewport={"width": 1900, "height": 1000})
+    page = context.new_page()
+    try:
+        open_app(page, f"{warm_url}/simple_attention?step=context")
+        wait_idle(page)
+        page.wait_for_timeout(800)
+        page.set_viewport_size({"width": 1024, "height": 1000})
+        page.wait_for_timeout(1500)  # Streamlit resizes the chart, Vega lays it out again
+        titles = page.evaluate("""() => [...document.querySelectorAll(
+            "[data-testid='stMain'] .vega-embed svg")].map((svg) => {
+              const t = svg.querySelector(".role-title text");
+              return {lines: t ? t.querySelectorAll("tspan").length : 0,
+                      top: t ? t.getBoundingClientRect().top - svg.getBoundingClientRect().top : 0};
+            })""")
+        assert any(t["lines"] >= 2 for t in titles), titles  # the case this is about did happen
+        assert all(t["top"] >= -4 for t in titles), titles
+        assert page.evaluate(CHART_TEXT_CUT) == []
     finally:
         context.close()

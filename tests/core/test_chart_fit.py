@@ -159,3 +159,46 @@ def test_legends_stacked_below_the_plot_need_the_widest_not_the_sum():
     threshold = int(re.search(r"width >= (\d+)", kinds).group(1))
     assert threshold >= sum(fit.SYMBOL_PX + fit.text_px(kind, size) for kind in training.KINDS)
     assert kinds.endswith("? 0 : 1")
+
+
+def _legend_chart(labels, columns=0):
+    import altair as alt
+    frame = pd.DataFrame({"x": list(range(len(labels))), "y": 1.0, "c": labels,
+                          "s": ["a", "b"] * (len(labels) // 2) + ["a"] * (len(labels) % 2)})
+    return alt.Chart(frame, width=420, height=120, title="a title of some length for the lines").mark_point().encode(
+        x="x:O", y="y:Q", color=alt.Color("c:N", legend=alt.Legend(orient="top", columns=columns)),
+        shape=alt.Shape("s:N", legend=alt.Legend(orient="top")))
+
+
+def test_a_fitted_chart_chooses_title_lines_slants_and_legend_columns_from_its_container():
+    # Vega sets the plot's width while it lays the chart out: a title or slant chosen from it came
+    # after the height was fixed (a title's first line cut above the chart after a resize). The
+    # choices read the container's width where there is one, the plot's width in vl-convert.
+    long = "One head, no position (the slides)"
+    spec = spec_of(_legend_chart(["input", "target", "never an input", long, "input of 1 window"], columns=3))
+    fitted = fit.fit_to_column(spec)
+    assert "containerSize()[0]" in fitted["title"]["text"]["expr"]
+    assert "width +" in fitted["title"]["text"]["expr"]  # vl-convert has no container
+    color = fitted["encoding"]["color"]["legend"]
+    # three columns where they fit, then two, then one
+    assert re.fullmatch(r"\(.*containerSize.*\) >= \d+ \? 3 : \(.*\) >= \d+ \? 2 : 1", color["columns"]["expr"])
+    # only the long name has lines to go onto; the others are written as they are
+    assert f'datum.label === "{long}"' in color["labelExpr"] and '["One head,", "no position (the slides)"]' \
+        in color["labelExpr"] and color["labelExpr"].endswith(": datum.label")
+    assert "never an input" not in color["labelExpr"]
+    # two legends above the plot: side by side where they fit, else one under the other
+    direction = fitted["config"]["legend"]["layout"]["top"]["direction"]["signal"]
+    assert direction.endswith("? 'horizontal' : 'vertical'")
+    assert "layout" not in spec.get("config", {}).get("legend", {})  # the kept spec is left alone
+    # slanted labels: the band from the container, bandwidth('x') without one
+    x_axis = fitted["encoding"]["x"].get("axis") or {}
+    angle = x_axis.get("labelAngle")
+    if isinstance(angle, dict):
+        assert "containerSize()[0]" in angle["expr"] and "bandwidth('x')" in angle["expr"]
+
+
+def test_legends_whose_columns_are_already_an_expression_are_left_alone():
+    spec = spec_of(_legend_chart(["a", "b"]))
+    spec["encoding"]["color"]["legend"]["columns"] = {"expr": "width > 100 ? 2 : 1"}
+    fitted = fit.fit_to_column(spec)
+    assert fitted["encoding"]["color"]["legend"]["columns"] == {"expr": "width > 100 ? 2 : 1"}

@@ -461,7 +461,7 @@ def test_race_loss_chart_has_every_series(one_thread):
     data = chart["layer"][0].get("data") or chart["data"]  # on the lines' layer, or shared by all
     values = chart["datasets"][data["name"]]
     assert {v["model"] for v in values} == set(small_lm.MODEL_LABELS.values())
-    assert {v["split"] for v in values} == {"train", "val"}
+    assert {v["split"] for v in values} == {"train (dashed)", "validation (solid)"}
 
 
 def test_race_loss_chart_before_training_draws_points_on_a_readable_axis(one_thread):
