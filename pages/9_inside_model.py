@@ -35,13 +35,13 @@ def _fit_to_model(settings: lesson.InsideSettings, run: runs.Run) -> None:
     config = run.trainer.config.model
     asked = (settings.layer, settings.head)
     for field, n in (("layer", config.n_layer), ("head", config.n_head)):
-        if getattr(settings, field) >= n:
-            set_field(PREFIX, field, 0)
-            setattr(settings, field, 0)  # also when a lesson locked it: this model has no such map
+        if getattr(settings, field) > n:
+            set_field(PREFIX, field, 1)
+            setattr(settings, field, 1)  # also when a lesson locked it: this model has no such map
     if (settings.layer, settings.head) != asked:
-        st.info(f"Layer {asked[0] + 1}, head {asked[1] + 1} is not in {run.label} "
+        st.info(f"Layer {asked[0]}, head {asked[1]} is not in {run.label} "
                 f"({count(config.n_layer, 'layer')} × {count(config.n_head, 'head')}), so "
-                f"layer {settings.layer + 1}, head {settings.head + 1} is shown.", icon=":material/info:")
+                f"layer {settings.layer}, head {settings.head} is shown.", icon=":material/info:")
 
 
 _fit_to_model(settings, run)
@@ -52,10 +52,10 @@ with name_col:
                 help=f"Letters a–z; the model reads at most {config.context_size} characters, “.” included.")
 with layer_col:
     bound(st.selectbox, "Layer (enlarged map)", settings, "layer", prefix=PREFIX,
-          options=list(range(config.n_layer)), format_func=lambda i: f"layer {i + 1}")
+          options=list(range(1, config.n_layer + 1)), format_func=lambda i: f"layer {i}")
 with head_col:
     bound(st.selectbox, "Head (enlarged map)", settings, "head", prefix=PREFIX,
-          options=list(range(config.n_head)), format_func=lambda i: f"head {i + 1}")
+          options=list(range(1, config.n_head + 1)), format_func=lambda i: f"head {i}")
 
 
 def _inspect(run: runs.Run, name: str) -> lesson.Inspection:
@@ -102,7 +102,7 @@ if inspection is not None:
     lecture = lecture_mode()
     per_row = names_charts.overview_plan(n_layer, n_head, T, lecture=lecture)  # None: every layer
     st.subheader("Attention weights, every layer and head" if per_row is None else
-                 f"Attention weights, every head of layer {settings.layer + 1}")
+                 f"Attention weights, every head of layer {settings.layer}")
     st.markdown(f"Input “{text}”: {T} positions. Each map is `(T, T) = ({T}, {T})`: row = the position "
                 "reading (query), column = the position it attends to (key); every row sums to 1."
                 + mask_note)
@@ -114,22 +114,22 @@ if inspection is not None:
         st.info(f"The {n_head} heads are drawn {per_row} to a row: in one row their maps of {T} "
                 "positions would be too small to read.", icon=":material/grid_view:")
     name_key = (run.run_id, run.step, text)  # the model at this step, reading this name
-    grid_layer = None if per_row is None else settings.layer
+    grid_layer = None if per_row is None else settings.layer - 1  # 0-based, as the model counts
     training.show_cached_chart(
         lambda: names_charts.attention_grid_chart(inspection, lecture=lecture, layer=grid_layer, columns=per_row),
         name_key + (grid_layer, per_row),
         name=("Attention weights of every layer and head" if per_row is None else
-              f"Attention weights of every head of layer {settings.layer + 1}"), key="inside.grid",
+              f"Attention weights of every head of layer {settings.layer}"), key="inside.grid",
         caption=(f"Attention weights of all {count(n_layer, 'layer')} × {count(n_head, 'head')} for “{text}”, "
                  if per_row is None else
-                 f"Attention weights of the {count(n_head, 'head')} of layer {settings.layer + 1} "
+                 f"Attention weights of the {count(n_head, 'head')} of layer {settings.layer} "
                  f"(of {count(n_layer, 'layer')}) for “{text}”, ")
                 + f"{run.label}, step {run.step:,} (colour 0 to 1).")
     training.show_cached_chart(
-        lambda: names_charts.attention_head_chart(inspection, settings.layer, settings.head, lecture=lecture),
+        lambda: names_charts.attention_head_chart(inspection, settings.layer - 1, settings.head - 1, lecture=lecture),
         name_key + (settings.layer, settings.head),
-        name=f"Attention weights, layer {settings.layer + 1}, head {settings.head + 1}", key="inside.head",
-        caption=(f"Layer {settings.layer + 1}, head {settings.head + 1} for “{text}”, shape ({T}, {T}); "
+        name=f"Attention weights, layer {settings.layer}, head {settings.head}", key="inside.head",
+        caption=(f"Layer {settings.layer}, head {settings.head} for “{text}”, shape ({T}, {T}); "
                  + (f"grey “{names_charts.MASKED_CELL}”: masked (the future); " if inspection.causal else "")
                  + f"{run.label}, step {run.step:,}."))
 

@@ -28,8 +28,10 @@ class InsideSettings:
     """Controls of the Inside-the-model page."""
 
     name: str = spec("emma", max_len=40, label="Name")  # the name fed to the model
-    layer: int = spec(0, min=0, max=15)  # layer of the enlarged attention map (0-based)
-    head: int = spec(0, min=0, max=15)  # head of the enlarged attention map (0-based)
+    # the enlarged attention map's layer and head, counted from 1 as the page names them (a link
+    # that says layer=2 shows "layer 2")
+    layer: int = spec(1, min=1, max=16)
+    head: int = spec(1, min=1, max=16)
 
 
 

@@ -66,8 +66,8 @@ def test_attention_of_every_layer_and_head_for_the_typed_name():
 
 def test_layer_and_head_pick_the_enlarged_map():
     at = with_model()
-    at.selectbox(key=_key(at, "layer")).set_value(1).run()
-    at.selectbox(key=_key(at, "head")).set_value(1).run()
+    at.selectbox(key=_key(at, "layer")).set_value(2).run()
+    at.selectbox(key=_key(at, "head")).set_value(2).run()
     assert "Layer 2, head 2: attention weights" in chart_titles(at)
     assert "Layer 1, head 1: attention weights" not in chart_titles(at)
     assert_no_exception(at)
@@ -113,14 +113,14 @@ def test_mask_off_model_is_flagged():
 def test_url_round_trip_and_clamped_layer():
     at = with_model()
     at.text_input(key=_key(at, "name")).input("sophia").run()
-    at.selectbox(key=_key(at, "head")).set_value(1).run()
+    at.selectbox(key=_key(at, "head")).set_value(2).run()
     params = core_settings.to_params(at.session_state["inside"])
-    assert params == {"name": "sophia", "head": "1"}
+    assert params == {"name": "sophia", "head": "2"}  # counted from 1, as the page names it
     again = with_model(query=params)
     assert again.session_state["inside"] == at.session_state["inside"]
     assert len(attention_rows(again)) == len(attention_rows(at))
     clamped = with_model(query={"layer": "7"})  # the model has 2 layers
-    assert clamped.session_state["inside"].layer == 0
+    assert clamped.session_state["inside"].layer == 1
 
 
 def two_models():
@@ -151,8 +151,8 @@ def test_after_a_typo_another_model_shows_its_own_maps():
     shown = rows["weight"].fillna(0).to_numpy()  # masked cells may carry no value
     assert np.allclose(np.sort(shown), np.sort(expected.ravel()), atol=1e-5)
     assert "last name that could be read" in texts(at.caption)
-    at.selectbox(key=_key(at, "layer")).set_value(2).run()
-    at.selectbox(key=_key(at, "head")).set_value(3).run()
+    at.selectbox(key=_key(at, "layer")).set_value(3).run()
+    at.selectbox(key=_key(at, "head")).set_value(4).run()
     assert_no_exception(at)
     assert "Layer 3, head 4: attention weights" in chart_titles(at)
     assert at.text_input(key=_key(at, "name")).value == "ava!"  # the typo stays to be corrected
@@ -161,8 +161,8 @@ def test_after_a_typo_another_model_shows_its_own_maps():
 def test_a_switch_to_a_smaller_model_lowers_layer_and_head_with_a_notice():
     at, first, second = two_models()
     at.selectbox(key="inside.model").set_value(second.run_id).run()
-    at.selectbox(key=_key(at, "layer")).set_value(2).run()
-    at.selectbox(key=_key(at, "head")).set_value(3).run()
+    at.selectbox(key=_key(at, "layer")).set_value(3).run()
+    at.selectbox(key=_key(at, "head")).set_value(4).run()
     at.selectbox(key="inside.model").set_value(first.run_id).run()
     assert_no_exception(at)
     assert "Layer 3, head 4" in texts(at.info) and "layer 1, head 1 is shown" in texts(at.info)
@@ -172,11 +172,14 @@ def test_a_switch_to_a_smaller_model_lowers_layer_and_head_with_a_notice():
 def test_a_link_beyond_the_model_says_what_is_shown_instead():
     at = with_model(query={"layer": "5", "head": "7"})  # the model has 2 layers and 2 heads
     notice = texts(at.info)
-    assert "layer 6, head 8" in notice.lower() and "layer 1, head 1 is shown" in notice
+    assert "layer 5, head 7" in notice.lower() and "layer 1, head 1 is shown" in notice
     assert "Layer 1, head 1: attention weights" in chart_titles(at)
-    assert (at.session_state["inside"].layer, at.session_state["inside"].head) == (0, 0)
-    fine = with_model(query={"layer": "1"})
-    assert fine.session_state["inside"].layer == 1 and "is shown" not in texts(fine.info)
+    assert (at.session_state["inside"].layer, at.session_state["inside"].head) == (1, 1)
+    fine = with_model(query={"layer": "2"})  # the link's number is the one the page shows
+    assert fine.session_state["inside"].layer == 2 and "is shown" not in texts(fine.info)
+    assert "Layer 2, head 1: attention weights" in chart_titles(fine)
+    zero = open_page(PAGE, query={"layer": "0"})  # layers are counted from 1: a clear word
+    assert "layer must be at least 1, got 0" in texts(zero.warning)
 
 
 # What each end of a Vega diverging scheme is, (low, high): the truth the caption is checked against,
@@ -272,7 +275,7 @@ def test_a_model_with_many_heads_shows_the_picked_layers_heads():
     rows = attention_rows(at)
     assert len(rows) == 8 * 5 * 5
     assert list(dict.fromkeys(rows["head"])) == [f"layer 1, head {j}" for j in range(1, 9)]
-    at.selectbox(key=_key(at, "layer")).set_value(1).run()
+    at.selectbox(key=_key(at, "layer")).set_value(2).run()
     assert_no_exception(at)
     rows = attention_rows(at)
     assert set(rows["head"]) == {f"layer 2, head {j}" for j in range(1, 9)}
