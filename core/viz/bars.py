@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from core.viz.fit import bar_values, text_px, value_em
-from core.viz.theme import (LAYOUT_COLUMNS, LECTURE_MIN_VALUE_PX, fast_build, font_sizes, format_value,
-                            layered, palette, unique_labels)
+from core.viz.theme import (LAYOUT_COLUMNS, LECTURE_MIN_VALUE_PX, contrast_ratio, fast_build, font_sizes,
+                            format_value, layered, palette, unique_labels)
 
 MIN_DECIMALS = {"f": 2, "%": 0, "e": 1}  # what a number on a bar keeps however narrow it is
 
@@ -101,18 +101,32 @@ def grouped_bars(series: dict[str, Sequence[float]], labels: Sequence[str], *, t
     return layered(layers, data=df, title=title, width=width, height=height)
 
 
+HBAR_TEXT_GAP_PX = 4  # between a bar's end and its text
+
+
+def _ink_on(colour: str) -> str:
+    """White or black, whichever reads on `colour` (WCAG's 4.5 for text)."""
+    return "white" if contrast_ratio(colour, "#FFFFFF") >= 4.5 else "black"
+
+
 @fast_build
 def hbar_chart(values, labels: Sequence[str], *, texts: Sequence[str] | None = None,
                title: str = "", x_title: str = "", lecture: bool = False,
                domain: tuple[float, float] | None = None, x_format: str | None = None,
                width: int = 280, row_px: int | None = None) -> alt.LayerChart:
-    """Horizontal bars, one colour per label, `texts` (default: the values) right of each bar."""
+    """Horizontal bars, one colour per label, `texts` (default: the values) right of each bar, or
+    inside its end where the plot has no room for it there (a 95% bar in a narrow column: the text
+    ran past the chart's edge and was cut); inside, white on a dark bar, black on a light one."""
     values = np.asarray(values, dtype=np.float64).ravel()
     names = unique_labels(labels)
     if len(names) != len(values):
         raise ValueError(f"{len(values)} values but {len(names)} labels")
-    df = pd.DataFrame({"label": names, "value": values,
-                       "text": list(texts) if texts is not None else [f"{v:.3g}" for v in values]})
+    colours = palette(lecture)[:len(names)]
+    font = 16 if lecture else 12
+    shown = list(texts) if texts is not None else [f"{v:.3g}" for v in values]
+    df = pd.DataFrame({"label": names, "value": values, "text": shown,
+                       "text_px": [text_px(t, font) + HBAR_TEXT_GAP_PX for t in shown],
+                       "inside_fill": [_ink_on(colour) for colour in colours]})
     base = alt.Chart().encode(
         y=alt.Y(field="label", type="nominal", sort=names, title=None, axis=alt.Axis(labelOverlap=False)),
         x=alt.X(field="value", type="quantitative", title=x_title,
@@ -120,9 +134,13 @@ def hbar_chart(values, labels: Sequence[str], *, texts: Sequence[str] | None = N
                 axis=alt.Axis(format=x_format) if x_format else alt.Axis()))
     bars = base.mark_bar().encode(color=alt.Color(
         field="label", type="nominal", sort=names, legend=None,
-        scale=alt.Scale(range=palette(lecture)[:len(names)])))
-    text = base.mark_text(align="left", dx=4, fontSize=16 if lecture else 12).encode(
-        text=alt.Text(field="text", type="nominal"))
+        scale=alt.Scale(range=colours)))
+    # per bar, as Vega draws it: no room right of the bar within the plot's width
+    no_room = "scale('x', datum.value) + datum.text_px > width"
+    text = base.mark_text(align=alt.ExprRef(f"{no_room} ? 'right' : 'left'"),
+                          dx=alt.ExprRef(f"{no_room} ? -{HBAR_TEXT_GAP_PX} : {HBAR_TEXT_GAP_PX}"),
+                          fill=alt.ExprRef(f"{no_room} ? datum.inside_fill : 'black'"),
+                          fontSize=font).encode(text=alt.Text(field="text", type="nominal"))
     row_px = row_px or (42 if lecture else 32)
     return layered([bars, text], data=df, title=title, width=width,
                           height=row_px * len(names))

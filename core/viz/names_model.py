@@ -57,7 +57,7 @@ def step_bars_chart(steps: NameSteps, step: int, *, lecture: bool = False) -> al
     else:
         title = (f"After “{steps.contexts[step]}”: the model gave "
                  f"“{steps.chosen[step]}” p = {p[chosen]:.2f}")
-    return grouped_bars({"p(next)": p}, labels, title=title, x_title="next character (“.”: the name ends)",
+    return grouped_bars({"p(next)": p}, labels, title=title, x_title="next character (“.” = end)",
                         y_title="probability", fmt=".2f", lecture=lecture, highlight=chosen,
                         domain=(0.0, 1.0), max_labels=len(labels),
                         width=(34 if lecture else 24) * len(labels), height=240)

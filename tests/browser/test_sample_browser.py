@@ -33,3 +33,9 @@ def test_sample_page_after_a_refused_prefix(page, server_url):
     table = page.locator("[data-testid='stDataFrame']").first
     box = table.bounding_box()
     assert box is not None and box["width"] > 300  # the table stretches over its column
+    # on a phone (after the laptop: the charts are laid out again at the new width), no chart text
+    # runs past its chart: "95% (19)" right of its bar and the step chart's x title did
+    from tests.browser.test_narrow_screen_browser import CHART_TEXT_CUT
+    page.set_viewport_size({"width": 390, "height": 1600})
+    page.wait_for_timeout(2000)
+    assert page.evaluate(CHART_TEXT_CUT) == []

@@ -501,3 +501,30 @@ def test_layered_hands_layers_with_params_to_altair():
     points = alt.Chart().mark_point().add_params(alt.selection_point(name="pick")).encode(x="x:Q")
     chart = viz.layered([points, alt.Chart().mark_rule().encode(y="y:Q")], width=100, height=80)
     assert chart.to_dict()["params"][0]["name"] == "pick"  # lifted to the top, as Altair does
+
+
+def test_a_bar_text_goes_inside_the_bar_where_the_plot_has_no_room_right_of_it():
+    # "95% (19)" right of a 95% bar ran past the chart's edge in a narrow column and was cut
+    import re
+
+    import pandas as pd
+    vlc = pytest.importorskip("vl_convert")
+    chart = viz.hbar_chart([0.95, 0.05, 0.7], ["valid", "empty", "other"],
+                           texts=["95% (19)", "5% (1)", "70% (14)"], domain=(0, 1), x_format="%")
+    spec = viz.vega_spec(chart, False)
+    rows = {n: d.to_dict("records") if isinstance(d, pd.DataFrame) else d
+            for n, d in spec.get("datasets", {}).items()}
+
+    def placed(width):
+        svg = vlc.vegalite_to_svg({**spec, "datasets": rows, "width": width})
+        found = re.findall(r'text-anchor="(\w+)" transform="translate\(([\d.]+),[\d.]+\)"[^>]*'
+                           r'fill="(\w+)">([^<]*%[^<]*)<', svg)
+        return {text: (anchor, float(x), fill) for anchor, x, fill, text in found}
+
+    wide, narrow = placed(400), placed(120)
+    assert wide["95% (19)"][0] == "end" and wide["95% (19)"][2] == "white"  # inside, on the dark blue
+    assert wide["70% (14)"][0] == "start" and wide["70% (14)"][2] == "black"  # room right of it
+    assert narrow["70% (14)"][0] == "end"  # in 120 px it has none
+    assert narrow["5% (1)"][0] == "start"
+    assert all(x <= width for width, placed_ in ((400, wide), (120, narrow))
+               for anchor, x, fill in placed_.values() if anchor == "end")
