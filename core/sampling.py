@@ -2,7 +2,8 @@
 
 * `sample_names(...)`: start from "." (+ an optional prefix), draw one character at a time until the
   model writes "." again; each name is labelled "train" (the model reproduced a training name), "val"
-  (it produced a held-out name it never saw) or "new" (an invention). Randomness comes from a local
+  (it produced a held-out name it never saw), "new" (an invention) or "empty" (it wrote "." at once:
+  no name at all, which is not an invention). Randomness comes from a local
   `torch.Generator(seed)`, so the same seed gives the same names.
 * `label_shares(samples)`: fraction of each label, for a bar chart.
 * `next_char_distributions(model, tokenizer, name)`: the model's probability of every next character
@@ -19,7 +20,7 @@ import torch
 from core.models import check_sampling_args, generate
 from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
 
-LABELS = ("new", "train", "val")  # label_shares() keys, in display order
+LABELS = ("new", "train", "val", "empty")  # label_shares() keys, in display order
 
 
 @dataclass
@@ -27,7 +28,7 @@ class SampledName:
     """One generated name and where it stands relative to the data."""
 
     name: str  # the generated name, prefix included, without the "." markers
-    label: str  # "new" (not in the data), "train" (a training name) or "val" (a held-out name)
+    label: str  # "new" (not in the data), "train" (a training name), "val" (a held-out name), "empty"
 
 
 def _model_device(model: torch.nn.Module) -> torch.device:
@@ -99,13 +100,14 @@ def sample_names(
         if end_id in row:
             row = row[: row.index(end_id)]
         name = (prefix + tokenizer.decode(row))[:max_len]
-        label = "train" if name in train_set else "val" if name in val_set else "new"
+        label = ("empty" if not name else "train" if name in train_set else "val" if name in val_set
+                 else "new")
         samples.append(SampledName(name, label))
     return samples
 
 
 def label_shares(samples: Sequence[SampledName]) -> dict[str, float]:
-    """Fraction of samples with each label ("new", "train", "val"); all 0.0 for no samples."""
+    """Fraction of samples with each label ("new", "train", "val", "empty"); all 0.0 for no samples."""
     counts = {label: 0 for label in LABELS}
     for sample in samples:
         counts[sample.label] += 1

@@ -116,7 +116,9 @@ if not class_polls.ask(questions.novel_name()):  # in a class: the labels wait f
 shares = label_shares(samples)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Names", len(samples))
-m2.metric("New", f"{shares['new']:.0%}", help="Not in the names data at all: the model invented them.")
+m2.metric("New", f"{shares['new']:.0%}",
+          help="Not in the names data at all: the model invented them. An empty draw (the model wrote "
+               "“.” at once) is no name and is not counted as new.")
 # short labels: four metrics share a row, and in lecture mode longer ones were cut ("In the valid…")
 m3.metric("Training split", f"{shares['train']:.0%}", help="Names the model trained on.")
 m4.metric("Validation split", f"{shares['val']:.0%}",
@@ -157,10 +159,10 @@ if notice:
 labels = [f"{name or '(empty)'} ({lesson.LABEL_TITLES[s.label]})" for name, s in zip(names, samples)]
 chosen = lesson.name_in_range(
     bound(st.selectbox, "Name to take apart", settings, "chosen", prefix=PREFIX,
-          options=list(range(len(names))), to_widget=lambda i: lesson.name_in_range(i, names)[0],
-          format_func=labels.__getitem__, renew_with=labels),  # a new draw: a new box (bound)
+          options=list(range(1, len(names) + 1)), to_widget=lambda i: lesson.name_in_range(i, names)[0],
+          format_func=lambda i: labels[i - 1], renew_with=labels),  # a new draw: a new box (bound)
     names)[0]
-name = names[chosen]
+name = names[chosen - 1]  # counted from 1
 with friendly_errors("the next-character probabilities"):
     steps = lesson.name_steps(run, name, result.settings.prefix)
     step, notice = lesson.step_in_range(settings.step, name)

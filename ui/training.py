@@ -481,7 +481,7 @@ def _chart_caption(book: runs.RunBook, settings: train_settings.TrainSettings) -
 def _samples(run: runs.Run) -> None:
     if not run.samples:
         return
-    shown = " · ".join(f"**{s.name or '(empty)'}**" + (" :gray[(in data)]" if s.label != "new" else "")
+    shown = " · ".join(f"**{s.name or '(empty)'}**" + (" :gray[(in data)]" if s.label in ("train", "val") else "")
                        for s in run.samples)
     st.markdown(f"Names sampled at step {run.samples_step:,} (seed {run.settings.seed}, temperature 1): "
                 f"{shown}")

@@ -21,7 +21,8 @@ from core.sampling import SampledName, next_char_distributions, sample_names
 from core.settings import spec
 from core.tokenizers import BOUNDARY_TOKEN, CharTokenizer
 
-LABEL_TITLES = {"new": "new", "train": "in the training split", "val": "in the validation split"}
+LABEL_TITLES = {"new": "new", "train": "in the training split", "val": "in the validation split",
+                "empty": "empty (“.” at once)"}
 
 
 @dataclass
@@ -40,7 +41,7 @@ class SampleSettings:
     prefix: str = spec("", max_len=20, label="Prefix", help="Every name starts with these letters.")
     # same seed, same model -> same names
     seed: int = spec(42, min=0, max=2**31 - 1, step=1, label="Seed")
-    chosen: int = spec(0, min=0, max=199)  # which sampled name to take apart
+    chosen: int = spec(1, min=1, max=200)  # which sampled name to take apart (from 1, as the table)
     step: int = spec(0, min=0, max=60)  # which step of that name the bar chart shows
 
 
@@ -110,14 +111,14 @@ def clean_prefix(prefix: str, tokenizer: CharTokenizer) -> str:
 
 
 def name_in_range(chosen: int, names: list[str]) -> tuple[int, str | None]:
-    """The sampled name to take apart: `chosen`, or the last one with a notice saying why when
-    `chosen` is beyond this draw (a link or lesson written for more names, or fewer names asked
-    for since). The notice numbers names from 1, as people count the rows of the table."""
-    if chosen < len(names):
+    """The sampled name to take apart, counted from 1 as people count the rows of the table (and
+    as a link says it): `chosen`, or the last one with a notice saying why when `chosen` is beyond
+    this draw (a link or lesson written for more names, or fewer names asked for since)."""
+    if chosen <= len(names):
         return chosen, None
-    last = len(names) - 1  # n is at least 1 (SampleSettings.n), so there is a last name
-    return last, (f"Name {chosen + 1} is not among the {len(names)} sampled names, so the last one, "
-                  f"name {last + 1} (“{names[last] or '(empty)'}”), is shown.")
+    last = len(names)  # n is at least 1 (SampleSettings.n), so there is a last name
+    return last, (f"Name {chosen} is not among the {len(names)} sampled names, so the last one, "
+                  f"name {last} (“{names[last - 1] or '(empty)'}”), is shown.")
 
 
 def step_in_range(step: int, name: str) -> tuple[int, str | None]:

@@ -35,8 +35,9 @@ MASKED_CELL = "–"
 
 
 def shares_chart(samples: list[SampledName], *, lecture: bool = False) -> alt.LayerChart:
-    """Bars: share of names that are new / in the training split / in the validation split."""
-    shares = label_shares(samples)
+    """Bars: share of names that are new / in the training split / in the validation split, and
+    of empty draws (the model wrote "." at once) where there are any."""
+    shares = {k: v for k, v in label_shares(samples).items() if k != "empty" or v > 0}
     counts = [sum(s.label == k for s in samples) for k in shares]
     return hbar_chart(list(shares.values()), [LABEL_TITLES[k] for k in shares],
                       texts=[f"{s:.0%} ({c})" for s, c in zip(shares.values(), counts)],

@@ -74,12 +74,16 @@ def test_names_are_sampled_labelled_and_shared():
     expected = sample_names.sample_for_page(run, sample_names.SampleSettings())
     assert shown == [s.name or "(empty)" for s in expected]
     wheres = list(at.dataframe[0].value["where"])
-    assert set(wheres) <= {"new", "in the training split", "in the validation split"}
+    assert set(wheres) <= set(sample_names.LABEL_TITLES.values())
+    # an empty draw (the model wrote "." at once) is no invented name: it is "empty", not "new"
+    empty = [where for name, where in zip(shown, wheres) if name == "(empty)"]
+    assert empty == [sample_names.LABEL_TITLES["empty"]] * shown.count("(empty)")
     new_share = sum(s.label == "new" for s in expected) / len(expected)
     assert at.metric[1].label == "New" and at.metric[1].value == f"{new_share:.0%}"
     rows = chart_rows(at)
     shares = rows[rows["text"].astype(str).str.contains("%", na=False)]  # the shares' bars: "45% (9)"
-    assert {"new", "in the training split", "in the validation split"} == set(shares["label"])
+    kinds = {"new", "in the training split", "in the validation split"}
+    assert set(shares["label"]) == kinds | ({sample_names.LABEL_TITLES["empty"]} if empty else set())
     assert abs(shares["value"].sum() - 1.0) < 1e-9
 
 
@@ -118,7 +122,7 @@ def test_a_chosen_name_shows_its_step_by_step_probabilities():
     run = book_of(at).current
     samples = sample_names.sample_for_page(run, sample_names.SampleSettings())
     index = next(i for i, s in enumerate(samples) if len(s.name) >= 3)
-    _chosen_box(at).set_value(index).run()
+    _chosen_box(at).set_value(index + 1).run()  # the box counts names from 1
     name = samples[index].name
     steps_table = at.dataframe[1].value
     assert list(steps_table["next"]) == list(name) + ["."]
@@ -143,7 +147,7 @@ def test_a_new_draw_makes_the_name_box_anew_and_it_shows_the_name_taken_apart():
     assert_no_exception(at)
     box = _chosen_box(at)
     assert box.key != before and box.value == 2  # a new box, the same place in the draw
-    assert box.format_func(box.value).split(" (")[0] == _taken_apart(at) == names(at)[2]
+    assert box.format_func(box.value).split(" (")[0] == _taken_apart(at) == names(at)[1]  # name 2
     assert _taken_apart(at).startswith("qx")
     # the prefix's letters are marked as given, not chosen by the model
     assert list(at.dataframe[1].value["from"])[:3] == ["prefix", "prefix", "sampled"]
@@ -266,12 +270,13 @@ def _taken_apart(at) -> str:
 
 
 def test_a_link_to_a_name_beyond_the_draw_shows_the_last_name_and_says_so():
-    """Audit: ?chosen=150 with 20 names was set back to name 0 with no word, and left the link."""
+    """Audit: ?chosen=150 with 20 names was set back to the first name with no word, and left the
+    link. A link counts names from 1, as the table and the notice do (it counted from 0)."""
     at = with_model(query={"chosen": "150"})
     last = _drawn(at)[-1]
-    assert "Name 151 is not among the 20 sampled names, so the last one, name 20" in texts(at.warning)
-    assert _taken_apart(at) == last and _chosen_box(at).value == 19
-    assert at.query_params.get("chosen") in (["19"], "19")  # the link says what is shown
+    assert "Name 150 is not among the 20 sampled names, so the last one, name 20" in texts(at.warning)
+    assert _taken_apart(at) == last and _chosen_box(at).value == 20
+    assert at.query_params.get("chosen") in (["20"], "20")  # the link says what is shown, from 1
 
 
 def test_a_link_to_a_step_beyond_the_name_shows_the_last_step_and_says_so():
@@ -299,9 +304,9 @@ def test_a_lesson_naming_a_name_and_step_the_draw_lacks_says_so(locked):
     assert_no_exception(at)
     last = _drawn(at)[-1]
     notices = texts(at.warning)
-    assert "Name 151 is not among the 20 sampled names" in notices
+    assert "Name 150 is not among the 20 sampled names" in notices
     assert f"so there is no step 40; the last one, step {len(last)}, is shown" in notices
-    assert _taken_apart(at) == last and _chosen_box(at).value == 19
+    assert _taken_apart(at) == last and _chosen_box(at).value == 20
     assert at.slider(key=_key(at, "step")).value == len(last)
 
 

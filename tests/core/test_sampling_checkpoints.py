@@ -51,7 +51,8 @@ def test_samples_are_labelled_against_the_splits(memorised):
     )
     assert len(samples) == 60 and all(isinstance(s, SampledName) for s in samples)
     for sample in samples:
-        expected = "train" if sample.name in data.train_names else "val" if sample.name in data.val_names else "new"
+        expected = ("empty" if not sample.name else "train" if sample.name in data.train_names
+                    else "val" if sample.name in data.val_names else "new")
         assert sample.label == expected
         assert "." not in sample.name
     shares = label_shares(samples)
@@ -64,9 +65,23 @@ def test_samples_are_labelled_against_the_splits(memorised):
 
 
 def test_label_shares_of_nothing_and_of_a_mix():
-    assert label_shares([]) == {"new": 0.0, "train": 0.0, "val": 0.0}
+    assert label_shares([]) == {"new": 0.0, "train": 0.0, "val": 0.0, "empty": 0.0}
     mix = [SampledName("a", "new"), SampledName("b", "train"), SampledName("c", "train"), SampledName("d", "val")]
-    assert label_shares(mix) == {"new": 0.25, "train": 0.5, "val": 0.25}
+    assert label_shares(mix) == {"new": 0.25, "train": 0.5, "val": 0.25, "empty": 0.0}
+
+
+def test_a_draw_that_ends_at_once_is_empty_not_new(memorised):
+    # the model wrote "." first: no name, which the page counted as an invented one ("(empty)",
+    # "new", in the share of new names)
+    _, data = memorised
+    model = GPT(GPTConfig(vocab_size=data.tokenizer.vocab_size, n_layer=1, n_head=1, d_embed=8, d_ff=16,
+                          bias=True))
+    with torch.no_grad():  # "." is the only character this model writes
+        model.lm_head.bias.fill_(-1e4)
+        model.lm_head.bias[data.tokenizer.stoi["."]] = 1e4
+    samples = sample_names(model, data.tokenizer, 5, seed=0, train_names=data.train_names)
+    assert [(s.name, s.label) for s in samples] == [("", "empty")] * 5
+    assert label_shares(samples)["new"] == 0.0 and label_shares(samples)["empty"] == 1.0
 
 
 def test_sampling_is_reproducible_and_honours_the_prefix(memorised):
