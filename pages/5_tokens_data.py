@@ -155,6 +155,8 @@ with friendly_errors("the tokens"):
         tokens_cache.chips_element(text, settings.allow_special, lecture, "bpe")
         st.caption(f"Vocabulary of {GPT2_N_VOCAB:,} ids; ␣ marks a space that belongs to the token. "
                    f"Encoding loaded offline from the {gpt2_source().split(' (')[0]}.")
+        if summary.n_partial:
+            st.caption(tokens_data.partial_note(summary.n_partial))
     with right:
         st.subheader(f"Characters · {summary.n_chars:,} tokens")
         tokens_cache.chips_element(text, settings.allow_special, lecture, "chars")

@@ -1,6 +1,8 @@
 """Inside the trained names GPT: attention maps of every layer and head for a typed name, the
 next-character distribution at each position, the token embeddings and their 2-D PCA."""
 
+import dataclasses
+
 import streamlit as st
 
 from core import runs
@@ -85,6 +87,7 @@ inspection = None
 with friendly_errors("the attention maps"):
     inspection = _inspect(run, settings.name)
     st.session_state[LAST_NAME_KEY] = settings.name
+name_read = inspection is not None  # the typed name could be read
 if inspection is None:
     inspection = _last_valid(run)
 
@@ -175,4 +178,8 @@ training.show_cached_chart(
 
 show_code([lesson.inspect_name, CausalSelfAttention.forward, lesson.top_predictions,
            lesson.embedding_pca, lesson.vowel_separation])
-sync_url(settings)
+# a name the model cannot read stays in its box to be corrected, but not in the link: a reload or a
+# shared link would open on the error again; the link holds the last name that could be read
+last_read = st.session_state.get(LAST_NAME_KEY)
+sync_url(settings if name_read else dataclasses.replace(
+    settings, name=last_read if isinstance(last_read, str) else lesson.InsideSettings().name))

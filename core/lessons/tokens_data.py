@@ -74,6 +74,7 @@ class TokenSummary:
     char_round_trip: bool  # char.decode(char.encode(text)) == text
     n_end_of_text: int  # how many "<|endoftext|>" markers the text holds
     n_bpe_plain: int  # GPT-2 tokens when the marker is read as ordinary text
+    n_partial: int = 0  # GPT-2 tokens holding part of a character's UTF-8 bytes (shown as "�")
 
     @property
     def chars_per_token(self) -> float:
@@ -90,7 +91,29 @@ def token_summary(text: str, allow_special: bool = True) -> TokenSummary:
         n_chars=len(text), n_bpe=len(ids), char_vocab_size=char_tok.vocab_size,
         bpe_round_trip=encoding.decode(ids) == text,
         char_round_trip=char_tok.decode(char_tok.encode(text)) == text,
-        n_end_of_text=text.count(END_OF_TEXT), n_bpe_plain=len(plain_ids))
+        n_end_of_text=text.count(END_OF_TEXT), n_bpe_plain=len(plain_ids),
+        n_partial=sum(not _whole_characters(encoding.decode_single_token_bytes(i)) for i in ids))
+
+
+def _whole_characters(piece: bytes) -> bool:
+    """Whether a token's bytes are whole UTF-8 characters (a byte-level BPE token may hold part
+    of one: "é" is two bytes, an emoji four, and a token can end between them)."""
+    try:
+        piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def partial_note(n_partial: int) -> str:
+    """Why `n_partial` GPT-2 tokens show as "�"; "" when none does."""
+    if not n_partial:
+        return ""
+    return (f"{n_partial} GPT-2 {'token shows' if n_partial == 1 else 'tokens show'} “�”: GPT-2's BPE "
+            "works on the text's UTF-8 bytes, not its characters, and a character of several bytes "
+            "(é is 2, 你 is 3, an emoji 4) can be split between tokens. A piece that is not a whole "
+            "character cannot be written on its own; together the pieces decode to the text again "
+            "(the round trip below).")
 
 
 def end_of_text_pieces() -> tuple[list[int], list[int]]:

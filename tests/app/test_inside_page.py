@@ -282,3 +282,14 @@ def test_a_model_with_many_heads_shows_the_picked_layers_heads():
     sums = rows.groupby(["head", "query"])["weight"].sum()
     assert np.allclose(sums, 1.0, atol=1e-5)
     assert "Attention weights, every head of layer 2" in [h.value for h in at.subheader]
+
+
+def test_a_name_the_model_cannot_read_stays_in_its_box_but_not_in_the_link():
+    # "em ma" went into the address bar: a reload or a shared link opened on the error again
+    at = with_model()
+    at.text_input(key=_key(at, "name")).input("sophia").run()
+    assert at.query_params.get("name") in (["sophia"], "sophia")
+    at.text_input(key=_key(at, "name")).input("so phia").run()
+    assert_no_exception(at)
+    assert at.error and at.text_input(key=_key(at, "name")).value == "so phia"  # kept to be corrected
+    assert at.query_params.get("name") in (["sophia"], "sophia")  # the last name that was read

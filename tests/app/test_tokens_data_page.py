@@ -471,3 +471,14 @@ def test_a_link_that_works_stays_in_the_address_bar():
     at = open_page(PAGE, query={"max_length": "8", "stride": "2"})
     assert not at.error
     assert (at.query_params.get("max_length"), at.query_params.get("stride")) == ("8", "2")
+
+
+def test_tokens_holding_part_of_a_character_are_explained():
+    # "😀🎉 héllo 你好" showed nine "�" chips with nothing to say why
+    at = _own(fresh())
+    assert not any("“�”" in c.value for c in at.caption)  # the built-in text has none
+    at.text_area(key="tokens.own_text").set_value("Emoji 😀🎉 and héllo 你好, a few more words here. " * 2).run()
+    assert_no_exception(at)
+    [note] = [c.value for c in at.caption if "“�”" in c.value]
+    summary = tokens_data.token_summary("Emoji 😀🎉 and héllo 你好, a few more words here. " * 2)
+    assert summary.n_partial > 0 and note.startswith(f"{summary.n_partial} GPT-2 tokens show “�”")

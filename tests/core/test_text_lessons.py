@@ -625,3 +625,16 @@ def test_the_stride_note_says_what_the_windows_read(stride):
         assert len(never_read) == (stride - max_length - 1) * (len(inputs) - 1)
     else:
         assert "every token is read" in note and only_target
+
+
+def test_tokens_holding_part_of_a_character_are_counted():
+    # GPT-2's BPE works on UTF-8 bytes: an emoji (4 bytes) or 你 (3) can be split between tokens
+    from core.tokenizers import bpe_tokens
+
+    text = "😀 héllo 你好"
+    summary = tokens_data.token_summary(text)
+    shown = [piece for _, piece in bpe_tokens(text)]
+    assert summary.n_partial == sum("\ufffd" in piece for piece in shown) > 0
+    assert summary.bpe_round_trip  # the pieces decode to the text together
+    assert tokens_data.token_summary("plain words, café").n_partial == 0
+    assert tokens_data.partial_note(0) == "" and "UTF-8 bytes" in tokens_data.partial_note(3)
