@@ -115,8 +115,9 @@ def hbar_chart(values, labels: Sequence[str], *, texts: Sequence[str] | None = N
                domain: tuple[float, float] | None = None, x_format: str | None = None,
                width: int = 280, row_px: int | None = None) -> alt.LayerChart:
     """Horizontal bars, one colour per label, `texts` (default: the values) right of each bar, or
-    inside its end where the plot has no room for it there (a 95% bar in a narrow column: the text
-    ran past the chart's edge and was cut); inside, white on a dark bar, black on a light one."""
+    inside its end where the plot has no room for it there and the bar has (a 95% bar in a narrow
+    column: the text ran past the chart's edge and was cut); inside, white on a dark bar, black on
+    a light one."""
     values = np.asarray(values, dtype=np.float64).ravel()
     names = unique_labels(labels)
     if len(names) != len(values):
@@ -135,8 +136,10 @@ def hbar_chart(values, labels: Sequence[str], *, texts: Sequence[str] | None = N
     bars = base.mark_bar().encode(color=alt.Color(
         field="label", type="nominal", sort=names, legend=None,
         scale=alt.Scale(range=colours)))
-    # per bar, as Vega draws it: no room right of the bar within the plot's width
-    no_room = "scale('x', datum.value) + datum.text_px > width"
+    # per bar, as Vega draws it: no room right of the bar within the plot's width, and room inside
+    # it (a bar too short for its text keeps it on its right, as before)
+    no_room = ("scale('x', datum.value) + datum.text_px > width "
+               "&& scale('x', datum.value) >= datum.text_px")
     text = base.mark_text(align=alt.ExprRef(f"{no_room} ? 'right' : 'left'"),
                           dx=alt.ExprRef(f"{no_room} ? -{HBAR_TEXT_GAP_PX} : {HBAR_TEXT_GAP_PX}"),
                           fill=alt.ExprRef(f"{no_room} ? datum.inside_fill : 'black'"),

@@ -526,5 +526,7 @@ def test_a_bar_text_goes_inside_the_bar_where_the_plot_has_no_room_right_of_it()
     assert wide["70% (14)"][0] == "start" and wide["70% (14)"][2] == "black"  # room right of it
     assert narrow["70% (14)"][0] == "end"  # in 120 px it has none
     assert narrow["5% (1)"][0] == "start"
+    # a bar too short to hold its text keeps it on its right (inside, it ran over the labels)
+    assert placed(60)["70% (14)"][0] == "start"
     assert all(x <= width for width, placed_ in ((400, wide), (120, narrow))
                for anchor, x, fill in placed_.values() if anchor == "end")
