@@ -231,6 +231,16 @@ REFUSED = "{key}.refused"  # session key of the message about the last text a nu
 KEPT = "{key}.value"  # session key of the value a number box holds in force
 
 
+def _forget_refusals() -> None:
+    """Drop every number box's refusal: a value was taken, in that box or another, and what was
+    refused before is history (the refused boxes show the values in force). A refusal stayed until
+    its own box took a value, and five of them piled up on the Tokens page while the student went
+    on with other boxes."""
+    suffix = REFUSED.format(key="")
+    for key in [k for k in st.session_state if isinstance(k, str) and k.endswith(suffix)]:
+        st.session_state.pop(key, None)
+
+
 def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int | float,
                    on_valid: Callable[[int | float], None] | None = None, help: str | None = None,
                    disabled: bool = False, **kwargs: Any) -> int | float:
@@ -240,8 +250,8 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
     server cannot tell them from a real 1. This box is a text input checked here
     (core.settings.parse_number_text against `rules`: min, max, format): text that is not a number
     of the field's type and range is refused with an error under the box (under its row inside
-    `refusals_below`), which stays until a valid value is typed, and the box goes back to the
-    last valid value, which stays in force.
+    `refusals_below`), which stays until a valid value is typed in this box or another one, and
+    the box goes back to the last valid value, which stays in force.
     Returns the value in force; `on_valid(value)` runs when a new value is taken.
     """
     refused_key, kept_key = REFUSED.format(key=key), KEPT.format(key=key)
@@ -261,7 +271,7 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
                 f"{core_settings.number_range(kind, rules)}.")
             st.session_state[key] = format_number(kept, kind, fmt)
         else:
-            st.session_state.pop(refused_key, None)
+            _forget_refusals()
             st.session_state[kept_key] = number
             st.session_state[key] = format_number(number, kind, fmt)
             if on_valid is not None:

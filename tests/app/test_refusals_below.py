@@ -120,6 +120,19 @@ def test_refusals_under_a_row_come_in_the_order_of_the_boxes_and_go_when_fixed()
     assert_no_exception(at)
 
 
+def test_a_value_taken_in_another_box_ends_the_refusals_before_it():
+    # review: five refusals piled up on the Tokens page while the student went on with other
+    # boxes, each box already showing the value in force; a refusal is about the last attempt
+    at = AppTest.from_function(_row).run()
+    at.text_input(key="A").input("abc").run()
+    at.text_input(key="B").input("99").run()
+    assert [e.value.split(":")[0] for e in at.error] == ["A", "B"]  # refused one after the other
+    at.text_input(key="C").input("7").run()  # a value taken in a third box
+    assert not at.error
+    assert [at.text_input(key=k).value for k in "ABC"] == ["1", "2", "7"]
+    assert_no_exception(at)
+
+
 def test_without_refusals_below_the_refusal_stays_under_its_box():
     at = AppTest.from_function(_row, kwargs={"wrap": False}).run()
     at.text_input(key="B").input("abc").run()
