@@ -398,6 +398,9 @@ def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
         widget = st.text_input
         kwargs = {"max_chars": rules["max_len"]} if "max_len" in rules else {}
         kwargs.update({"help": rules["help"]} if "help" in rules else {})
+        if "max_len" in rules:  # the browser drops a longer paste whole, without a word: say so here
+            limit = f"Up to {rules['max_len']} characters; a longer paste is not taken."
+            kwargs["help"] = f"{kwargs['help']} {limit}" if "help" in kwargs else limit
     elif rules.get("widget") == "slider":
         widget = st.slider
         for bound_name, arg in (("min", "min_value"), ("max", "max_value")):

@@ -330,3 +330,12 @@ def test_a_prefix_refused_after_a_draw_leaves_the_last_good_prefix_in_the_link()
     assert_no_exception(at)
     assert 'must not contain "."' in texts(at.error) and names(at) == good
     assert at.query_params.get("prefix") in (["ma"], "ma")
+
+
+def test_a_text_box_with_a_limit_says_it_in_its_help():
+    # review: a 68-character paste into Prefix (limit 20) was dropped by the browser without a word
+    at = with_model()
+    prefix = at.text_input(key=_key(at, "prefix"))
+    assert prefix.max_chars == 20
+    assert prefix.help.startswith("Every name starts with these letters.")
+    assert "Up to 20 characters; a longer paste is not taken." in prefix.help
