@@ -523,7 +523,8 @@ def _legends_that_fit(spec: dict, room: str) -> dict:
     for side in ("top", "bottom"):
         full_rows = []
         for name, enc, frame, legend, size, limit in _legends(spec, config, (side,)):
-            entries = [SYMBOL_PX + min(text_px(s, size), limit) for s in _categories(enc, frame)]
+            labels = _categories(enc, frame)
+            entries = [SYMBOL_PX + min(text_px(s, size), limit) for s in labels]
             if not entries or enc.get("type") == "quantitative" or "legend" not in enc:
                 continue
             columns = legend.get("columns", 0)
@@ -537,7 +538,7 @@ def _legends_that_fit(spec: dict, room: str) -> dict:
             for c in range(2, columns + 1):  # the most columns that fit, else one
                 expr = f"{free} >= {math.ceil(needs[c])} ? {c} : {expr}"
             changes[name] = {"columns": {"expr": expr}, **_labels_on_lines(
-                legend, _categories(enc, frame), size, limit, f"({free} - {SYMBOL_PX})")}
+                legend, labels, size, limit, f"({free} - {SYMBOL_PX})")}
             full_rows.append(needs[columns])
         if len(full_rows) > 1 and side not in layout:
             together = sum(full_rows) + LEGEND_OFFSET_PX * (len(full_rows) - 1)
@@ -590,6 +591,12 @@ def fit_to_column(spec: dict | None) -> dict | None:
             "usermeta": {**spec_fitted.get("usermeta", {}), FIT_WIDTH: natural}}
 
 
+def _padding_x(spec: dict) -> float:
+    """What a fitted chart's container holds beside the chart: its left and right padding."""
+    padding = spec.get("padding") if isinstance(spec.get("padding"), dict) else {}
+    return padding.get("left", 0) + padding.get("right", 0) + FIT_SPARE_PX
+
+
 def _room(spec: dict, extras: float) -> str:
     """The width a fitted chart's title has, as a Vega expression: the chart's container less the
     padding where Vega has a container (a browser), else the plot's width and `extras` (vl-convert).
@@ -597,9 +604,7 @@ def _room(spec: dict, extras: float) -> str:
     layout; the plot's width is set by the layout itself, so a title chosen from it changed after
     the height had been fixed, and a title that went from one line to two had its first line cut
     above the chart (after a resize from 1900 to 1024 px, and at times on a first load)."""
-    padding = spec.get("padding") if isinstance(spec.get("padding"), dict) else {}
-    sides = padding.get("left", 0) + padding.get("right", 0) + FIT_SPARE_PX
-    return (f"(isFinite(containerSize()[0]) ? containerSize()[0] - {sides:g} "
+    return (f"(isFinite(containerSize()[0]) ? containerSize()[0] - {_padding_x(spec):g} "
             f": width + {extras:.0f})")
 
 
@@ -614,9 +619,7 @@ def _band(spec: dict, extras: float) -> str:
     on the Small LM page at 390 px in lecture mode). bandwidth('x') where there is no container."""
     found = _channel(spec, "x")
     count = max(len(_categories(*found)), 1) if found else 1
-    padding = spec.get("padding") if isinstance(spec.get("padding"), dict) else {}
-    sides = padding.get("left", 0) + padding.get("right", 0) + FIT_SPARE_PX
-    return (f"(isFinite(containerSize()[0]) ? (containerSize()[0] - {sides + extras:.0f}) / {count} "
+    return (f"(isFinite(containerSize()[0]) ? (containerSize()[0] - {_padding_x(spec) + extras:.0f}) / {count} "
             f"* {BAND_SHARE} : bandwidth('x'))")
 
 
