@@ -70,9 +70,12 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
         _read_upload(prefix, text_key, min_chars)
         st.caption("Your text stays in this browser session only; it is never put in the link.")
     with left:
-        # one character over the limit lets us tell a cut-off paste from a text that fits
+        # no max_chars: with one, Streamlit drops a longer paste whole and says nothing; without,
+        # the text reaches validate_text, which says it is too long and keeps the last valid one
         raw = st.text_area("Paste your text", key=text_key, height=height,
-                           max_chars=texts.MAX_TEXT_CHARS + 1)
+                           help=f"Up to {texts.MAX_TEXT_CHARS:,} characters (a few book chapters); "
+                                "a longer text is refused with a message and the last valid text "
+                                "stays in use.")
     st.session_state[kept_key] = raw
     text, problem = state.keep_last_valid(
         good_key, lambda: texts.validate_text(raw, what="Your text", min_chars=min_chars), first=starter)

@@ -141,7 +141,7 @@ def test_your_own_text_is_still_there_after_a_visit_to_another_page(page, server
     open_lesson(page, server_url, "tokens_data", "Tokens & data loaders")
     page.get_by_text("Your own text", exact=True).click()
     wait_idle(page)
-    box = page.get_by_label("Paste your text")
+    box = page.get_by_role("textbox", name="Paste your text")
     mine = "the quick brown fox jumps over the lazy dog. " * 3
     box.fill(mine)
     box.press("Control+Enter")  # a text area applies its value on Ctrl+Enter (or on blur)
@@ -153,6 +153,31 @@ def test_your_own_text_is_still_there_after_a_visit_to_another_page(page, server
     page.get_by_role("link", name="Tokens & data loaders").first.click()
     page.get_by_role("heading", name="Tokens & data loaders").wait_for(timeout=60_000)
     wait_idle(page)
-    assert page.get_by_label("Paste your text").input_value() == mine
+    assert page.get_by_role("textbox", name="Paste your text").input_value() == mine
     assert _metric(page, "Characters") == characters
+    assert_no_error(page)
+
+
+def test_a_paste_over_the_limit_is_refused_with_a_message_and_the_last_text_kept(page, server_url):
+    """A text area with Streamlit's max_chars drops a longer paste whole, without a word: the
+    student saw nothing happen. The own-text box has no max_chars, so the page says why."""
+    open_lesson(page, server_url, "tokens_data", "Tokens & data loaders")
+    page.get_by_text("Your own text", exact=True).click()
+    wait_idle(page)
+    box = page.get_by_role("textbox", name="Paste your text")
+    box.fill("a short text of mine, to keep.")
+    box.press("Control+Enter")
+    wait_idle(page)
+    assert _metric(page, "Characters") == "30"
+    box.focus()
+    box.press("Control+A")
+    # a real paste inserts its text as one edit, as insertText does (fill() would too, slower)
+    page.evaluate("() => document.execCommand('insertText', false, 'word '.repeat(30000))")
+    box.press("Control+Enter")
+    wait_idle(page)
+    assert box.input_value().startswith("word word")  # the paste was taken into the box
+    alert = page.locator("[data-testid='stAlert']", has_text="too long (150,000 characters)")
+    alert.wait_for(timeout=30_000)
+    assert "The last valid text (30 characters) stays in use." in alert.inner_text()
+    assert _metric(page, "Characters") == "30"
     assert_no_error(page)
