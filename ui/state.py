@@ -204,10 +204,36 @@ def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefi
     if is_locked:
         kwargs["help"] = (kwargs.get("help", "") + " 🔒 Locked by the lesson.").strip()
         st.session_state[key] = to_widget(getattr(obj, field))  # a locked value cannot drift
+    limit = kwargs.pop("max_chars", None)
+    if limit is not None:  # checked here: Streamlit's own limit drops a longer paste without a word
+        kwargs["help"] = f"{kwargs.get('help', '')} {LIMIT_HELP.format(limit=limit)}".strip()
+        kwargs["on_change"] = _length_check(label, key, limit, lambda: to_widget(getattr(obj, field)))
     value = widget(label, key=key, disabled=is_locked or kwargs.pop("disabled", False), **kwargs)
+    if limit is not None:
+        _show_refusal(REFUSED.format(key=key))
     if not is_locked:
         setattr(obj, field, from_widget(value))
     return getattr(obj, field)
+
+
+LIMIT_HELP = "Up to {limit:,} characters; a longer text is refused with a message."
+
+
+def _length_check(label: str, key: str, limit: int, kept: Callable[[], str]) -> Callable[[], None]:
+    """The on_change of a text box with a length limit: a longer text is refused with a message
+    and the box goes back to the text in force (`kept()`); a text that fits ends every refusal
+    shown, as a number box's valid value does. Streamlit's `max_chars` would stop typing at the
+    limit, but it drops a longer paste whole, and the student saw nothing happen."""
+    def check() -> None:
+        text = st.session_state.get(key)
+        if isinstance(text, str) and len(text) > limit:
+            st.session_state[REFUSED.format(key=key)] = (
+                f"{label}: {len(text):,} characters is over the limit of {limit:,}; "
+                "the box went back to its last text.")
+            st.session_state[key] = kept()
+        else:
+            _forget_refusals()
+    return check
 
 
 def format_number(value: int | float, kind: type, fmt: str | None = None) -> str:
@@ -227,7 +253,7 @@ def format_number(value: int | float, kind: type, fmt: str | None = None) -> str
 
 
 NUMBER_HELP = "anything else is refused and the last value kept"  # ends every number box's help
-REFUSED = "{key}.refused"  # session key of the message about the last text a number box refused
+REFUSED = "{key}.refused"  # session key of the message about the last text a box refused (number or length)
 KEPT = "{key}.value"  # session key of the value a number box holds in force
 
 
@@ -282,13 +308,7 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
     st.text_input(label, key=key, on_change=check, disabled=disabled,
                   help=f"{help_text}Type {words}; {NUMBER_HELP}.",
                   **kwargs)
-    refusal = st.session_state.get(refused_key)
-    if refusal:
-        pending = _row_refusals.get()
-        if pending is None:
-            _draw_refusal(refusal)
-        else:  # inside `refusals_below`: drawn under the whole row
-            pending.append(refusal)
+    _show_refusal(refused_key)
     number = number_now(key, kind, rules, value)
     st.session_state[kept_key] = number
     return number
@@ -298,6 +318,18 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
 # module global: each session runs its script in its own thread, which has its own context
 _row_refusals: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "row_refusals", default=None)
+
+
+def _show_refusal(refused_key: str) -> None:
+    """Draw the refusal stored under `refused_key`, if any: under its box, or, inside
+    `refusals_below`, under the whole row."""
+    refusal = st.session_state.get(refused_key)
+    if refusal:
+        pending = _row_refusals.get()
+        if pending is None:
+            _draw_refusal(refusal)
+        else:
+            pending.append(refusal)
 
 
 def _draw_refusal(message: str) -> None:
@@ -398,9 +430,6 @@ def spec_widget(obj: Any, field: str, *, prefix: str, **overrides: Any) -> Any:
         widget = st.text_input
         kwargs = {"max_chars": rules["max_len"]} if "max_len" in rules else {}
         kwargs.update({"help": rules["help"]} if "help" in rules else {})
-        if "max_len" in rules:  # the browser drops a longer paste whole, without a word: say so here
-            limit = f"Up to {rules['max_len']} characters; a longer paste is not taken."
-            kwargs["help"] = f"{kwargs['help']} {limit}" if "help" in kwargs else limit
     elif rules.get("widget") == "slider":
         widget = st.slider
         for bound_name, arg in (("min", "min_value"), ("max", "max_value")):
