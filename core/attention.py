@@ -437,7 +437,7 @@ class AttentionSteps:
     attn_weights_dropped: torch.Tensor  # (H, T, T) kept weights * 1/(1-p), zeros elsewhere
     context_per_head: torch.Tensor  # (H, T, head_dim) attn_weights_dropped @ values_h
     context_vec: torch.Tensor  # (T, d_out) heads concatenated side by side
-    output: torch.Tensor  # (T, d_out) after the output projection (= context_vec if none)
+    output: torch.Tensor  # (T, d_proj) after the output projection (= context_vec, d_proj = d_out, if none)
     num_heads: int  # H
     head_dim: int  # d_out // num_heads
     causal: bool  # whether later tokens were hidden
@@ -688,6 +688,11 @@ def attention_intermediates(
         training=bool(training),
     )
     return _cast_steps(steps, x.dtype)
+
+
+# the one-step helpers attention_intermediates calls, in the order it calls them: the pages show
+# them beside it, so the masked_fill, the dropout and the head split are on screen too
+STEP_HELPERS = (_split_heads, _mask_for, _masked_scores, _dropout_keep, _apply_dropout, _merge_heads)
 
 
 def _cast_steps(steps: AttentionSteps, dtype: torch.dtype) -> AttentionSteps:

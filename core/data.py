@@ -245,12 +245,26 @@ def _check_window_args(max_length: int, stride: int) -> None:
 
 
 class GPTDatasetV1(Dataset):
-    """The book's GPTDatasetV1: overlapping windows of a tokenized text, built in one go."""
+    """The book's GPTDatasetV1: overlapping windows of a tokenized text, cut by the book's loop.
+
+    Written as a plain loop on purpose, apart from `sliding_windows` (one `unfold`): the Tokens
+    page checks its batches against this loader, so the two must be able to disagree."""
 
     def __init__(self, txt: str, tokenizer, max_length: int, stride: int):
+        _check_window_args(max_length, stride)
         self.tokenizer = tokenizer
         token_ids = _encode_text(txt, tokenizer)
-        self.input_ids, self.target_ids = sliding_windows(token_ids, max_length, stride)  # (N, T)
+        if len(token_ids) <= max_length:  # the last target is the token after the window
+            raise InvalidSettingError(
+                f"The text has {len(token_ids)} tokens; one window of max_length {max_length} "
+                f"needs at least {max_length + 1}.")
+        self.input_ids, self.target_ids = [], []
+        # a window starts every `stride` tokens; the last start leaves one token for its last target
+        for i in range(0, len(token_ids) - max_length, stride):
+            input_chunk = token_ids[i:i + max_length]  # tokens i .. i+max_length-1
+            target_chunk = token_ids[i + 1:i + max_length + 1]  # the same, one token later
+            self.input_ids.append(torch.tensor(input_chunk))  # (T,)
+            self.target_ids.append(torch.tensor(target_chunk))  # (T,)
 
     def __len__(self) -> int:
         return len(self.input_ids)

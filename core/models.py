@@ -424,6 +424,9 @@ class CausalSelfAttention(_CausalMaskMixin, nn.Module):
                 context_vec = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # (B, n_head, T, head_dim)
         else:
             attn_scores = q @ k.transpose(-2, -1) * self.head_dim**-0.5  # (B, n_head, T, T)
+            # two masks, two conventions: a packed batch's attn_mask is True where a query MAY look
+            # (its own name's earlier letters), so ~ hides the rest; causal_mask is True where it
+            # may NOT (the future), as in the walkthrough's causal_mask
             if attn_mask is not None:
                 attn_scores = attn_scores.masked_fill(~attn_mask, float("-inf"))  # (B, n_head, T, T)
             elif self.causal:

@@ -47,7 +47,7 @@ module_cls = attention.SelfAttentionV1 if settings.variant == "v1" else attentio
 
 def steps_code() -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
-    show_code([self_attention.self_attention, attention.attention_intermediates],
+    show_code([self_attention.self_attention, attention.attention_intermediates, *attention.STEP_HELPERS],
               label="Show the code that computed these numbers")
     walkthrough.show_book_code(module_cls.forward, f"{module_cls.__name__}.forward = these steps")
 
@@ -205,7 +205,8 @@ def scaling_panel() -> None:
                            "diffuse weights, then nearly one-hot once multiplied by 100.")
     walkthrough.numbers_line("softmax(logits) =", soft, 2)
     walkthrough.numbers_line("softmax(logits × 100) =", soft100, 2)
-    show_code([self_attention.scaling_run, self_attention.softmax_peak, self_attention.slide_logits])
+    show_code([self_attention.scaling_run, self_attention.softmax_peak, self_attention._softmax_peak.__wrapped__,
+               self_attention.slide_logits])
 
 
 with area.lesson, friendly_errors("self-attention"):

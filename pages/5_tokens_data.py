@@ -296,7 +296,7 @@ if view is not None:
     # the functions that made these windows and batches (and, when it ran, the book's loader
     # they were checked against)
     show_code([tokens_data.build_loader_view, core_data.count_windows, core_data.sliding_windows]
-              + ([tokens_data.matches_book_loader, core_data.create_dataloader_v1]
+              + ([tokens_data.matches_book_loader, core_data.create_dataloader_v1, core_data.GPTDatasetV1]
                  if view.book_first_batch is not None else []))
 
 # ---------------------------------------------------------------------------------------------

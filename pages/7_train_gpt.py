@@ -7,6 +7,7 @@ import streamlit as st
 
 from core import budget, runs, train_settings
 from core.classroom import questions
+from core.models import GPT, CausalSelfAttention, DecoderLayer, FeedForward, GPTConfig
 from core.settings import count
 from core.training import Trainer, make_optimizer
 from core.training.muon import MuonAdamW, orthogonalise
@@ -120,7 +121,9 @@ if not problems:
             st.error("This run is too large for this server: " + " ".join(size_problems), icon=":material/block:")
         else:  # the structure is built only for a model this server would train
             _, module_text, parts = runs.model_structure(config)
-            shown_before_training += [train_settings.to_train_config, runs.model_structure]
+            shown_before_training += [train_settings.to_train_config, GPTConfig.num_params,
+                                      runs.model_structure, runs._structure_table.__wrapped__,
+                                      runs._structure.__wrapped__]
             with structure_tab:
                 st.metric("Parameters", f"{n_params:,}")
                 st.caption(f"{count(settings.n_layer, 'decoder layer')} × {count(settings.n_head, 'head')} of "
@@ -179,7 +182,9 @@ training.checkpoint_panel(book)
 
 if current is not None and current.trainer.step > 0:
     muon = [make_optimizer, MuonAdamW._muon_step, orthogonalise] if current.trainer.config.optimizer == "muon" else []
-    show_code([runs.Run.advance, Trainer.train, Trainer.evaluate, *muon, runs.smooth, runs.run_labels])
+    # the step first (forward, backward, update), then the loop around it, then the model it trains
+    show_code([Trainer._train_step, Trainer.train, Trainer.evaluate, *muon, GPT.forward, DecoderLayer.forward,
+               CausalSelfAttention.forward, FeedForward.forward, runs.Run.advance, runs.smooth, runs.run_labels])
 else:  # nothing has trained yet: show what computed the parameter count and the structure
     show_code(shown_before_training,
               note="The training loop's code appears here once a run has trained.")

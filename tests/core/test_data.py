@@ -28,7 +28,7 @@ from core.data import (
     split_names,
     train_val_split_tensor,
 )
-from core.tokenizers import CharTokenizer, clear_gpt2_cache
+from core.tokenizers import CharTokenizer, clear_gpt2_cache, gpt2_encoding
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread only waits (tests/conftest.py)
 
@@ -281,6 +281,22 @@ def test_sliding_windows_match_the_book(max_length, stride):
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
 
 
+@pytest.mark.parametrize("max_length, stride", [(4, 1), (4, 4), (4, 5), (7, 3), (1, 1), (40, 2)])
+def test_the_books_dataset_loop_and_sliding_windows_cut_the_same_windows(gpt2_offline, max_length, stride):
+    """Two ways to the same windows: GPTDatasetV1's loop and one unfold. The Tokens page's badge
+    compares its batches with the book's loader, so this is what the badge can catch."""
+    gpt2 = gpt2_encoding()
+    dataset = GPTDatasetV1(STORY, gpt2, max_length, stride)
+    ids = gpt2.encode(STORY)
+    inputs, targets = sliding_windows(ids, max_length, stride)
+    assert torch.equal(torch.stack(dataset.input_ids), inputs)
+    assert torch.equal(torch.stack(dataset.target_ids), targets)
+    with pytest.raises(ValueError, match="at least"):
+        GPTDatasetV1("Too short.", gpt2, 256, 128)
+    with pytest.raises(ValueError, match="stride"):
+        GPTDatasetV1(STORY, gpt2, 4, 0)
+
+
 def test_sliding_windows_errors():
     with pytest.raises(ValueError, match="stride"):
         sliding_windows(list(range(20)), 4, 0)
@@ -299,7 +315,7 @@ def test_gpt_dataset_and_loader_shapes(gpt2_offline):
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
     dataset = loader.dataset
     assert isinstance(dataset, GPTDatasetV1)
-    assert torch.equal(inputs, dataset.input_ids[:8])
+    assert torch.equal(inputs, torch.stack(dataset.input_ids[:8]))
     n_tokens = len(dataset.tokenizer.encode(STORY))
     assert len(dataset) == count_windows(n_tokens, 4, 4)
     assert len(loader) == len(dataset) // 8  # drop_last
