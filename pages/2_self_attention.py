@@ -49,7 +49,7 @@ def steps_code() -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
     show_code([self_attention.self_attention, attention.attention_intermediates, *attention.STEP_HELPERS],
               label="Show the code that computed these numbers")
-    walkthrough.show_book_code(module_cls.forward, f"{module_cls.__name__}.forward = these steps")
+    walkthrough.show_book_code(module_cls, f"{module_cls.__name__}.forward = these steps")
 
 
 def weights_step(steps) -> None:

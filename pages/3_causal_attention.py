@@ -68,7 +68,7 @@ def steps_code(extra=()) -> None:
     check = "CausalAttention (eval) = these steps"
     if bundle.train_module_diff is not None:
         check += "” and “CausalAttention (training) = these steps"
-    walkthrough.show_book_code(attention.CausalAttention.forward, check)
+    walkthrough.show_book_code(attention.CausalAttention, check)
 
 
 def masked_labels(steps) -> np.ndarray:

@@ -90,7 +90,7 @@ def steps_code(result: multi_head.MultiHead) -> None:
     check = "MultiHeadAttention.forward = these steps"
     if result.train_module_diff is not None:
         check += "” and “MultiHeadAttention.forward (training) = these steps"
-    walkthrough.show_book_code(attention.MultiHeadAttention.forward, check)
+    walkthrough.show_book_code(attention.MultiHeadAttention, check)
 
 
 def head_maps(result: multi_head.MultiHead) -> None:

@@ -581,7 +581,8 @@ def _apply_setup(name: str) -> None:
 
 
 def show_book_code(fn: Callable, check: str) -> None:
-    """The book's class, shown for comparison beside the code that computed the page.
+    """The book's class (its `__init__` too: the weights, the mask buffer), shown for comparison
+    beside the code that computed the page.
 
     The steps on screen come from `attention_intermediates` (every intermediate matrix kept, in
     float64); the book's class returns only the final context vectors. Both run on every page

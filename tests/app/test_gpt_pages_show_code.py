@@ -56,10 +56,13 @@ def calls():
 
 
 def assert_all_ran(passed: list, seen: set) -> None:
+    """Every function shown ran; a class shown (the model) ran its __init__ and its forward."""
     assert passed, "the page shows no code"
     for fn in passed:
-        code = inspect.unwrap(fn).__code__
-        assert code in seen, f"the code view shows {fn.__qualname__}, which did not run"
+        ran = [getattr(fn, name) for name in ("__init__", "forward")] if inspect.isclass(fn) else [fn]
+        for part in ran:
+            code = inspect.unwrap(part).__code__
+            assert code in seen, f"the code view shows {part.__qualname__}, which did not run"
 
 
 def trained_book():
