@@ -7,7 +7,7 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    # the hosted caps: one training slice at a time, training at most 30% of the time, small runs
+    # the hosted caps: one training slice at a time, training at most 25% of the time, small runs
     ATTENTION_LAB_HOSTED=1
 
 WORKDIR /app
