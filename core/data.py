@@ -136,6 +136,32 @@ def name_windows(
     return torch.from_numpy(inputs).long(), torch.from_numpy(targets).long()
 
 
+def name_windows_loop(
+    names: Sequence[str], tokenizer: CharTokenizer, context_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The windows of `name_windows`, cut one name at a time: the version the lessons show.
+
+    `name_windows` builds them all at once with numpy (the trainer windows ~32,000 names);
+    tests check that the two give the same tensors for every name of data/names.txt.
+    """
+    if context_size < 1:
+        raise ValueError(f"context_size must be at least 1, got {context_size}.")
+    _check_names(names)
+    inputs, targets = [], []
+    for name in names:
+        seq = tokenizer.encode("." + name + ".")  # "." marks where a name starts and ends
+        # a name that fits gives one window; a longer one slides by one, so every target is seen
+        for start in range(max(1, len(seq) - context_size)):
+            chunk = seq[start:start + context_size + 1]  # T inputs and one more id for the last target
+            x, y = chunk[:-1], chunk[1:]  # the targets are the inputs one step later
+            # a short name is padded on the right: inputs with ".", targets with IGNORE_INDEX,
+            # which the loss skips (the padding never counts as something to predict)
+            inputs.append(x + [PAD_ID] * (context_size - len(x)))
+            targets.append(y + [IGNORE_INDEX] * (context_size - len(y)))
+    as_tensor = lambda rows: torch.tensor(rows, dtype=torch.long).reshape(-1, context_size)  # noqa: E731
+    return as_tensor(inputs), as_tensor(targets)  # (N, T), (N, T)
+
+
 def _check_names(names: Sequence[str]) -> None:
     empty = [index for index, name in enumerate(names) if not name]
     if empty:

@@ -149,7 +149,7 @@ def render_no_scaling() -> None:
 
 
 def render_short_names() -> None:
-    pitfalls_ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows],
+    pitfalls_ui.side_by_side([short_names.buggy_lecture_windows], [data.name_windows_loop],
                              [short_names.demo, short_names.examples_by_length], fixed_height=480)
     context_size = pitfalls_ui.widget(settings, "context_size")
     result = pitfalls_ui.names_demo("short_names", context_size)
@@ -291,7 +291,7 @@ def render_no_position() -> None:
 
 
 def render_encode_shape() -> None:
-    pitfalls_ui.side_by_side([short_names.buggy_lecture_windows, encode_shape.buggy_unpack], [data.name_windows],
+    pitfalls_ui.side_by_side([short_names.buggy_lecture_windows, encode_shape.buggy_unpack], [data.name_windows_loop],
                              encode_shape.demo, fixed_height=560)
     result = pitfalls_ui.names_demo("encode_shape", pitfalls_ui.widget(settings, "context_size"))
     if result["buggy_shape"] is None:

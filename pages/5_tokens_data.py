@@ -425,7 +425,7 @@ with friendly_errors("the name windows"):
         tokens_cache.name_windows_table(shown_name, context, lecture, tables[:6])
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
-    show_code(core_data.name_windows)
+    show_code(core_data.name_windows_loop)
 
 # The link holds the last valid values, so a shared link never opens on an error.
 link = dataclasses.replace(settings)

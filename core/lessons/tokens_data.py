@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
 
-from core.data import IGNORE_INDEX, count_windows, create_dataloader_v1, name_windows, sliding_windows
+from core.data import IGNORE_INDEX, count_windows, create_dataloader_v1, name_windows_loop, sliding_windows
 from core.lessons.text import TextProblem, visible
 from core.models import embedding_skeleton
 from core.settings import spec
@@ -526,7 +526,7 @@ def validate_name(name: str) -> str:
 
 def name_window_frames(name: str, context_size: int) -> list[pd.DataFrame]:
     """The windows of one name as tables: rows input / input id / target / target id, one column per t."""
-    inputs, targets = name_windows([name], NAMES_TOKENIZER, context_size)  # (n, T), (n, T)
+    inputs, targets = name_windows_loop([name], NAMES_TOKENIZER, context_size)  # (n, T), (n, T)
     frames = []
     for x_row, y_row in zip(inputs.tolist(), targets.tolist()):
         columns = {}

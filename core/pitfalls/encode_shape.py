@@ -2,7 +2,7 @@
 
 Buggy: `core.pitfalls.short_names.buggy_lecture_windows` (a one-element list per character) and
 `buggy_unpack`, the first line of the lecture's `GPT.forward`.
-Fixed: `core.data.name_windows` (flat ids, shape (N, T)).
+Fixed: `core.data.name_windows_loop` (flat ids, shape (N, T)).
 Demo: a batch each way, and what the lecture's forward and our GPT make of it.
 """
 
@@ -13,7 +13,7 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from core.data import name_windows
+from core.data import name_windows_loop
 from core.models import GPT, GPTConfig
 from core.pitfalls.common import Pitfall, run_caught
 from core.pitfalls.short_names import buggy_lecture_windows
@@ -42,7 +42,7 @@ def demo(names: Sequence[str], tokenizer: CharTokenizer, context_size: int = 8,
         return {"buggy_shape": None}
     buggy_x = torch.tensor(lecture_inputs[:batch_size])  # (B, T, 1)
     buggy_y = torch.tensor(lecture_targets[:batch_size])  # (B, T, 1)
-    fixed_x, fixed_y = name_windows(list(names[:batch_size]), tokenizer, context_size)  # (N, T)
+    fixed_x, fixed_y = name_windows_loop(list(names[:batch_size]), tokenizer, context_size)  # (N, T)
     fixed_x, fixed_y = fixed_x[:batch_size], fixed_y[:batch_size]  # (B, T)
     model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, context_size=context_size, n_layer=1,
                           n_head=1, d_embed=16, d_ff=32, dropout=0.0), seed=0).eval()
@@ -69,5 +69,5 @@ def shape_table(result: dict) -> pd.DataFrame:
     return pd.DataFrame([
         {"version": "lecture (encode per char)", "inputs": str(result["buggy_shape"]),
          "targets": str(result["buggy_target_shape"])},
-        {"version": "ours (name_windows)", "inputs": str(result["fixed_shape"]),
+        {"version": "ours (name_windows_loop)", "inputs": str(result["fixed_shape"]),
          "targets": str(result["fixed_target_shape"])}])

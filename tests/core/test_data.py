@@ -23,6 +23,7 @@ from core.data import (
     get_batch,
     load_names,
     name_windows,
+    name_windows_loop,
     random_batch,
     sliding_windows,
     split_names,
@@ -115,6 +116,22 @@ def test_every_name_yields_windows(all_names, names_tokenizer, context_size):
     for row, name in zip(first_rows.tolist()[:2000], all_names[:2000]):
         real = targets[row][targets[row] != IGNORE_INDEX]
         assert names_tokenizer.decode(real) == (name + ".")[:context_size]
+
+
+@pytest.mark.parametrize("context_size", [1, 3, 12, 16])
+def test_the_loop_the_lessons_show_cuts_the_trainers_windows(all_names, names_tokenizer, context_size):
+    """The pages show name_windows_loop (one name at a time); the trainer uses name_windows."""
+    fast_x, fast_y = name_windows(all_names, names_tokenizer, context_size)
+    loop_x, loop_y = name_windows_loop(all_names, names_tokenizer, context_size)
+    assert torch.equal(fast_x, loop_x) and torch.equal(fast_y, loop_y)
+
+
+def test_the_loop_refuses_what_name_windows_refuses(names_tokenizer):
+    assert name_windows_loop([], names_tokenizer, 4)[0].shape == (0, 4)
+    with pytest.raises(ValueError, match="context_size"):
+        name_windows_loop(["ab"], names_tokenizer, 0)
+    with pytest.raises(ValueError, match="must not contain"):
+        name_windows_loop(["a.b"], names_tokenizer, 4)
 
 
 def test_short_name_is_padded():
