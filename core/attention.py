@@ -756,18 +756,22 @@ def _module_settings(module: nn.Module) -> tuple[dict, int | None]:
     raise ValueError(f"Cannot read attention weights from a {type(module).__name__}.")
 
 
-def intermediates_from_module(module, x, *, dropout_seed=0, training=None) -> AttentionSteps:
+def intermediates_from_module(module, x, *, dropout_seed=0, training=None, causal=None) -> AttentionSteps:
     """All the steps of `module` on one sequence x of shape (T, d_in).
 
-    Works for the five classes above. training=None follows module.training. In training mode
-    the dropout keep-mask comes from dropout_seed, not from the module's nn.Dropout (which draws
-    from the global RNG), so the zeros differ from a module call; their distribution is the same.
+    Works for the five classes above. training=None follows module.training; causal=None follows
+    the module (the book's classes are always causal; causal=False shows the same weights with
+    the mask off). In training mode the dropout keep-mask comes from dropout_seed, not from the
+    module's nn.Dropout (which draws from the global RNG), so the zeros differ from a module call;
+    their distribution is the same.
     """
     settings, context_length = _module_settings(module)
     if isinstance(x, torch.Tensor) and x.dim() == 2 and context_length is not None:
         _check_context_length(x.shape[0], context_length)
     if training is None:
         training = module.training
+    if causal is not None:
+        settings = {**settings, "causal": causal}
     return attention_intermediates(x, **settings, dropout_seed=dropout_seed, training=training)
 
 

@@ -13,6 +13,17 @@ The loss is the mean cross-entropy over the non-padding targets (`ignore_index=-
   `n_layer` pre-LayerNorm decoder layers (`CausalSelfAttention` + GELU feed-forward), final LayerNorm,
   linear head.
 
+Each rung keeps the names of the course material it comes from, so a student can hold it beside
+the slides or the lecture. The same things under two names:
+
+    slides (SingleHeadLM)     lecture 7 (GPT)     what it is
+    n_embd                    d_embed             width of a token's vector
+    head_size                 head_dim            width of one head's queries, keys and values
+    block_size                context_size        longest context (both models: `block_size`)
+
+Both name their projections `query`, `key` and `value`; the GPT adds `out`, which mixes the heads
+(the walkthrough's book classes call them `W_query`, `W_key`, `W_value` and `out_proj`).
+
 Randomness is explicit. Models are built on the "meta" device and then filled in from a private
 `torch.Generator` seeded with `seed`, so creating a model never reads or advances the global RNG (several
 Streamlit sessions share one process). Dropout draws from a generator owned by the model

@@ -93,17 +93,21 @@ def multi_head(inputs: torch.Tensor, settings: WalkthroughSettings, num_heads: i
         mha_out = mha(x[None])[0]  # (T, d_out)
         fused_out = fused(x[None])[0]  # (T, d_out)
     # the page's steps are attention_intermediates on mha's weights: check them against mha itself
+    # (causal, as the book's class is), then draw them with the page's mask switch
     eval_steps = attention.intermediates_from_module(mha, x, training=False)
-    mha.causal = settings.causal  # the maps follow the page's mask switch
-    steps = attention.intermediates_from_module(mha, x, training=False)
+    steps = (eval_steps if settings.causal else
+             attention.intermediates_from_module(mha, x, training=False, causal=False))
     train_diff = None
     if settings.train_mode and settings.dropout_p > 0:
         # dropout as the book's nn.Dropout draws it, so mha itself (training mode, same seed) agrees
         steps = with_book_dropout(steps, settings.dropout_p, settings.dropout_seed, mha.out_proj)
-        train_diff = module_check_train(mha, x, steps.output, settings.dropout_seed)
+        mha.causal = settings.causal  # the class in training mode, with the page's mask switch
+        try:
+            train_diff = module_check_train(mha, x, steps.output, settings.dropout_seed)
+        finally:
+            mha.causal = True  # the book's class is causal: mha is compared that way elsewhere
     else:
         steps = dataclasses.replace(steps, dropout_p=settings.dropout_p, training=settings.train_mode)
-    mha.causal = True
     maps = steps.attn_weights  # (H, T, T)
     head_diffs = [max_abs_diff(maps[h], maps[0]) for h in range(num_heads)]
     head_W = [head.W_query.weight.detach().T.clone() for head in wrapper.heads]
