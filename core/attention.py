@@ -690,9 +690,11 @@ def attention_intermediates(
     return _cast_steps(steps, x.dtype)
 
 
-# the one-step helpers attention_intermediates calls, in the order it calls them: the pages show
-# them beside it, so the masked_fill, the dropout and the head split are on screen too
-STEP_HELPERS = (_split_heads, _mask_for, _masked_scores, _dropout_keep, _apply_dropout, _merge_heads)
+# one-step helpers of attention_intermediates that the pages show beside it, where they do the
+# page's work: the causal mask (page 3) and the split into heads and back (page 4). The pages draw
+# their dropout as the book's nn.Dropout does (causal_attention.with_book_dropout), not with these.
+MASK_HELPERS = (_mask_for, _masked_scores)
+HEAD_HELPERS = (_split_heads, _merge_heads)
 
 
 def _cast_steps(steps: AttentionSteps, dtype: torch.dtype) -> AttentionSteps:
@@ -763,7 +765,8 @@ def intermediates_from_module(module, x, *, dropout_seed=0, training=None, causa
     the module (the book's classes are always causal; causal=False shows the same weights with
     the mask off). In training mode the dropout keep-mask comes from dropout_seed, not from the
     module's nn.Dropout (which draws from the global RNG), so the zeros differ from a module call;
-    their distribution is the same.
+    their distribution is the same. (The walkthrough pages call it in eval mode and redraw the
+    dropout as nn.Dropout does, `causal_attention.with_book_dropout`, so theirs match the module.)
     """
     settings, context_length = _module_settings(module)
     if isinstance(x, torch.Tensor) and x.dim() == 2 and context_length is not None:

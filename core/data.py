@@ -139,11 +139,8 @@ def name_windows(
 def name_windows_loop(
     names: Sequence[str], tokenizer: CharTokenizer, context_size: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The windows of `name_windows`, cut one name at a time: the version the lessons show.
-
-    `name_windows` builds them all at once with numpy (the trainer windows ~32,000 names);
-    tests check that the two give the same tensors for every name of data/names.txt.
-    """
+    """`name_windows`, one name at a time (what the lessons show; the trainer's numpy version cuts
+    the same windows for all ~32,000 names at once, tested on every name)."""
     if context_size < 1:
         raise ValueError(f"context_size must be at least 1, got {context_size}.")
     _check_names(names)

@@ -47,7 +47,7 @@ module_cls = attention.SelfAttentionV1 if settings.variant == "v1" else attentio
 
 def steps_code() -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
-    show_code([self_attention.self_attention, attention.attention_intermediates, *attention.STEP_HELPERS],
+    show_code([self_attention.self_attention, attention.attention_intermediates],
               label="Show the code that computed these numbers")
     walkthrough.show_book_code(module_cls, f"{module_cls.__name__}.forward = these steps")
 

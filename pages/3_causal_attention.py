@@ -60,7 +60,7 @@ where = (f"{wt.describe_inputs(settings)}; {wt.describe_weights(settings, projec
 
 def steps_code(extra=()) -> None:
     """The code that computed the steps on screen, then the book's class they were checked against."""
-    show_code([causal_attention.causal_attention, attention.attention_intermediates, *attention.STEP_HELPERS,
+    show_code([causal_attention.causal_attention, attention.attention_intermediates, *attention.MASK_HELPERS,
                *extra],
               label="Show the code that computed these numbers")
     if bundle.module_diff is None:  # mask off: the book's class (always causal) was not compared

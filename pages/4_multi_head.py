@@ -85,7 +85,7 @@ def steps_code(result: multi_head.MultiHead) -> None:
     dropout = [causal_attention.with_book_dropout, causal_attention.book_dropout_keep] \
         if result.train_module_diff is not None else []
     show_code([multi_head.multi_head, attention.intermediates_from_module,
-               attention.attention_intermediates, *attention.STEP_HELPERS, *dropout],
+               attention.attention_intermediates, *attention.HEAD_HELPERS, *attention.MASK_HELPERS, *dropout],
               label="Show the code that computed these numbers")
     check = "MultiHeadAttention.forward = these steps"
     if result.train_module_diff is not None:

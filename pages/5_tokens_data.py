@@ -184,7 +184,7 @@ with friendly_errors("the tokens"):
         else:
             st.markdown(f"This text has no marker; add `{END_OF_TEXT}` between two paragraphs "
                         "of your own text to see it.")
-    show_code([bpe_tokens, tokens_data.token_summary])
+    show_code([bpe_tokens, tokens_data.token_summary], label="Show the code that tokenized the text")
 
 # ---------------------------------------------------------------------------------------------
 st.header("3 · Sliding windows and batches")
@@ -295,9 +295,10 @@ if view is not None:
                    f"stride={vs.stride}, shuffle={vs.shuffle})` with seed {vs.seed}.")
     # the functions that made these windows and batches (and, when it ran, the book's loader
     # they were checked against)
-    show_code([tokens_data.build_loader_view, core_data.count_windows, core_data.sliding_windows]
-              + ([tokens_data.matches_book_loader, core_data.create_dataloader_v1, core_data.GPTDatasetV1]
-                 if view.book_first_batch is not None else []))
+    show_code([tokens_data.build_loader_view, core_data.sliding_windows, core_data.count_windows]
+              + ([core_data.GPTDatasetV1, core_data.create_dataloader_v1, tokens_data.matches_book_loader]
+                 if view.book_first_batch is not None else []),
+              label="Show the code that cut the windows and batches")
 
 # ---------------------------------------------------------------------------------------------
 st.header("4 · One batch becomes embeddings")
@@ -389,7 +390,8 @@ if view is not None:
                 f"**{sum_slice[0, 0]:+.2f}**. The same position row is added to every window "
                 f"of the batch, so “{texts.visible(tokens_data.gpt2_piece(first[0]))}” gets a different vector "
                 "at position 0 than at position 3.")
-        show_code([tokens_data.embed_batch, tokens_data.seeded_embedding_rows, tokens_data.seeded_embedding])
+        show_code([tokens_data.embed_batch, tokens_data.seeded_embedding_rows, tokens_data.seeded_embedding],
+                  label="Show the code that embedded the batch")
 
 # ---------------------------------------------------------------------------------------------
 st.header("5 · How the names GPT's data is made")
@@ -425,7 +427,7 @@ with friendly_errors("the name windows"):
         tokens_cache.name_windows_table(shown_name, context, lecture, tables[:6])
         if len(tables) > 6:
             st.caption(f"… and {len(tables) - 6} more windows.")
-    show_code(core_data.name_windows_loop)
+    show_code(core_data.name_windows_loop, label="Show the code that cut the name's windows")
 
 # The link holds the last valid values, so a shared link never opens on an error.
 link = dataclasses.replace(settings)

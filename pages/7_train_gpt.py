@@ -183,8 +183,8 @@ training.checkpoint_panel(book)
 if current is not None and current.trainer.step > 0:
     muon = [make_optimizer, MuonAdamW._muon_step, orthogonalise] if current.trainer.config.optimizer == "muon" else []
     # the step first (forward, backward, update), then the loop around it, then the model it trains
-    show_code([Trainer._train_step, Trainer.train, Trainer.evaluate, *muon, GPT, DecoderLayer,
-               CausalSelfAttention, FeedForward, runs.Run.advance, runs.smooth, runs.run_labels])
+    show_code([Trainer._train_step, Trainer.train, Trainer.evaluate, GPT, DecoderLayer,
+               CausalSelfAttention, FeedForward, *muon, runs.Run.advance, runs.smooth, runs.run_labels])
 else:  # nothing has trained yet: show what computed the parameter count and the structure
     show_code(shown_before_training,
               note="The training loop's code appears here once a run has trained.")

@@ -194,7 +194,7 @@ with friendly_errors("the next-character probabilities"):
     st.caption("Probabilities are the model's own (temperature 1, all 27 characters); sampling with "
                "another temperature or top-k reshapes them before each draw.")
 
-show_code([lesson.sample_result, lesson.sample_for_page, sample_names, generate, label_shares, lesson.name_steps,
+show_code([generate, lesson.sample_result, lesson.sample_for_page, sample_names, label_shares, lesson.name_steps,
            next_char_distributions])
 # a refused setting stays in its box to be corrected, but the link keeps the names shown
 sync_url(_link(settings, result, refused))

@@ -265,12 +265,13 @@ class Trainer:
         if self.cuda is not None and self.cuda.graph_ready():
             self._graph_step()
             return
-        lr = learning_rate(self.config, self.step)
+        lr = learning_rate(self.config, self.step)  # the schedule: warm-up, then constant or cosine
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         # this step ends with a read: where the batches stand now is the restore point's, if the read is good
         reads = self._restore_point is not None and len(self._pending) + 1 >= self.read_every
         host = self._host_state() if reads else None
+        # 1. forward: the model's loss on a random batch of windows (mean cross-entropy per target)
         with self._autocast():
             if self._packed is not None:
                 inputs, targets, positions, attn_mask, n_tokens = self._packed.sample_counted(
@@ -286,11 +287,11 @@ class Trainer:
         values = self._read_losses() if read_now else None  # may raise TrainingError
         if host is not None:  # every loss so far is finite, and this step's update has not run yet
             self._save_restore_point(self.step - 1, host)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.config.grad_clip is not None:
+        self.optimizer.zero_grad(set_to_none=True)  # 2. backward: forget the last step's gradients,
+        loss.backward()  # then d loss / d weight for every weight
+        if self.config.grad_clip is not None:  # one unlucky batch cannot push the weights too far
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        self.optimizer.step()
+        self.optimizer.step()  # 3. update: every weight moves against its gradient (AdamW or Muon)
         if self._average is not None:
             self._average.update(self.step)
         if self.cuda is not None:
