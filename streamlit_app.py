@@ -68,7 +68,7 @@ elif "lecture" in st.query_params:
 apply_lecture_style()
 
 st.session_state[ENTRY_FLAG] = True
-start_page_run()  # a link's notices wait for this run's page title (ui.state.page_title)
+start_page_run(page.url_path)  # a link's notices wait for this run's page title (ui.state.page_title)
 desk.keep_and_restore()  # a reloaded tab gets back the runs its previous session trained
 page_url = page.url_path or "home"
 # counted while it runs: a hosted server's training slices wait while many page runs are queued;

@@ -98,10 +98,32 @@ NOTICE_AREA = "_link_notices.area"  # this run's place under the title, once pag
 NOTICES_WAITING = "_link_notices.waiting"  # notices made before the title was drawn
 
 
-def start_page_run() -> None:
-    """Called by streamlit_app.py before every page run: no place and no notice from a past run."""
+LAST_PAGE = "_last_page"  # session key: the page of the last run (a refusal ends with its page)
+
+
+def start_page_run(page: str | None = None) -> None:
+    """Called by streamlit_app.py before every page run: no place and no notice from a past run,
+    and no refusal from another page (a student who comes back finds the boxes, not old errors)."""
     st.session_state.pop(NOTICE_AREA, None)
     st.session_state.pop(NOTICES_WAITING, None)
+    ss = st.session_state
+    # the refusals made by this run's callbacks: shown in this run whatever else changed
+    fresh = ss.pop(NEW_REFUSALS, set())
+    if page is not None and ss.get(LAST_PAGE, page) != page:
+        _forget_refusals()
+    elif _a_control_changed(ss.get(CONTROLS_SEEN, {})):  # before anything is drawn: an old
+        _forget_refusals(keep=fresh)  # refusal is gone in the very run the student moved on
+    ss[LAST_PAGE] = page
+    ss[CONTROLS_SEEN] = {}
+
+
+CONTROLS_SEEN = "_controls.seen"  # session key: {widget key: value} of the bound controls last run
+
+
+def _a_control_changed(seen: dict) -> bool:
+    """Whether a bound control (bound) holds another value than at the end of the last run."""
+    ss = st.session_state
+    return any(key in ss and ss[key] != value for key, value in seen.items())
 
 
 def link_notice(text: str) -> None:
@@ -211,12 +233,22 @@ def bound(widget: Callable[..., Any], label: str, obj: Any, field: str, *, prefi
     value = widget(label, key=key, disabled=is_locked or kwargs.pop("disabled", False), **kwargs)
     if limit is not None:
         _show_refusal(REFUSED.format(key=key))
+    st.session_state.setdefault(CONTROLS_SEEN, {})[key] = value  # start_page_run compares
     if not is_locked:
         setattr(obj, field, from_widget(value))
     return getattr(obj, field)
 
 
 LIMIT_HELP = "Up to {limit:,} characters; a longer text is refused with a message."
+
+
+def _kept_words(text: str) -> str:
+    """How a refusal names the text a box went back to."""
+    if text == "":
+        return "the box is empty again"
+    if len(text) <= 40:
+        return f"the box went back to “{text}”"
+    return "the box went back to its last text"
 
 
 def _length_check(label: str, key: str, limit: int, kept: Callable[[], str]) -> Callable[[], None]:
@@ -227,9 +259,8 @@ def _length_check(label: str, key: str, limit: int, kept: Callable[[], str]) -> 
     def check() -> None:
         text = st.session_state.get(key)
         if isinstance(text, str) and len(text) > limit:
-            st.session_state[REFUSED.format(key=key)] = (
-                f"{label}: {len(text):,} characters is over the limit of {limit:,}; "
-                "the box went back to its last text.")
+            _refuse(key, f"{label}: {len(text):,} characters is over the limit of {limit:,}; "
+                         f"{_kept_words(kept())}.")
             st.session_state[key] = kept()
         else:
             _forget_refusals()
@@ -255,16 +286,25 @@ def format_number(value: int | float, kind: type, fmt: str | None = None) -> str
 NUMBER_HELP = "anything else is refused and the last value kept"  # ends every number box's help
 REFUSED = "{key}.refused"  # session key of the message about the last text a box refused (number or length)
 KEPT = "{key}.value"  # session key of the value a number box holds in force
+NEW_REFUSALS = "_refusals.new"  # refusal keys set by callbacks since the last page run began
 
 
-def _forget_refusals() -> None:
-    """Drop every number box's refusal: a value was taken, in that box or another, and what was
-    refused before is history (the refused boxes show the values in force). A refusal stayed until
-    its own box took a value, and five of them piled up on the Tokens page while the student went
-    on with other boxes."""
+def _forget_refusals(keep=()) -> None:
+    """Drop every box's refusal (but those in `keep`): a value was taken or a control changed, in
+    that box or another, and what was refused before is history (the refused boxes show the values
+    in force). A refusal stayed until its own box took a value, and five of them piled up on the
+    Tokens page while the student went on with other boxes."""
     suffix = REFUSED.format(key="")
     for key in [k for k in st.session_state if isinstance(k, str) and k.endswith(suffix)]:
-        st.session_state.pop(key, None)
+        if key not in keep:
+            st.session_state.pop(key, None)
+
+
+def _refuse(key: str, message: str) -> None:
+    """Store a box's refusal (from its on_change callback), to be drawn by the run that follows."""
+    refused_key = REFUSED.format(key=key)
+    st.session_state[refused_key] = message
+    st.session_state.setdefault(NEW_REFUSALS, set()).add(refused_key)
 
 
 def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int | float,
@@ -292,9 +332,8 @@ def checked_number(label: str, *, key: str, kind: type, rules: dict, value: int 
             number = core_settings.parse_number_text(text, kind, rules)
         except core_settings.SettingsError as exc:
             kept = st.session_state.get(kept_key, value)
-            st.session_state[refused_key] = (
-                f"{label}: {exc}. Kept {format_number(kept, kind, fmt)}; type "
-                f"{core_settings.number_range(kind, rules)}.")
+            _refuse(key, f"{label}: {exc}. Kept {format_number(kept, kind, fmt)}; type "
+                         f"{core_settings.number_range(kind, rules)}.")
             st.session_state[key] = format_number(kept, kind, fmt)
         else:
             _forget_refusals()

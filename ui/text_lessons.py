@@ -76,11 +76,12 @@ def text_source(prefix: str, settings: Any, field: str, choices: dict[str, str],
                            help=f"Up to {texts.MAX_TEXT_CHARS:,} characters (a few book chapters); "
                                 "a longer text is refused with a message and the last valid text "
                                 "stays in use.")
+        problem_slot = st.empty()  # under the box it is about (on a phone the upload comes between)
     st.session_state[kept_key] = raw
     text, problem = state.keep_last_valid(
         good_key, lambda: texts.validate_text(raw, what="Your text", min_chars=min_chars), first=starter)
     if problem is not None:
-        st.error(f"{problem} The last valid text ({len(text):,} characters) stays in use.",
-                 icon=":material/block:")
+        problem_slot.error(f"{problem} The last valid text ({len(text):,} characters) stays in use.",
+                           icon=":material/block:")
         return text, "your last valid text"
     return text, "your text"

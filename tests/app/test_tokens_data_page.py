@@ -10,7 +10,7 @@ import pytest
 
 from core import settings as core_settings
 from core.lessons import tokens_data
-from tests.app.conftest import assert_no_exception, open_page
+from tests.app.conftest import ROOT, assert_no_exception, open_page
 from ui import formatting as fmt
 from tests.helpers import errors, metrics, warnings
 
@@ -482,3 +482,26 @@ def test_tokens_holding_part_of_a_character_are_explained():
     [note] = [c.value for c in at.caption if "“�”" in c.value]
     summary = tokens_data.token_summary("Emoji 😀🎉 and héllo 你好, a few more words here. " * 2)
     assert summary.n_partial > 0 and note.startswith(f"{summary.n_partial} GPT-2 tokens show “�”")
+
+
+def test_a_refusal_ends_when_the_student_moves_another_control_or_leaves_the_page():
+    """A refused paste into "A name" (limit 40) says so under the box, which goes back to its
+    name. The message ends in the run where the student changes any other control (it stayed
+    while the slider moved), and it is not there when the student comes back to the page."""
+    at = fresh()
+    at.text_input(key=key("name")).input("Bartholomew-Maximilian Featherstonehaugh-Smythe").run()
+    assert_no_exception(at)
+    assert "A name: 47 characters is over the limit of 40; the box went back to “emma”." in errors(at)
+    assert at.text_input(key=key("name")).value == "emma"
+    at.slider(key=key("name_context")).set_value(10).run()
+    assert "over the limit" not in errors(at)
+    at.text_input(key=key("name")).input("x" * 41).run()
+    assert "A name: 41 characters is over the limit of 40" in errors(at)
+    at.run()  # a rerun that changes nothing keeps it
+    assert "A name: 41 characters" in errors(at)
+    at.switch_page(str(ROOT / "pages/6_small_lm.py")).run()
+    assert any("Small language model" in t.value for t in at.title)
+    at.switch_page(str(ROOT / PAGE)).run()
+    assert_no_exception(at)
+    assert any("Tokens" in t.value for t in at.title)
+    assert "over the limit" not in errors(at)
