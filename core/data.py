@@ -270,8 +270,8 @@ def _check_window_args(max_length: int, stride: int) -> None:
 class GPTDatasetV1(Dataset):
     """The book's GPTDatasetV1: overlapping windows of a tokenized text, cut by the book's loop.
 
-    Written as a plain loop on purpose, apart from `sliding_windows` (one `unfold`): the Tokens
-    page checks its batches against this loader, so the two must be able to disagree."""
+    A plain loop on purpose, independent of `sliding_windows` (one `unfold`): the Tokens page
+    checks its batches against this loader, so the two must be able to disagree."""
 
     def __init__(self, txt: str, tokenizer, max_length: int, stride: int):
         _check_window_args(max_length, stride)
