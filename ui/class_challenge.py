@@ -19,7 +19,7 @@ from core.classroom.security import AlreadyEntered, ClassroomError, RateLimited,
 from ui import classroom, state
 from ui.formatting import sentence_inside
 from ui.layout import friendly_errors
-from ui.state import checked_number
+from ui.state import checked_number, limited_text
 from ui.training import PRESET_NAMES, presets_shown
 
 BOARD_REFRESH_S = 2.0  # the projected leaderboard: new entries appear at most this late
@@ -48,7 +48,7 @@ def lecturer_controls(store, seat) -> None:
                 st.rerun()
         return
     with st.expander("Open a challenge", icon=":material/emoji_events:"):
-        title = st.text_input("Title", value="Lowest validation loss", max_chars=200, key="class.challenge_title")
+        title = limited_text("Title", value="Lowest validation loss", limit=200, key="class.challenge_title")
         max_params = checked_number("Most parameters", key="class.max_params", kind=int,
                                     rules={"min": 1, "max": 100_000_000}, value=DEFAULT_MAX_PARAMS,
                                     help="Counted from the submitted weights.")
@@ -59,6 +59,8 @@ def lecturer_controls(store, seat) -> None:
         if st.button("Open the challenge", key="class.open_challenge", type="primary"):
             with friendly_errors("opening the challenge"):
                 store.open_challenge(seat.code, seat.token, title, int(max_params), float(max_seconds))
+                # a title refused before is history: not to come back when the challenge closes
+                st.session_state.pop(state.REFUSED.format(key="class.challenge_title"), None)
                 st.rerun()
 
 

@@ -84,12 +84,13 @@ def join_section(store) -> None:
     if problem and code_problem(st.session_state.get("class.join_code")) is not None:
         st.warning(f"The join link's code could not be used. {problem}", icon=":material/link_off:")
     with st.form("class.join_form"):
-        code = st.text_input("Join code", value=normalize_code(linked), max_chars=16, key="class.join_code")
-        # the limit in the label: the box stops typing there without a word (a help icon would
-        # be a second element named "Nickname")
+        # no max_chars on these boxes: Streamlit's limit drops a longer paste whole without a word;
+        # here "Join" says what is wrong (core.classroom: "That nickname has 40 characters; use at
+        # most 32.") and the boxes keep what was typed to be shortened
+        code = st.text_input("Join code", value=normalize_code(linked), key="class.join_code")
+        # the limit in the label (a help icon would be a second element named "Nickname")
         nickname = st.text_input(f"Nickname, up to {NICKNAME_MAX_CHARS} characters (shown to the class; "
-                                 "nothing else about you is stored)",
-                                 max_chars=NICKNAME_MAX_CHARS, key="class.nickname")
+                                 "nothing else about you is stored)", key="class.nickname")
         joined = st.form_submit_button("Join", type="primary")
     if joined:
         with _refused("join the class"):
@@ -145,8 +146,8 @@ def lecturer_section(store, key: str) -> None:
     _offer_led_class(store, reloaded=seat is None)
     with st.form("class.start_form"):
         given = st.text_input("Lecturer key", type="password", key="class.key")
-        reopen = st.text_input("Join code of a class you started (empty: start a new class)", max_chars=16,
-                               key="class.reopen_code")
+        reopen = st.text_input("Join code of a class you started (empty: start a new class)",
+                               key="class.reopen_code")  # no max_chars: reopen_code_problem says why
         started = st.form_submit_button("Start or reopen", type="primary")
     if started:
         if not check_lecturer_key(given, key):

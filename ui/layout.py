@@ -210,8 +210,7 @@ def panel_key(prefix: str) -> str:
 
 def _lesson_controls(panel, prefix: str, cls: type, page: str, obj: Any) -> Any:
     with panel:
-        name = st.text_input("Lesson name", value="my lesson", key=f"{prefix}.lesson_name",
-                             max_chars=80)
+        name = state.limited_text("Lesson name", value="my lesson", key=f"{prefix}.lesson_name", limit=80)
         fields = [f for f in core_settings.dataclasses.fields(cls)]
         lock = st.multiselect("Lock these controls for students",
                               [f.name for f in fields], key=f"{prefix}.lesson_lock")

@@ -251,11 +251,13 @@ def _kept_words(text: str) -> str:
     return "the box went back to its last text"
 
 
-def _length_check(label: str, key: str, limit: int, kept: Callable[[], str]) -> Callable[[], None]:
+def _length_check(label: str, key: str, limit: int, kept: Callable[[], str],
+                  on_taken: Callable[[str], None] | None = None) -> Callable[[], None]:
     """The on_change of a text box with a length limit: a longer text is refused with a message
-    and the box goes back to the text in force (`kept()`); a text that fits ends every refusal
-    shown, as a number box's valid value does. Streamlit's `max_chars` would stop typing at the
-    limit, but it drops a longer paste whole, and the student saw nothing happen."""
+    and the box goes back to the text in force (`kept()`); a text that fits is passed to
+    `on_taken` and ends every refusal shown, as a number box's valid value does. Streamlit's
+    `max_chars` would stop typing at the limit, but it drops a longer paste whole, and the student
+    saw nothing happen."""
     def check() -> None:
         text = st.session_state.get(key)
         if isinstance(text, str) and len(text) > limit:
@@ -263,8 +265,30 @@ def _length_check(label: str, key: str, limit: int, kept: Callable[[], str]) -> 
                          f"{_kept_words(kept())}.")
             st.session_state[key] = kept()
         else:
+            if on_taken is not None:
+                on_taken(text)
             _forget_refusals()
     return check
+
+
+def limited_text(label: str, *, key: str, limit: int, value: str, **kwargs: Any) -> str:
+    """A keyed text box that is no settings field (a lesson's name, a challenge's title) with a
+    length limit checked as `bound` checks one: a longer text is refused with a message under the
+    box, and the box goes back to the last text that fitted (kept in the session), which is
+    returned. `value`: the text of the first draw; a box drawn again after a while unseen (in a
+    panel closed meanwhile) shows its last text again."""
+    kept_key = KEPT.format(key=key)
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(kept_key, value)
+    st.session_state.setdefault(kept_key, st.session_state[key])
+
+    def take(text: str) -> None:
+        st.session_state[kept_key] = text
+    kwargs["help"] = f"{kwargs.get('help', '')} {LIMIT_HELP.format(limit=limit)}".strip()
+    st.text_input(label, key=key,
+                  on_change=_length_check(label, key, limit, lambda: st.session_state[kept_key], take), **kwargs)
+    _show_refusal(REFUSED.format(key=key))
+    return st.session_state[kept_key]
 
 
 def format_number(value: int | float, kind: type, fmt: str | None = None) -> str:

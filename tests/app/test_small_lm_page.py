@@ -344,6 +344,28 @@ def test_a_learning_rate_from_a_lesson_file_is_used_as_given():
     assert lr_slider(at).value == 0.2 and at.session_state["small_lm.race"].config.lr == 0.2
 
 
+def test_a_lesson_name_over_its_limit_is_refused_and_the_name_outlives_the_closed_panel():
+    """Streamlit's max_chars (80) dropped a longer paste without a word; and the panel's box,
+    made only while it is open, came back as "my lesson" after the panel was closed and opened."""
+    from ui import layout
+
+    at = fresh()
+    at.session_state[layout.panel_key(PREFIX)] = True  # open "Lesson presets"
+    at.run()
+    name_box = lambda: at.text_input(key=f"{PREFIX}.lesson_name")  # noqa: E731
+    name_box().input("Week 3: attention").run()
+    name_box().input("w" * 95).run()
+    assert_no_exception(at)
+    assert ("Lesson name: 95 characters is over the limit of 80; the box went back to “Week 3: attention”."
+            in " ".join(e.value for e in at.error))
+    assert name_box().value == "Week 3: attention"
+    at.session_state[layout.panel_key(PREFIX)] = False
+    at.run()
+    at.session_state[layout.panel_key(PREFIX)] = True
+    at.run()
+    assert name_box().value == "Week 3: attention"
+
+
 # ---------------------------------------------------------------- a vocabulary of thousands of characters
 MAX_CHART_BYTES = 3_000_000  # the whole bigram table of 3,000 characters was a 532 MB message
 

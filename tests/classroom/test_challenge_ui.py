@@ -47,6 +47,24 @@ def test_the_box_states_the_budget_and_which_presets_fit_before_training(klass):
             f"{DEFAULT_MAX_PARAMS:,}") in box_text(student)
 
 
+def test_a_title_over_its_limit_is_refused_with_a_message_and_the_last_one_kept(klass):
+    """Streamlit's max_chars dropped a longer paste without a word; the box now says so."""
+    store, code, lecturer, _ = klass
+    lect = open_as(lecturer, "pages/11_class.py")
+    lect.text_input(key="class.challenge_title").input("Lowest loss by Friday").run()
+    lect.text_input(key="class.challenge_title").input("x" * 250).run()
+    no_exception(lect)
+    assert ("Title: 250 characters is over the limit of 200; the box went back to “Lowest loss by Friday”."
+            in texts(lect.error))
+    assert lect.text_input(key="class.challenge_title").value == "Lowest loss by Friday"
+    button(lect, "Open the challenge").click().run()
+    assert store.current_challenge(code).title == "Lowest loss by Friday"
+    assert not lect.error
+    button(lect, "Close the challenge").click().run()
+    assert lect.text_input(key="class.challenge_title").value == "Lowest loss by Friday"
+    assert not lect.error  # the old refusal does not come back with the box
+
+
 def test_a_refusal_by_the_rules_says_not_entered(klass, finished_book):
     store, code, lecturer, (ada, _) = klass
     run = finished_book.current

@@ -153,11 +153,24 @@ def join_on_page(at, code: str, nickname: str) -> None:
     no_exception(at)
 
 
-def test_the_nickname_box_takes_no_more_than_a_nickname_may_have(class_env):
+def test_a_nickname_or_code_over_its_length_is_refused_with_a_message_and_kept_in_its_box(class_env):
+    """Streamlit's max_chars (32 and 16) dropped a longer paste whole, and Join then said the box was
+    empty; now the boxes take it and Join says what is wrong, with the text still there to shorten."""
     from core.classroom.security import NICKNAME_MAX_CHARS
 
-    at = open_app_test(PAGE)
-    assert at.text_input(key="class.nickname").proto.max_chars == NICKNAME_MAX_CHARS == 32  # was 200
+    info, _ = class_env.create_class()
+    at = open_app_test(PAGE, query={"class": info.code})
+    assert not at.text_input(key="class.nickname").proto.max_chars
+    assert not at.text_input(key="class.join_code").proto.max_chars
+    long_name = "Ada " * 10  # 40 characters; 39 once the end space is dropped
+    join_on_page(at, info.code, long_name)
+    assert f"Could not join the class: that nickname has 39 characters; use at most {NICKNAME_MAX_CHARS}." in errors_of(at)
+    assert at.text_input(key="class.nickname").value == long_name  # to be shortened, not typed again
+    assert class_env.members(info.code) == []
+
+    join_on_page(at, info.code + "-" + info.code + info.code, "Ada")  # pasted three times: 18 letters
+    assert "codes have 6 characters, this has 18." in errors_of(at)
+    assert class_env.members(info.code) == []
 
 
 def test_leaving_takes_the_seat_and_its_answers_out_of_the_class(class_env):
