@@ -7,6 +7,7 @@ mode on over a table already drawn (its 14 px grid zoomed by 1.25 in a box narro
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.conftest import assert_no_error, open_page_url, screenshot, wait_idle
 
@@ -31,6 +32,13 @@ def windows_table(page):
 
 
 def assert_every_column_in_view(grid) -> None:
+    # the grid fills its accessible table again after a late layout (once, on a slow CI machine,
+    # it was empty 500 ms after it had first been filled): given 10 s to list the six columns
+    try:
+        grid.page.wait_for_function(f"(grid) => ({HEADERS})(grid).length === {len(COLUMNS)}",
+                                    arg=grid.element_handle(), timeout=10_000)
+    except PlaywrightTimeout:
+        pass  # the asserts below say what it holds
     assert grid.evaluate(OVERFLOW) is None
     assert grid.evaluate(HEADERS) == COLUMNS
     box, column = grid.bounding_box(), grid.evaluate(
