@@ -85,8 +85,8 @@ def join_section(store) -> None:
         st.warning(f"The join link's code could not be used. {problem}", icon=":material/link_off:")
     with st.form("class.join_form"):
         # no max_chars on these boxes: Streamlit's limit drops a longer paste whole without a word;
-        # here "Join" says what is wrong (core.classroom: "That nickname has 40 characters; use at
-        # most 32.") and the boxes keep what was typed to be shortened
+        # here Join says what is wrong (core.classroom's checks: "that nickname has 38 characters;
+        # use at most 32.") and the boxes keep what was typed, to be shortened
         code = st.text_input("Join code", value=normalize_code(linked), key="class.join_code")
         # the limit in the label (a help icon would be a second element named "Nickname")
         nickname = st.text_input(f"Nickname, up to {NICKNAME_MAX_CHARS} characters (shown to the class; "
